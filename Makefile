@@ -1,0 +1,47 @@
+# Two commands: `make demo` and `make test`. Both set everything up first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.graphstrata-installed
+DEMO_INDEX ?= build/demo-index
+# Everything runs offline: the embedder is packaged, the default LLM is built in.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: setup demo test test-fast lint format bench clean
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch==2.13.0 (the CPU build) comes through the `cpu` extra in this same command;
+	# a separate or bare torch requirement would pull a multi-GB CUDA build.
+	$(PY) -m pip install -q -e '.[cpu,server,dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	rm -rf $(DEMO_INDEX)
+	$(VENV)/bin/graphstrata index examples/sample --out $(DEMO_INDEX)
+	$(VENV)/bin/graphstrata stats $(DEMO_INDEX)
+	$(VENV)/bin/graphstrata query $(DEMO_INDEX) "Which instruments did the Halvorsen Observatory build with Meridian Optics?" --mode naive --budget 400
+	$(VENV)/bin/graphstrata query $(DEMO_INDEX) "Which instruments did the Halvorsen Observatory build with Meridian Optics?" --mode collapsed --budget 400
+	$(VENV)/bin/graphstrata query $(DEMO_INDEX) "Which instruments did the Halvorsen Observatory build with Meridian Optics?" --mode graph --budget 400
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check graphstrata tests benchmarks
+	$(VENV)/bin/ruff format --check graphstrata tests benchmarks
+
+format: setup
+	$(VENV)/bin/ruff format graphstrata tests benchmarks
+	$(VENV)/bin/ruff check --fix graphstrata tests benchmarks
+
+bench: setup
+	$(PY) benchmarks/kernels.py
+
+clean:
+	rm -rf $(VENV) build .pytest_cache

@@ -1,0 +1,1 @@
+"""Public Python API, CLI, HTTP service and the concrete model backends."""

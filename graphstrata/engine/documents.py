@@ -1,0 +1,199 @@
+"""Documents: validation and readers (JSONL, folders of .txt/.md).
+
+A batch with any invalid document is rejected whole with one error that lists every problem,
+so the index never holds half of a batch. Decisions for the cases users hit:
+
+* empty or whitespace-only text: invalid;
+* bytes that are not UTF-8 (folder input) or text with NUL characters: invalid ("binary");
+* a document over ``IngestConfig.max_doc_bytes`` (default 4 MiB of UTF-8): invalid, split it;
+* the same ``doc_id`` twice in one batch: invalid (which version is meant is ambiguous);
+* a JSONL line without ``doc_id`` or ``text``, or not a JSON object: invalid, with its line;
+* re-inserting a ``doc_id`` with identical content: a no-op; with other content: an update.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graphstrata.engine.config import IngestConfig
+
+
+class DocumentError(ValueError):
+    """One or more documents are invalid; nothing was written."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        head = "; ".join(problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        super().__init__(f"{len(problems)} invalid document(s), nothing written: {head}{more}")
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document as the user gives it."""
+
+    doc_id: str
+    text: str
+    title: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def sha256(self) -> str:
+        """Content hash: re-inserting the same content is a no-op."""
+        payload = json.dumps(
+            {"text": self.text, "title": self.title, "metadata": dict(self.metadata)},
+            sort_keys=True,
+            ensure_ascii=False,
+            default=str,
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def coerce_document(obj: Any, where: str = "") -> Document:
+    """Turn a dict (or Document) into a Document; raise DocumentError naming the problem."""
+    if isinstance(obj, Document):
+        return obj
+    prefix = f"{where}: " if where else ""
+    if not isinstance(obj, Mapping):
+        raise DocumentError(
+            [f"{prefix}expected an object with doc_id and text, got {type(obj).__name__}"]
+        )
+    missing = [k for k in ("doc_id", "text") if k not in obj]
+    if missing:
+        raise DocumentError([f"{prefix}missing field(s) {missing}"])
+    doc_id, text = obj["doc_id"], obj["text"]
+    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+        doc_id = str(doc_id)
+    if not isinstance(doc_id, str):
+        raise DocumentError([f"{prefix}doc_id must be a string, got {type(doc_id).__name__}"])
+    if isinstance(text, bytes | bytearray):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DocumentError(
+                [f"{prefix}doc {doc_id!r}: text is not UTF-8 (binary?): {exc.reason}"]
+            ) from exc
+    if not isinstance(text, str):
+        raise DocumentError(
+            [f"{prefix}doc {doc_id!r}: text must be a string, got {type(text).__name__}"]
+        )
+    title = obj.get("title") or ""
+    metadata = obj.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise DocumentError([f"{prefix}doc {doc_id!r}: metadata must be an object"])
+    return Document(
+        doc_id=doc_id,
+        text=text,
+        title=str(title),
+        metadata=dict(metadata),
+        source=str(obj.get("source", "")),
+    )
+
+
+def validate_batch(docs: list[Document], config: IngestConfig) -> None:
+    """Raise DocumentError listing every invalid document of the batch."""
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for i, doc in enumerate(docs):
+        label = f"doc {doc.doc_id!r}"
+        if not doc.doc_id.strip():
+            problems.append(f"document #{i}: empty doc_id")
+        elif len(doc.doc_id) > config.max_doc_id_chars:
+            problems.append(
+                f"{label[:60]}...: doc_id longer than {config.max_doc_id_chars} characters"
+            )
+        if doc.doc_id in seen:
+            problems.append(
+                f"{label}: duplicate doc_id in one batch (entries #{seen[doc.doc_id]} and #{i})"
+            )
+        seen.setdefault(doc.doc_id, i)
+        if not doc.text.strip():
+            problems.append(f"{label}: empty text")
+            continue
+        if "\x00" in doc.text:
+            problems.append(f"{label}: text contains NUL characters (binary content?)")
+        size = len(doc.text.encode("utf-8", errors="surrogatepass"))
+        if size > config.max_doc_bytes:
+            problems.append(
+                f"{label}: {size / 2**20:.1f} MiB is over max_doc_bytes "
+                f"({config.max_doc_bytes / 2**20:.1f} MiB); split the document or raise the limit"
+            )
+        try:
+            doc.text.encode("utf-8")
+        except UnicodeEncodeError:
+            problems.append(f"{label}: text holds lone surrogates (not valid Unicode)")
+    if problems:
+        raise DocumentError(problems)
+
+
+def read_jsonl(path: str | Path) -> Iterator[Document]:
+    """Documents from JSONL: ``{"doc_id", "text", "title"?, "metadata"?}`` per line."""
+    path = Path(path)
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            where = f"{path.name}:{lineno}"
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise DocumentError([f"{where}: line is not UTF-8"]) from exc
+            except json.JSONDecodeError as exc:
+                raise DocumentError([f"{where}: not valid JSON ({exc.msg})"]) from exc
+            yield coerce_document(obj, where)
+
+
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+
+
+def read_folder(path: str | Path) -> Iterator[Document]:
+    """Documents from a folder of ``.txt``/``.md`` files; ``doc_id`` = the relative path."""
+    root = Path(path)
+    for file in sorted(
+        p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES
+    ):
+        rel = file.relative_to(root).as_posix()
+        raw = file.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DocumentError([f"{rel}: not UTF-8 text (binary file?)"]) from exc
+        title = ""
+        for line in text.splitlines():
+            if line.strip():
+                title = line.strip().lstrip("#").strip()
+                break
+        yield Document(doc_id=rel, text=text, title=title, source=str(file))
+
+
+def read_documents(source: str | Path) -> Iterator[Document]:
+    """Documents from a ``.jsonl`` file, a folder, or a single ``.txt``/``.md`` file."""
+    path = Path(source)
+    if path.is_dir():
+        yield from read_folder(path)
+    elif path.suffix.lower() in (".jsonl", ".ndjson"):
+        yield from read_jsonl(path)
+    elif path.suffix.lower() in TEXT_SUFFIXES and path.is_file():
+        yield from read_folder_file(path)
+    elif not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    else:
+        raise DocumentError([f"{path}: expected a folder, a .jsonl file or a .txt/.md file"])
+
+
+def read_folder_file(path: Path) -> Iterator[Document]:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocumentError([f"{path.name}: not UTF-8 text (binary file?)"]) from exc
+    yield Document(doc_id=path.name, text=text, source=str(path))
+
+
+def as_documents(docs: Iterable[Any]) -> list[Document]:
+    return [coerce_document(d, f"document #{i}") for i, d in enumerate(docs)]

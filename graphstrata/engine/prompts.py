@@ -1,0 +1,179 @@
+"""Every prompt and JSON schema the engine sends to an LLM, in one place.
+
+Each builder returns an ``LLMRequest`` carrying both the full prompt (for generative
+backends) and the raw inputs (for the extractive backend), so all backends do the same task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from graphstrata.engine.interfaces import LLMRequest
+
+# --------------------------------------------------------------------------- EraRAG
+#: The EraRAG paper's summarization prompt (§III-C / public code).
+SUMMARY_PROMPT = (
+    "Write a summary of the following, including as many key details as possible: {context}"
+)
+
+
+def summarize_request(texts: Sequence[str], max_tokens: int) -> LLMRequest:
+    context = "\n\n".join(texts)
+    return LLMRequest(
+        task="summarize",
+        prompt=SUMMARY_PROMPT.format(context=context),
+        max_tokens=max_tokens,
+        inputs=tuple(texts),
+    )
+
+
+# --------------------------------------------------------------------------- NodeRAG
+DECOMPOSE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "semantic_units": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string"},
+                    "entities": {"type": "array", "items": {"type": "string"}},
+                    "relationships": {
+                        "type": "array",
+                        "items": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "minItems": 3,
+                            "maxItems": 3,
+                        },
+                    },
+                },
+                "required": ["text", "entities", "relationships"],
+            },
+        }
+    },
+    "required": ["semantic_units"],
+}
+
+DECOMPOSE_PROMPT = """Decompose the text below into semantic units for a knowledge graph.
+A semantic unit is a self-contained paraphrase of one event or fact (1-3 sentences).
+For each unit list the named entities it mentions (people, organizations, places, products,
+dates, numbers with units) and the relationships between them as [source, relation, target].
+Answer with JSON only, in this form:
+{{"semantic_units": [{{"text": "...", "entities": ["..."], "relationships": [["source", "relation", "target"]]}}]}}
+
+Text:
+{text}"""
+
+
+def decompose_request(text: str, max_tokens: int) -> LLMRequest:
+    return LLMRequest(
+        task="decompose",
+        prompt=DECOMPOSE_PROMPT.format(text=text),
+        max_tokens=max_tokens,
+        schema=DECOMPOSE_SCHEMA,
+        inputs=(text,),
+    )
+
+
+ATTRIBUTE_PROMPT = """Write a concise profile of the entity "{entity}" from the facts below:
+who or what it is, its key properties, and its most important relations. Use only these facts.
+
+Facts:
+{facts}
+
+Relationships:
+{relationships}"""
+
+
+def attribute_request(
+    entity: str, facts: Sequence[str], relationships: Sequence[str], max_tokens: int
+) -> LLMRequest:
+    return LLMRequest(
+        task="attribute",
+        prompt=ATTRIBUTE_PROMPT.format(
+            entity=entity,
+            facts="\n".join(f"- {f}" for f in facts),
+            relationships="\n".join(f"- {r}" for r in relationships),
+        ),
+        max_tokens=max_tokens,
+        inputs=(entity, *facts, *relationships),
+    )
+
+
+COMMUNITY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "high_level_elements": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"title": {"type": "string"}, "description": {"type": "string"}},
+                "required": ["title", "description"],
+            },
+        }
+    },
+    "required": ["high_level_elements"],
+}
+
+COMMUNITY_PROMPT = """The texts below belong to one community of a knowledge graph.
+Identify its main themes. For each theme write a high-level description (2-4 sentences that
+connect the facts) and a short title (at most 8 words). Answer with JSON only, in this form:
+{{"high_level_elements": [{{"title": "...", "description": "..."}}]}}
+
+Texts:
+{texts}"""
+
+
+def community_request(texts: Sequence[str], max_tokens: int) -> LLMRequest:
+    return LLMRequest(
+        task="community",
+        prompt=COMMUNITY_PROMPT.format(texts="\n".join(f"- {t}" for t in texts)),
+        max_tokens=max_tokens,
+        schema=COMMUNITY_SCHEMA,
+        inputs=tuple(texts),
+    )
+
+
+QUERY_ENTITIES_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"entities": {"type": "array", "items": {"type": "string"}}},
+    "required": ["entities"],
+}
+
+QUERY_ENTITIES_PROMPT = """List the named entities (people, organizations, places, products,
+dates, numbers) mentioned in the question. Answer with JSON only: {{"entities": ["..."]}}
+
+Question: {question}"""
+
+
+def query_entities_request(question: str) -> LLMRequest:
+    return LLMRequest(
+        task="query_entities",
+        prompt=QUERY_ENTITIES_PROMPT.format(question=question),
+        max_tokens=128,
+        schema=QUERY_ENTITIES_SCHEMA,
+        inputs=(question,),
+    )
+
+
+# --------------------------------------------------------------------------- answers
+#: One fixed answer prompt for every search mode, so modes are compared on retrieval alone.
+ANSWER_PROMPT = """Answer the question using only the context. If the context does not hold the
+answer, say "Insufficient information." Be brief.
+
+Context:
+{context}
+
+Question: {question}
+Answer:"""
+
+
+def answer_request(question: str, context: str, max_tokens: int = 256) -> LLMRequest:
+    return LLMRequest(
+        task="answer",
+        prompt=ANSWER_PROMPT.format(context=context, question=question),
+        max_tokens=max_tokens,
+        inputs=(question, context),
+    )

@@ -1,0 +1,72 @@
+"""Operation reports: every build, insert, delete and query says what it cost."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class OperationReport:
+    """Costs of one operation (DESIGN §6 "Accounting")."""
+
+    operation: str
+    version: int = 0
+    docs_added: int = 0
+    docs_updated: int = 0
+    docs_unchanged: int = 0
+    docs_deleted: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    nodes_added: int = 0
+    nodes_removed: int = 0
+    edges_added: int = 0
+    llm_calls: int = 0
+    llm_batches: int = 0
+    llm_cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embedded: int = 0
+    bytes_written: int = 0
+    seconds: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)
+    llm_by_stage: dict[str, dict[str, int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time a stage; nested or repeated stages add up."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stages[name] = self.stages.get(name, 0.0) + time.perf_counter() - start
+
+    def add_llm(
+        self, stage: str, calls: int, prompt_tokens: int, completion_tokens: int, cached: int
+    ) -> None:
+        self.llm_calls += calls
+        self.llm_batches += 1
+        self.llm_cached += cached
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        entry = self.llm_by_stage.setdefault(
+            stage, {"calls": 0, "batches": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        )
+        entry["calls"] += calls
+        entry["batches"] += 1
+        entry["prompt_tokens"] += prompt_tokens
+        entry["completion_tokens"] += completion_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["stages"] = {k: round(v, 4) for k, v in self.stages.items()}
+        data["seconds"] = round(self.seconds, 4)
+        return data

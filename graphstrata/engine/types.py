@@ -1,0 +1,62 @@
+"""Node and edge kinds shared by every table and pipeline."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class NodeKind(IntEnum):
+    """Kinds of node (``nodes.kind``, uint8).
+
+    T..O are NodeRAG's heterograph kinds; L is an EraRAG hierarchy summary (layer >= 1).
+    """
+
+    T = 1  # text chunk (layer 0 of the hierarchy too)
+    S = 2  # semantic unit
+    N = 3  # entity
+    R = 4  # relationship
+    A = 5  # attribute of an important entity
+    H = 6  # high-level element of a community
+    O = 7  # overview title of a high-level element  # noqa: E741
+    L = 8  # layer summary of the hierarchy
+
+    @property
+    def letter(self) -> str:
+        return self.name
+
+    @classmethod
+    def from_letter(cls, letter: str) -> NodeKind:
+        try:
+            return cls[letter.upper()]
+        except KeyError as exc:
+            raise ValueError(
+                f"unknown node kind {letter!r}; expected one of T,S,N,R,A,H,O,L"
+            ) from exc
+
+
+#: Kinds that carry an embedding (DESIGN §3: T, S, A, H, L).
+EMBEDDED_KINDS: tuple[NodeKind, ...] = (NodeKind.T, NodeKind.S, NodeKind.A, NodeKind.H, NodeKind.L)
+
+#: Kinds whose text may be handed to a user or an LLM as context (NodeRAG keeps T, S, A, H, R).
+RETRIEVABLE_KINDS: tuple[NodeKind, ...] = (
+    NodeKind.T,
+    NodeKind.S,
+    NodeKind.A,
+    NodeKind.H,
+    NodeKind.R,
+    NodeKind.L,
+)
+
+
+class EdgeKind(IntEnum):
+    """Kinds of edge (``edges.kind``, uint8). Edges are undirected for search."""
+
+    CHUNK_UNIT = 1  # T - S
+    UNIT_ENTITY = 2  # S - N
+    ENTITY_RELATION = 3  # N - R
+    ENTITY_ATTRIBUTE = 4  # N - A
+    ELEMENT_MEMBER = 5  # H - S/A/H
+    ELEMENT_TITLE = 6  # H - O
+    SEMANTIC = 7  # embedded node - embedded node (nearest neighbours)
+    PARENT_CHILD = 8  # L - child (T or L)
+    UNIT_RELATION = 9  # S - R

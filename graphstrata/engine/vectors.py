@@ -1,0 +1,186 @@
+"""Vector search over the embedded kinds with usearch (one HNSW index per node kind).
+
+The usearch indexes are a cache of the vector segments: they can always be rebuilt from the
+store. Updates are copy-on-write per kind, so readers of the previous version keep a
+consistent index while a writer adds and removes the changed nodes only.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+from usearch.index import Index as UsearchIndex
+
+from graphstrata.engine.store import VectorTable
+
+#: Below this many vectors a kind is searched exactly (brute force is faster and exact).
+EXACT_BELOW = 4096
+
+
+def _new_index(dim: int, dtype: str, expansion_search: int) -> UsearchIndex:
+    # Explicit dtype: usearch's default depends on the CPU's features.
+    return UsearchIndex(
+        ndim=dim,
+        metric="ip",
+        dtype=dtype,
+        connectivity=16,
+        expansion_add=128,
+        expansion_search=expansion_search,
+    )
+
+
+class VectorIndex:
+    """usearch indexes keyed by node kind; vectors are L2-normalized so inner product = cosine."""
+
+    def __init__(self, dim: int, dtype: str = "f32", expansion_search: int = 128):
+        self.dim = dim
+        self.dtype = dtype
+        self.expansion_search = expansion_search
+        self.by_kind: dict[int, UsearchIndex] = {}
+
+    # construction ---------------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls, vectors: VectorTable, dtype: str = "f32", expansion_search: int = 128
+    ) -> VectorIndex:
+        vi = cls(vectors.dim, dtype, expansion_search)
+        for kind in np.unique(vectors.kinds):
+            ids, mat = vectors.of_kind(int(kind))
+            vi._index_for(int(kind)).add(ids, mat)
+        return vi
+
+    @classmethod
+    def restore(
+        cls,
+        path: Path,
+        vectors: VectorTable,
+        cache_version: int,
+        dtype: str = "f32",
+        expansion_search: int = 128,
+    ) -> VectorIndex:
+        """Load the cache written at ``cache_version`` and bring it to ``vectors``' version."""
+        vi = cls(vectors.dim, dtype, expansion_search)
+        with np.load(path) as blobs:
+            for name in blobs.files:
+                index = UsearchIndex.restore(bytearray(blobs[name].tobytes()))
+                if index is None:
+                    raise ValueError(
+                        f"vector cache {path} holds an unreadable index for kind {name}"
+                    )
+                index.expansion_search = expansion_search
+                vi.by_kind[int(name)] = index
+        live = np.sort(vectors.ids)
+        for kind, index in vi.by_kind.items():
+            keys = np.asarray(index.keys, dtype=np.int64)
+            dead = keys[~np.isin(keys, live)]
+            if dead.size:
+                index.remove(dead)
+        new_ids, new_kinds = vectors.since(cache_version)
+        for kind in np.unique(new_kinds):
+            ids = new_ids[new_kinds == kind]
+            vi._index_for(int(kind)).add(ids, vectors.get(ids))
+        return vi
+
+    def save(self, path: Path) -> None:
+        blobs = {
+            str(kind): np.frombuffer(bytes(index.save()), dtype=np.uint8)
+            for kind, index in self.by_kind.items()
+        }
+        with open(path, "wb") as fh:
+            np.savez(fh, **blobs)
+
+    def _index_for(self, kind: int) -> UsearchIndex:
+        if kind not in self.by_kind:
+            self.by_kind[kind] = _new_index(self.dim, self.dtype, self.expansion_search)
+        return self.by_kind[kind]
+
+    # updates --------------------------------------------------------------------------------
+    def updated(
+        self,
+        add_ids: np.ndarray,
+        add_kinds: np.ndarray,
+        add_matrix: np.ndarray,
+        remove_ids: np.ndarray,
+    ) -> VectorIndex:
+        """A new VectorIndex with the changes applied; untouched kinds are shared, not copied."""
+        out = VectorIndex(self.dim, self.dtype, self.expansion_search)
+        out.by_kind = dict(self.by_kind)
+        touched: set[int] = set(np.unique(add_kinds).tolist())
+        for kind, index in self.by_kind.items():
+            if remove_ids.size and np.any(index.contains(remove_ids)):
+                touched.add(kind)
+        for kind in touched:
+            base = self.by_kind.get(kind)
+            index = (
+                base.copy()
+                if base is not None
+                else _new_index(self.dim, self.dtype, self.expansion_search)
+            )
+            if remove_ids.size:
+                present = remove_ids[np.asarray(index.contains(remove_ids), dtype=bool)]
+                if present.size:
+                    index.remove(present)
+            sel = add_kinds == kind
+            if np.any(sel):
+                index.add(add_ids[sel], np.ascontiguousarray(add_matrix[sel], dtype=np.float32))
+            out.by_kind[kind] = index
+        return out
+
+    # search ---------------------------------------------------------------------------------
+    def count(self, kinds: Iterable[int] | None = None) -> int:
+        kinds = self.by_kind.keys() if kinds is None else kinds
+        return sum(len(self.by_kind[k]) for k in kinds if k in self.by_kind)
+
+    def search(
+        self, queries: np.ndarray, kinds: Sequence[int], k: int
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Top-k over the union of ``kinds`` for each query.
+
+        Returns per query ``(ids int64[<=k], scores float32[<=k])`` sorted by descending cosine.
+        """
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        nq = queries.shape[0]
+        per_ids: list[list[np.ndarray]] = [[] for _ in range(nq)]
+        per_scores: list[list[np.ndarray]] = [[] for _ in range(nq)]
+        for kind in kinds:
+            index = self.by_kind.get(int(kind))
+            if index is None or len(index) == 0 or k <= 0:
+                continue
+            kk = min(k, len(index))
+            matches = index.search(queries, kk, exact=len(index) < EXACT_BELOW)
+            keys = np.atleast_2d(np.asarray(matches.keys))
+            dists = np.atleast_2d(np.asarray(matches.distances))
+            counts = (
+                np.atleast_1d(np.asarray(matches.counts))
+                if hasattr(matches, "counts")
+                else np.full(nq, kk)
+            )
+            for q in range(nq):
+                c = int(counts[q])
+                per_ids[q].append(keys[q, :c].astype(np.int64))
+                per_scores[q].append((1.0 - dists[q, :c]).astype(np.float32))
+        out_ids, out_scores = [], []
+        for q in range(nq):
+            if not per_ids[q]:
+                out_ids.append(np.zeros(0, np.int64))
+                out_scores.append(np.zeros(0, np.float32))
+                continue
+            ids = np.concatenate(per_ids[q])
+            scores = np.concatenate(per_scores[q])
+            order = np.argsort(-scores, kind="stable")[:k]
+            out_ids.append(ids[order])
+            out_scores.append(scores[order])
+        return out_ids, out_scores
+
+
+def to_bytes(index: VectorIndex) -> bytes:
+    buf = io.BytesIO()
+    blobs = {
+        str(kind): np.frombuffer(bytes(ix.save()), dtype=np.uint8)
+        for kind, ix in index.by_kind.items()
+    }
+    np.savez(buf, **blobs)
+    return buf.getvalue()
