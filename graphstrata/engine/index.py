@@ -517,22 +517,41 @@ class Engine:
         **params: Any,
     ) -> list[QueryResult]:
         """Retrieve for many queries; their embeddings are computed in one call."""
-        state = self._state
-        view = self._view(state, mode)
-        for t in texts:
-            if not isinstance(t, str) or not t.strip():
-                raise ValueError("query text must be a non-empty string")
-        budget = int(
-            budget_tokens if budget_tokens is not None else self.config.search.budget_tokens
-        )
-        if budget < 0:
-            raise ValueError(f"budget_tokens must be >= 0, got {budget}")
-        k = int(top_k if top_k is not None else self.config.search.top_k)
+        self._view(self._state, mode)  # fail fast on an unknown mode, before embedding
+        _check_queries(texts)
         t0 = time.perf_counter()
         qvecs = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
         embed_seconds = (time.perf_counter() - t0) / max(len(texts), 1)
+        return self.query_vectors(texts, qvecs, mode, budget_tokens, top_k, embed_seconds=embed_seconds, **params)
+
+    def query_vectors(
+        self,
+        texts: Sequence[str],
+        vectors: np.ndarray,
+        mode: str = "naive",
+        budget_tokens: int | None = None,
+        top_k: int | None = None,
+        embed_seconds: float = 0.0,
+        **params: Any,
+    ) -> list[QueryResult]:
+        """Retrieve for queries whose embeddings were computed by the caller (micro-batching).
+
+        ``vectors`` must come from this index's embedder (``float32[len(texts), dim]``).
+        """
+        state = self._state
+        view = self._view(state, mode)
+        _check_queries(texts)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(texts), self.embedder.dim):
+            raise ValueError(f"expected query vectors of shape {(len(texts), self.embedder.dim)}, got {vectors.shape}")
+        budget = int(budget_tokens if budget_tokens is not None else self.config.search.budget_tokens)
+        if budget < 0:
+            raise ValueError(f"budget_tokens must be >= 0, got {budget}")
+        k = int(top_k if top_k is not None else self.config.search.top_k)
+        if k <= 0:
+            raise ValueError(f"top_k must be > 0, got {k}")
         results = []
-        for text, qvec in zip(texts, qvecs, strict=True):
+        for text, qvec in zip(texts, vectors, strict=True):
             qreport = OperationReport("query")
             info: dict[str, Any] = {}
             query = Query(text, qvec, budget, k, dict(params), MeteredLLM(self.llm, qreport), info)
@@ -604,6 +623,14 @@ class Engine:
             "hyperplanes": {k: v for k, v in snap.manifest["hyperplanes"].items() if k != "file"},
             "modes": sorted(state.views),
         }
+
+
+def _check_queries(texts: Sequence[str]) -> None:
+    if isinstance(texts, str):
+        raise TypeError("expected a sequence of query strings, got one string")
+    for t in texts:
+        if not isinstance(t, str) or not t.strip():
+            raise ValueError("query text must be a non-empty string")
 
 
 def check_embedder(manifest: dict[str, Any], embedder: Embedder) -> None:

@@ -801,7 +801,9 @@ class Store:
 
     def _write_parquet(self, table: pa.Table, name: str, version: int) -> dict[str, Any]:
         path = self.root / self._segment_name(name, version, "parquet")
-        pq.write_table(table, path, compression="zstd")
+        # Readers cast to the known schema, so the Arrow schema and column statistics are not
+        # stored: they are most of a small segment's bytes, and small commits should write little.
+        pq.write_table(table, path, compression="zstd", store_schema=False, write_statistics=False)
         return self._entry(path, table.num_rows, version)
 
     def _entry(self, path: Path, rows: int, version: int) -> dict[str, Any]:

@@ -1,0 +1,22 @@
+"""Subprocess used by test_crash_safety: open an index and insert one batch, maybe dying."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from graphstrata.bindings.api import Index
+from graphstrata.bindings.embedders import HashingEmbedder
+
+
+def main() -> None:
+    path, docs_file = sys.argv[1], sys.argv[2]
+    docs = [json.loads(line) for line in open(docs_file, encoding="utf-8")]
+    index = Index.open(path, embedder=HashingEmbedder(64))
+    print("ready", flush=True)
+    index.insert(docs)
+    print("committed", index.version, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""A writer killed (SIGKILL) at any point leaves the index at its last committed version."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from graphstrata.bindings.api import Index
+from graphstrata.bindings.embedders import HashingEmbedder
+
+pytestmark = pytest.mark.integration
+
+CRASH_POINTS = [
+    "before_segments",
+    "after_nodes",
+    "after_tables",
+    "after_vectors",
+    "before_manifest",
+    "after_history_manifest",
+    "after_manifest",
+]
+WRITER = Path(__file__).with_name("crash_writer.py")
+
+
+def _base_index(tmp_path: Path, sample_docs) -> tuple[Path, set[str], Path]:
+    path = tmp_path / "ix"
+    index = Index.create(path, embedder=HashingEmbedder(64))
+    index.insert(sample_docs[:15])
+    batch = tmp_path / "batch.jsonl"
+    with open(batch, "w", encoding="utf-8") as fh:
+        for d in sample_docs[15:]:
+            fh.write(json.dumps(d) + "\n")
+    return path, {d["doc_id"] for d in sample_docs[:15]}, batch
+
+
+def _writer(path: Path, batch: Path, crash_at: str | None) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.pop("GRAPHSTRATA_CRASH_AT", None)
+    if crash_at:
+        env["GRAPHSTRATA_CRASH_AT"] = crash_at
+    repo = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = repo + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.Popen(
+        [sys.executable, str(WRITER), str(path), str(batch)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _assert_consistent(path: Path, before: set[str], after: set[str]) -> int:
+    """The index opens, and holds exactly the old or exactly the new document set."""
+    index = Index.open(path, embedder=HashingEmbedder(64))
+    docs = set(index.engine.state.snapshot.docs.column("doc_id").to_pylist())
+    assert docs in (before, after), f"half-visible batch: {len(docs)} docs"
+    snap = index.engine.state.snapshot
+    chunk_docs = {k for d in snap.nodes.docs for k in d}
+    assert chunk_docs == set(snap.docs.column("key").to_pylist())  # no orphan or missing chunks
+    assert len(snap.vectors) >= len(snap.nodes.ids_of_kind(1))
+    hits = index.query("Halvorsen Observatory", budget_tokens=500).nodes
+    assert all(set(h.docs) <= docs for h in hits)
+    return index.version
+
+
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_sigkill_at_each_commit_point(tmp_path, sample_docs, point):
+    path, before, batch = _base_index(tmp_path, sample_docs)
+    after = before | {d["doc_id"] for d in sample_docs[15:]}
+    proc = _writer(path, batch, point)
+    proc.wait(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
+    version = _assert_consistent(path, before, after)
+    assert version == (2 if point == "after_manifest" else 1)
+    # The next writer cleans up and commits normally.
+    Index.open(path, embedder=HashingEmbedder(64)).insert(sample_docs[15:])
+    assert _assert_consistent(path, before, after) == 2
+
+
+def test_sigkill_at_random_moments(tmp_path, sample_docs):
+    path, before, batch = _base_index(tmp_path, sample_docs)
+    after = before | {d["doc_id"] for d in sample_docs[15:]}
+    rng = random.Random(7)
+    for _ in range(6):
+        proc = _writer(path, batch, None)
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.0, 0.4))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        _assert_consistent(path, before, after)
+        if Index.open(path, embedder=HashingEmbedder(64)).version > 1:
+            break  # the insert had committed before the kill; still consistent

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import json
+
+from graphstrata.bindings.extractive import ExtractiveLLM, central_sentences, split_sentences
+from graphstrata.engine.interfaces import LLM
+from graphstrata.engine.prompts import answer_request, summarize_request
+from graphstrata.engine.tokens import count_tokens
+
+
+def test_satisfies_the_llm_interface():
+    assert isinstance(ExtractiveLLM(), LLM)
+
+
+def test_summary_keeps_central_sentences_within_the_limit(sample_docs):
+    texts = [d["text"] for d in sample_docs[:8]]
+    (resp,) = ExtractiveLLM().complete([summarize_request(texts, 100)])
+    assert 0 < count_tokens(resp.text) <= 100
+    sentences = [s for t in texts for s in split_sentences(t)]
+    picked = central_sentences(sentences, 100)
+    assert picked and all(s in sentences for s in picked)
+    assert resp.text == " ".join(picked)
+    # Token accounting like a real LLM's usage.
+    assert resp.prompt_tokens == count_tokens(summarize_request(texts, 100).prompt)
+    assert resp.completion_tokens == count_tokens(resp.text)
+
+
+def test_summary_is_deterministic_and_ordered():
+    sentences = ["Alpha beta gamma.", "Beta gamma delta.", "Gamma delta alpha.", "Unrelated zebra."]
+    picked = central_sentences(sentences, 12)
+    assert picked == central_sentences(sentences, 12)
+    assert "Unrelated zebra." not in picked
+    assert picked == [s for s in sentences if s in picked]
+
+
+def test_overlong_single_sentence_is_cut_to_the_limit():
+    long = " ".join(["word"] * 500) + "."
+    (picked,) = central_sentences([long], 20)
+    assert count_tokens(picked) <= 20
+
+
+def test_answer_picks_the_best_overlapping_sentence():
+    context = "## Text chunks\n- Meridian Optics was founded in 1971 by Tomas Veld. It makes lenses. [optics/a.md]"
+    (resp,) = ExtractiveLLM().complete([answer_request("Who founded Meridian Optics?", context)])
+    assert resp.text == "Meridian Optics was founded in 1971 by Tomas Veld."
+    (none,) = ExtractiveLLM().complete([answer_request("Who founded Meridian Optics?", "")])
+    assert none.text == "Insufficient information."
+
+
+def test_json_tasks_return_valid_json(sample_docs):
+    from graphstrata.engine.prompts import community_request, decompose_request, query_entities_request
+
+    llm = ExtractiveLLM()
+    out = llm.complete(
+        [
+            decompose_request(sample_docs[0]["text"], 512),
+            community_request([d["text"] for d in sample_docs[:3]], 300),
+            query_entities_request("Who founded Meridian Optics in Brekkvik?"),
+        ]
+    )
+    units = json.loads(out[0].text)["semantic_units"]
+    assert units and all({"text", "entities", "relationships"} <= set(u) for u in units)
+    assert json.loads(out[1].text)["high_level_elements"][0]["title"]
+    assert "Meridian Optics" in json.loads(out[2].text)["entities"]

@@ -1,0 +1,166 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from graphstrata.engine.store import CorruptIndexError, IndexLockedError, IndexNotFoundError, Store, StoreError
+from graphstrata.engine.types import EdgeKind, NodeKind
+
+DIM = 8
+
+
+def _create(tmp_path):
+    hp = np.random.default_rng(0).standard_normal((4, DIM)).astype(np.float32)
+    return Store.create(tmp_path / "ix", {"vector_dtype": "f32"}, {"name": "e", "dim": DIM}, hp, 0)
+
+
+def _commit_nodes(store, n, kind=NodeKind.T, docs=0):
+    with store.writer():
+        delta = store.new_delta()
+        ids = delta.new_node_ids(n)
+        delta.add_nodes(ids, int(kind), [f"text {i}" for i in ids], np.ones(n), [[docs]] * n)
+        vecs = np.random.default_rng(int(ids[0]) if n else 0).standard_normal((n, DIM)).astype(np.float32)
+        delta.add_vectors(ids, int(kind), vecs)
+        result = store.commit(delta)
+    return ids, vecs, result
+
+
+def test_create_open_and_commit_roundtrip(tmp_path):
+    store = _create(tmp_path)
+    assert store.version == 0
+    ids, vecs, result = _commit_nodes(store, 5)
+    assert result.version == 1 and result.bytes_written > 0
+    snap = Store.open(tmp_path / "ix").load()
+    assert snap.version == 1
+    assert snap.nodes.ids.tolist() == ids.tolist()
+    assert snap.nodes.text_of([ids[2]]) == ["text 2"]
+    np.testing.assert_array_equal(snap.vectors.get(ids), vecs)
+
+
+def test_vectors_are_memory_mapped_without_copy(tmp_path):
+    store = _create(tmp_path)
+    _commit_nodes(store, 10)
+    snap = Store.open(tmp_path / "ix").load()
+    (segment,) = snap.vectors.segments
+    assert not segment.matrix.flags.owndata  # a view into the mapped Arrow buffer
+    assert segment.matrix.dtype == np.float32 and segment.matrix.shape == (10, DIM)
+
+
+def test_replace_rows_tombstones_and_edge_liveness(tmp_path):
+    store = _create(tmp_path)
+    ids, _, _ = _commit_nodes(store, 4)
+    with store.writer():
+        snap = store.load()
+        delta = store.new_delta()
+        delta.replace_rows(snap.nodes.take(ids[:2]), parent=[ids[3], ids[3]])
+        delta.add_edges(ids[:3], ids[1:], int(EdgeKind.SEMANTIC))
+        delta.add_edges([ids[0]], [ids[1]], int(EdgeKind.SEMANTIC), 2.0)  # duplicate: weights add
+        store.commit(delta)
+    with store.writer():
+        delta = store.new_delta()
+        delta.delete_nodes([ids[2]])
+        store.commit(delta)
+    snap = Store.open(tmp_path / "ix").load()
+    assert snap.nodes.ids.tolist() == [ids[0], ids[1], ids[3]]
+    assert snap.nodes.parent[:2].tolist() == [ids[3], ids[3]]
+    assert not snap.vectors.has([ids[2]])[0]
+    edges = snap.edges.to_pydict()
+    pairs = list(zip(edges["src"], edges["dst"], strict=True))
+    assert (ids[1], ids[2]) not in pairs and (ids[2], ids[3]) not in pairs  # died with ids[2]
+    assert pairs.count((ids[0], ids[1])) == 2
+
+
+def test_pinned_reader_keeps_its_version(tmp_path):
+    store = _create(tmp_path)
+    _commit_nodes(store, 3)
+    _commit_nodes(store, 2)
+    assert len(Store.open(tmp_path / "ix", version=1).load().nodes) == 3
+    assert len(Store.open(tmp_path / "ix").load().nodes) == 5
+    with pytest.raises(StoreError, match="version 7"):
+        Store.open(tmp_path / "ix", version=7)
+
+
+def test_one_writer_at_a_time(tmp_path):
+    store = _create(tmp_path)
+    other = Store.open(tmp_path / "ix")
+    with store.writer(), pytest.raises(IndexLockedError, match="locked by another writer"), other.writer():
+        pass
+
+
+def test_corrupt_segment_is_detected(tmp_path):
+    store = _create(tmp_path)
+    _commit_nodes(store, 3)
+    seg = tmp_path / "ix" / store.manifest["segments"]["nodes"][0]["file"]
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    with pytest.raises(CorruptIndexError, match="failed its checksum"):
+        Store.open(tmp_path / "ix").load()
+
+
+def test_corrupt_or_foreign_manifest_is_detected(tmp_path):
+    store = _create(tmp_path)
+    _commit_nodes(store, 3)
+    path = tmp_path / "ix" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["next_node_id"] = 0
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(CorruptIndexError, match="checksum mismatch"):
+        Store.open(tmp_path / "ix")
+    path.write_text(path.read_text()[:50])
+    with pytest.raises(CorruptIndexError, match="not valid JSON"):
+        Store.open(tmp_path / "ix")
+    path.write_text(json.dumps({"hello": "world"}))
+    with pytest.raises(CorruptIndexError, match="not a graphstrata manifest"):
+        Store.open(tmp_path / "ix")
+    with pytest.raises(IndexNotFoundError):
+        Store.open(tmp_path / "nothing-here")
+
+
+def test_missing_segment_is_detected(tmp_path):
+    store = _create(tmp_path)
+    _commit_nodes(store, 3)
+    (tmp_path / "ix" / store.manifest["segments"]["vectors"][0]["file"]).unlink()
+    with pytest.raises(CorruptIndexError, match="missing"):
+        Store.open(tmp_path / "ix").load()
+
+
+def test_orphans_of_a_dead_writer_are_removed(tmp_path):
+    store = _create(tmp_path)
+    _commit_nodes(store, 3)
+    orphan = tmp_path / "ix" / "segments" / "nodes-v00000002-deadbeef.parquet"
+    orphan.write_bytes(b"half written")
+    with store.writer():
+        pass
+    assert not orphan.exists()
+    assert len(store.load().nodes) == 3
+
+
+def test_compact_merges_segments_and_keeps_content(tmp_path):
+    store = _create(tmp_path)
+    for _ in range(4):
+        _commit_nodes(store, 3)
+    with store.writer():
+        snap = store.load()
+        delta = store.new_delta()
+        delta.delete_nodes(snap.nodes.ids[:2])
+        store.commit(delta)
+    before = store.load()
+    with store.writer():
+        store.rewrite(before)
+    after = Store.open(tmp_path / "ix").load()
+    assert after.nodes.ids.tolist() == before.nodes.ids.tolist()
+    np.testing.assert_array_equal(after.vectors.get(after.nodes.ids), before.vectors.get(before.nodes.ids))
+    assert {k: len(v) for k, v in after.manifest["segments"].items()}["nodes"] == 1
+    assert after.manifest["segments"]["node_tombstones"] == []
+    assert not any((tmp_path / "ix" / "manifests").glob("v00000001.json"))
+
+
+def test_delta_for_a_stale_version_is_refused(tmp_path):
+    store = _create(tmp_path)
+    stale = store.new_delta()
+    _commit_nodes(store, 1)
+    with store.writer(), pytest.raises(StoreError, match="prepared for version 0"):
+        store.commit(stale)
