@@ -85,9 +85,9 @@ class Progress:
     """tqdm bars on stderr, one per stage, shown only for work that lasts over a second."""
 
     def __init__(self, enabled: bool):
-        self.enabled = (
-            (enabled and sys.stderr.isatty()) or os.environ.get("GRAPHSTRATA_PROGRESS") == "1"
-        )
+        self.enabled = (enabled and sys.stderr.isatty()) or os.environ.get(
+            "GRAPHSTRATA_PROGRESS"
+        ) == "1"
         self.bars: dict[str, Any] = {}
         self.started: dict[str, float] = {}
 

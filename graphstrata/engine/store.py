@@ -757,34 +757,35 @@ class Store:
     def writer(self, wait: float = 0.0) -> Iterator[None]:
         """Hold the one-writer lock; clean files left by writers that died."""
         lock_path = self.root / "LOCK"
-        fh = open(lock_path, "a+")
+        with open(lock_path, "a+") as fh:
+            self._acquire(fh, wait)
+            try:
+                fh.seek(0)
+                fh.truncate()
+                fh.write(str(os.getpid()))
+                fh.flush()
+                self.reload_manifest()
+                self._remove_orphans()
+                yield
+            finally:
+                fh.seek(0)
+                fh.truncate()
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def _acquire(self, fh: Any, wait: float) -> None:
         deadline = time.monotonic() + wait
         while True:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                return
             except BlockingIOError as exc:
                 if time.monotonic() >= deadline:
                     fh.seek(0)
                     holder = fh.read().strip() or "unknown"
-                    fh.close()
                     raise IndexLockedError(
                         f"{self.root} is locked by another writer (pid {holder}); one writer at a time"
                     ) from exc
                 time.sleep(0.05)
-        try:
-            fh.seek(0)
-            fh.truncate()
-            fh.write(str(os.getpid()))
-            fh.flush()
-            self.reload_manifest()
-            self._remove_orphans()
-            yield
-        finally:
-            fh.seek(0)
-            fh.truncate()
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-            fh.close()
 
     def new_delta(self) -> Delta:
         m = self.manifest

@@ -73,7 +73,7 @@ class VectorIndex:
                 index.expansion_search = expansion_search
                 vi.by_kind[int(name)] = index
         live = np.sort(vectors.ids)
-        for kind, index in vi.by_kind.items():
+        for index in vi.by_kind.values():
             keys = np.asarray(index.keys, dtype=np.int64)
             dead = keys[~np.isin(keys, live)]
             if dead.size:

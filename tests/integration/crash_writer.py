@@ -11,7 +11,8 @@ from graphstrata.bindings.embedders import HashingEmbedder
 
 def main() -> None:
     path, docs_file = sys.argv[1], sys.argv[2]
-    docs = [json.loads(line) for line in open(docs_file, encoding="utf-8")]
+    with open(docs_file, encoding="utf-8") as fh:
+        docs = [json.loads(line) for line in fh]
     index = Index.open(path, embedder=HashingEmbedder(64))
     print("ready", flush=True)
     index.insert(docs)

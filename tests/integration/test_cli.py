@@ -30,12 +30,24 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 def test_index_query_stats_insert_delete(tmp_path):
     out = tmp_path / "ix"
-    report = json.loads(run("index", str(REPO / "examples" / "sample"), "--out", str(out), "--json").stdout)
+    report = json.loads(
+        run("index", str(REPO / "examples" / "sample"), "--out", str(out), "--json").stdout
+    )
     assert report["docs_added"] == 30 and report["version"] == 1
-    for key in ("llm_calls", "prompt_tokens", "completion_tokens", "embedded", "bytes_written", "seconds", "stages"):
+    for key in (
+        "llm_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "embedded",
+        "bytes_written",
+        "seconds",
+        "stages",
+    ):
         assert key in report
 
-    result = json.loads(run("query", str(out), "Meridian Optics gratings", "--budget", "300", "--json").stdout)
+    result = json.loads(
+        run("query", str(out), "Meridian Optics gratings", "--budget", "300", "--json").stdout
+    )
     assert set(result) == {"nodes", "report"}
     assert result["nodes"], "expected hits"
     for node in result["nodes"]:
@@ -46,7 +58,12 @@ def test_index_query_stats_insert_delete(tmp_path):
     assert stats["documents"] == 30 and stats["embedder"]["name"] == "hashing-64"
 
     extra = tmp_path / "extra.jsonl"
-    extra.write_text(json.dumps({"doc_id": "new/doc.md", "text": "The Brekkvik ferry got a new captain, Ola Nordmann."}) + "\n")
+    extra.write_text(
+        json.dumps(
+            {"doc_id": "new/doc.md", "text": "The Brekkvik ferry got a new captain, Ola Nordmann."}
+        )
+        + "\n"
+    )
     inserted = json.loads(run("insert", str(out), str(extra), "--json").stdout)
     assert inserted["docs_added"] == 1 and inserted["version"] == 2
     deleted = json.loads(run("delete", str(out), "new/doc.md", "--json").stdout)

@@ -20,7 +20,11 @@ def _doc_ids(index: Index) -> set[str]:
 def test_insert_query_and_reopen(make_index, sample_docs, tmp_path):
     index = make_index()
     report = index.insert(sample_docs)
-    assert report.docs_added == 30 and report.chunks_added > 30 and report.embedded == report.chunks_added
+    assert (
+        report.docs_added == 30
+        and report.chunks_added > 30
+        and report.embedded == report.chunks_added
+    )
     assert report.version == 1 and report.bytes_written > 0
     result = index.query("Who founded Meridian Optics?", budget_tokens=450)
     assert result.nodes and sum(h.tokens for h in result.nodes) <= 450
@@ -30,7 +34,10 @@ def test_insert_query_and_reopen(make_index, sample_docs, tmp_path):
         assert h.kind == "T" and h.layer == 0 and h.docs and h.text
     assert result.report["mode"] == "naive" and result.report["version"] == 1
     again = Index.open(index.path, embedder=index.engine.embedder)
-    assert again.query("Who founded Meridian Optics?", budget_tokens=450).to_dict()["nodes"] == result.to_dict()["nodes"]
+    assert (
+        again.query("Who founded Meridian Optics?", budget_tokens=450).to_dict()["nodes"]
+        == result.to_dict()["nodes"]
+    )
 
 
 def test_reinsert_same_content_is_a_noop_and_changed_content_an_update(make_index, sample_docs):
@@ -38,7 +45,10 @@ def test_reinsert_same_content_is_a_noop_and_changed_content_an_update(make_inde
     index.insert(sample_docs)
     noop = index.insert(sample_docs[:5])
     assert noop.docs_unchanged == 5 and noop.version == 1 and index.version == 1
-    changed = dict(sample_docs[0], text=sample_docs[0]["text"] + "\n\nA new closing paragraph about Lake Sundra.")
+    changed = dict(
+        sample_docs[0],
+        text=sample_docs[0]["text"] + "\n\nA new closing paragraph about Lake Sundra.",
+    )
     update = index.insert([changed])
     assert update.docs_updated == 1 and update.docs_added == 0 and update.version == 2
     assert update.chunks_removed >= 1 and update.chunks_added >= 1
@@ -116,7 +126,11 @@ def test_hyperplanes_and_chunking_are_recorded(make_index):
     cfg.chunking.overlap_tokens = 12
     index = make_index(config=cfg)
     manifest = index.engine.store.manifest
-    assert manifest["config"]["chunking"] == {"chunk_tokens": 120, "overlap_tokens": 12, "encoding": "cl100k_base"}
+    assert manifest["config"]["chunking"] == {
+        "chunk_tokens": 120,
+        "overlap_tokens": 12,
+        "encoding": "cl100k_base",
+    }
     hp = np.load(index.path / manifest["hyperplanes"]["file"])
     assert hp.shape == (cfg.hierarchy.n_bits, 64)
 
@@ -159,5 +173,7 @@ def test_compact_keeps_results(make_index, sample_docs):
     report = index.compact()
     assert report.version == index.version
     reopened = Index.open(index.path, embedder=index.engine.embedder)
-    assert [h.id for h in reopened.query("Meridian Optics gratings", budget_tokens=600).nodes] == before
+    assert [
+        h.id for h in reopened.query("Meridian Optics gratings", budget_tokens=600).nodes
+    ] == before
     assert reopened.stats()["segments"]["nodes"] == 1

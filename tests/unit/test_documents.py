@@ -46,7 +46,7 @@ def test_folder_reader_uses_relative_paths_and_rejects_binary(tmp_path):
     assert [d.doc_id for d in docs] == ["a/x.md", "y.txt"]
     assert docs[0].title == "Title X"
     (tmp_path / "z.txt").write_bytes(b"\xff\xfe\x00binary")
-    with pytest.raises(DocumentError, match="z.txt: not UTF-8"):
+    with pytest.raises(DocumentError, match=r"z\.txt: not UTF-8"):
         list(read_documents(tmp_path))
 
 

@@ -13,7 +13,9 @@ def test_packaged_minilm_loads_offline_and_normalizes(minilm_embedder):
     assert isinstance(minilm_embedder, Embedder)
     assert minilm_embedder.name == "all-MiniLM-L6-v2" and minilm_embedder.dim == 384
     assert minilm_embedder.max_input_tokens == 256
-    vecs = minilm_embedder.embed(["The Halvorsen Observatory sits on Mount Kjell.", "Lake Sundra froze early."])
+    vecs = minilm_embedder.embed(
+        ["The Halvorsen Observatory sits on Mount Kjell.", "Lake Sundra froze early."]
+    )
     assert vecs.dtype == np.float32 and vecs.shape == (2, 384)
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     same = minilm_embedder.embed(["The Halvorsen Observatory sits on Mount Kjell."])

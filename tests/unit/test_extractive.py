@@ -48,7 +48,11 @@ def test_answer_picks_the_best_overlapping_sentence():
 
 
 def test_json_tasks_return_valid_json(sample_docs):
-    from graphstrata.engine.prompts import community_request, decompose_request, query_entities_request
+    from graphstrata.engine.prompts import (
+        community_request,
+        decompose_request,
+        query_entities_request,
+    )
 
     llm = ExtractiveLLM()
     out = llm.complete(

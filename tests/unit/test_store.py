@@ -5,7 +5,13 @@ import json
 import numpy as np
 import pytest
 
-from graphstrata.engine.store import CorruptIndexError, IndexLockedError, IndexNotFoundError, Store, StoreError
+from graphstrata.engine.store import (
+    CorruptIndexError,
+    IndexLockedError,
+    IndexNotFoundError,
+    Store,
+    StoreError,
+)
 from graphstrata.engine.types import EdgeKind, NodeKind
 
 DIM = 8
@@ -21,7 +27,11 @@ def _commit_nodes(store, n, kind=NodeKind.T, docs=0):
         delta = store.new_delta()
         ids = delta.new_node_ids(n)
         delta.add_nodes(ids, int(kind), [f"text {i}" for i in ids], np.ones(n), [[docs]] * n)
-        vecs = np.random.default_rng(int(ids[0]) if n else 0).standard_normal((n, DIM)).astype(np.float32)
+        vecs = (
+            np.random.default_rng(int(ids[0]) if n else 0)
+            .standard_normal((n, DIM))
+            .astype(np.float32)
+        )
         delta.add_vectors(ids, int(kind), vecs)
         result = store.commit(delta)
     return ids, vecs, result
@@ -85,7 +95,11 @@ def test_pinned_reader_keeps_its_version(tmp_path):
 def test_one_writer_at_a_time(tmp_path):
     store = _create(tmp_path)
     other = Store.open(tmp_path / "ix")
-    with store.writer(), pytest.raises(IndexLockedError, match="locked by another writer"), other.writer():
+    with (
+        store.writer(),
+        pytest.raises(IndexLockedError, match="locked by another writer"),
+        other.writer(),
+    ):
         pass
 
 
@@ -152,7 +166,9 @@ def test_compact_merges_segments_and_keeps_content(tmp_path):
         store.rewrite(before)
     after = Store.open(tmp_path / "ix").load()
     assert after.nodes.ids.tolist() == before.nodes.ids.tolist()
-    np.testing.assert_array_equal(after.vectors.get(after.nodes.ids), before.vectors.get(before.nodes.ids))
+    np.testing.assert_array_equal(
+        after.vectors.get(after.nodes.ids), before.vectors.get(before.nodes.ids)
+    )
     assert {k: len(v) for k, v in after.manifest["segments"].items()}["nodes"] == 1
     assert after.manifest["segments"]["node_tombstones"] == []
     assert not any((tmp_path / "ix" / "manifests").glob("v00000001.json"))
