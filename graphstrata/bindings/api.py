@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -58,13 +59,13 @@ class Index:
     ) -> Index:
         """Create an empty index at ``path`` (which must not hold one)."""
         cfg = _config(config)
-        emb = make_embedder(embedder if embedder is not None else cfg.embedder)
+        # Precedence: argument, then environment, then the config (whose defaults are the
+        # packaged MiniLM and the extractive backend).
+        env_embedder = os.environ.get("GRAPHSTRATA_EMBEDDER")
+        emb = make_embedder(embedder if embedder is not None else env_embedder or cfg.embedder)
         cfg.embedder = emb.name
-        llm_obj = make_llm(
-            llm if llm is not None else cfg.llm,
-            cache_path=Path(path) / LLM_CACHE_FILE,
-            use_cache=use_cache,
-        )
+        llm_spec = llm if llm is not None else os.environ.get("GRAPHSTRATA_LLM") or cfg.llm
+        llm_obj = make_llm(llm_spec, cache_path=Path(path) / LLM_CACHE_FILE, use_cache=use_cache)
         cfg.llm = llm_obj.name
         return cls(Engine.create(path, cfg, emb, llm_obj))
 

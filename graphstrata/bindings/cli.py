@@ -120,7 +120,7 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
         return
     keys = [
         "operation", "version", "docs_added", "docs_updated", "docs_unchanged", "docs_deleted",
-        "chunks_added", "chunks_removed", "nodes_added", "nodes_removed", "edges_added",
+        "chunks_added", "chunks_removed", "chunks_embedded", "nodes_added", "nodes_removed", "edges_added",
         "llm_calls", "llm_cached", "prompt_tokens", "completion_tokens", "embedded", "bytes_written", "seconds",
     ]  # fmt: skip
     width = max(len(k) for k in keys)
@@ -155,9 +155,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             raise CLIError(
                 f"{out} already holds an index; use `graphstrata insert` or --force to rebuild"
             )
-        import shutil
-
-        shutil.rmtree(out)
+        _remove_index_keep_cache(out)
     docs = list(read_documents(args.source))
     index = Index.create(
         out, cfg, embedder=args.embedder, llm=args.llm, use_cache=not args.no_cache
@@ -169,6 +167,22 @@ def cmd_index(args: argparse.Namespace) -> int:
         progress.close()
     print_report(report.to_dict(), args.json)
     return 0
+
+
+def _remove_index_keep_cache(path: Path) -> None:
+    """Delete an index for --force, keeping its LLM response cache so a rebuild pays only once."""
+    import shutil
+
+    from graphstrata.bindings.api import LLM_CACHE_FILE
+
+    cache = path / LLM_CACHE_FILE
+    kept = path.parent / f".{path.name}.{LLM_CACHE_FILE}.keep"
+    if cache.exists():
+        cache.replace(kept)
+    shutil.rmtree(path)
+    if kept.exists():
+        path.mkdir(parents=True)
+        kept.replace(cache)
 
 
 def cmd_insert(args: argparse.Namespace) -> int:

@@ -433,6 +433,7 @@ class Engine:
         for start in range(0, len(unique), batch):
             part = unique[start : start + batch]
             mat = ctx.embedder.embed(part, stage="embed_chunks")
+            ctx.report.chunks_embedded += len(part)
             for text, row in zip(part, mat, strict=True):
                 out[todo[text]] = row
             if progress:

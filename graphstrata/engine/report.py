@@ -21,6 +21,8 @@ class OperationReport:
     docs_deleted: int = 0
     chunks_added: int = 0
     chunks_removed: int = 0
+    #: Chunk texts actually embedded: duplicates and unchanged chunks reuse stored vectors.
+    chunks_embedded: int = 0
     nodes_added: int = 0
     nodes_removed: int = 0
     edges_added: int = 0

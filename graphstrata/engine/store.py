@@ -608,7 +608,11 @@ class Store:
         root = Path(root)
         if (root / MANIFEST).exists():
             raise StoreError(f"an index already exists at {root}; open it or choose another path")
-        if root.exists() and any(p for p in root.iterdir() if p.name not in ("LOCK",)):
+        # The LLM response cache may already be there (kept across a rebuild, or opened by the
+        # backend before the store): it is not part of the index.
+        if root.exists() and any(
+            p for p in root.iterdir() if not p.name.startswith(("LOCK", "llm-cache"))
+        ):
             raise StoreError(f"{root} exists and is not empty; refusing to create an index there")
         (root / "segments").mkdir(parents=True, exist_ok=True)
         (root / "manifests").mkdir(exist_ok=True)

@@ -20,11 +20,9 @@ def _doc_ids(index: Index) -> set[str]:
 def test_insert_query_and_reopen(make_index, sample_docs, tmp_path):
     index = make_index()
     report = index.insert(sample_docs)
-    assert (
-        report.docs_added == 30
-        and report.chunks_added > 30
-        and report.embedded == report.chunks_added
-    )
+    assert report.docs_added == 30 and report.chunks_added > 30
+    assert report.chunks_embedded == report.chunks_added  # all distinct texts
+    assert report.embedded >= report.chunks_embedded  # components embed their own nodes too
     assert report.version == 1 and report.bytes_written > 0
     result = index.query("Who founded Meridian Optics?", budget_tokens=450)
     assert result.nodes and sum(h.tokens for h in result.nodes) <= 450
@@ -53,7 +51,7 @@ def test_reinsert_same_content_is_a_noop_and_changed_content_an_update(make_inde
     assert update.docs_updated == 1 and update.docs_added == 0 and update.version == 2
     assert update.chunks_removed >= 1 and update.chunks_added >= 1
     # Unchanged chunks of the updated document reuse their vectors instead of re-embedding.
-    assert update.embedded < update.chunks_added or update.chunks_added == 1
+    assert update.chunks_embedded < update.chunks_added or update.chunks_added == 1
     snap = index.engine.state.snapshot
     assert snap.docs.num_rows == 30
     texts = " ".join(snap.nodes.texts)
@@ -136,11 +134,18 @@ def test_hyperplanes_and_chunking_are_recorded(make_index):
 
 
 def test_one_small_insert_writes_a_small_fraction_of_the_index(make_index, sample_docs):
+    # 180 documents (the sample six times, each copy varied) so fixed per-commit overhead
+    # (file footers, the manifest) does not dominate; benchmarks/update.py measures MultiHop-RAG.
+    corpus = [
+        dict(d, doc_id=f"copy{r}/{d['doc_id']}", text=f"{d['text']}\n\nCopy {r} of this record.")
+        for r in range(6)
+        for d in sample_docs
+    ]
     index = make_index()
-    index.insert(sample_docs[1:])
+    index.insert(corpus[1:])
     size = index.engine.store.size_bytes()
-    report = index.insert(sample_docs[:1])
-    assert report.bytes_written < size / 4, (report.bytes_written, size)
+    report = index.insert(corpus[:1])
+    assert report.bytes_written < size / 5, (report.bytes_written, size)
 
 
 def test_unknown_mode_and_bad_queries(make_index, sample_docs):
