@@ -139,6 +139,22 @@ class Index:
     ) -> QueryResult:
         return self.engine.answer(text, mode, budget_tokens, **params)
 
+    def evaluate(
+        self,
+        qa: str | Path | Iterable[Any],
+        modes: str | Sequence[str] | None = None,
+        budget_tokens: int = 2000,
+        limit: int | None = None,
+        top_k: int | None = None,
+    ) -> Any:
+        """Retrieval quality of each mode on a QA set (see ``graphstrata.engine.evaluation``).
+
+        Returns an ``EvalResult``: ``.to_dict()`` for JSON, ``.table()`` for a readable table.
+        """
+        from graphstrata.engine.evaluation import evaluate
+
+        return evaluate(self.engine, qa, modes, budget_tokens, limit=limit, top_k=top_k)
+
     def stats(self) -> dict[str, Any]:
         return self.engine.stats()
 
