@@ -147,7 +147,13 @@ class Engine:
         self.config = config
         self.embedder = embedder
         self.llm = llm
-        self.components = components if components is not None else default_components(config)
+        comps = components if components is not None else default_components(config)
+        enabled = store.manifest.get("components_enabled")
+        if enabled is not None:
+            # Only components that processed every change of this index may serve its modes
+            # (one added later would answer from a partial structure).
+            comps = [c for c in comps if c.name in enabled]
+        self.components = comps
         self._write_lock = threading.Lock()
         self._state = self._load_state(store.load())
 
@@ -171,6 +177,7 @@ class Engine:
                 f"({embedder.max_input_tokens} word pieces): the rest would be silently truncated"
             )
         hp_cfg = config.hierarchy
+        comps = components if components is not None else default_components(config)
         hyperplanes = sample_hyperplanes(embedder.dim, hp_cfg.n_bits, hp_cfg.seed)
         store = Store.create(
             path,
@@ -178,8 +185,9 @@ class Engine:
             embedder={"name": embedder.name, "dim": int(embedder.dim)},
             hyperplanes=hyperplanes,
             hyperplane_seed=hp_cfg.seed,
+            components=[c.name for c in comps],
         )
-        return cls(store, config, embedder, llm, components)
+        return cls(store, config, embedder, llm, comps)
 
     @classmethod
     def open(

@@ -603,6 +603,7 @@ class Store:
         embedder: dict[str, Any],
         hyperplanes: np.ndarray,
         hyperplane_seed: int,
+        components: Sequence[str] = (),
     ) -> Store:
         """Create an empty index (version 0). Fails if ``root`` already holds one."""
         root = Path(root)
@@ -642,6 +643,8 @@ class Store:
             "segments": {t: [] for t in TABLES},
             "state": {},
             "components": {},
+            # Fixed at creation: a component that did not see every change cannot serve.
+            "components_enabled": list(components),
             "vector_cache": None,
             "counts": {},
         }

@@ -94,16 +94,16 @@ def test_bad_input_leaves_the_index_unchanged(make_index, sample_docs, bad):
 
 def test_failing_backend_aborts_without_commit(make_index, sample_docs):
     class BrokenEmbedder(HashingEmbedder):
-        calls = 0
+        broken = False
 
         def embed(self, texts):
-            BrokenEmbedder.calls += 1
-            if BrokenEmbedder.calls > 1:
+            if BrokenEmbedder.broken:
                 raise TimeoutError("embedding service timed out")
             return super().embed(texts)
 
     index = make_index(embedder=BrokenEmbedder(64))
     index.insert(sample_docs[:3])
+    BrokenEmbedder.broken = True
     with pytest.raises(TimeoutError):
         index.insert(sample_docs[3:6])
     assert index.version == 1 and len(_doc_ids(index)) == 3
