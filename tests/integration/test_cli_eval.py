@@ -1,0 +1,64 @@
+"""``graphstrata eval`` end to end in subprocesses: table, --json, --out, --limit, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .test_cli import run
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE_QA = REPO / "examples" / "sample_qa.jsonl"
+
+
+@pytest.fixture(scope="module")
+def index_path(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("cli-eval") / "ix"
+    sample = str(REPO / "examples" / "sample")
+    run("index", sample, "--out", str(out), "--no-hierarchy", "--no-heterograph", "--json")
+    return out
+
+
+def test_eval_json_with_an_unavailable_mode(index_path, tmp_path):
+    out = tmp_path / "res" / "eval.json"
+    proc = run(
+        "eval", str(index_path), str(SAMPLE_QA), "--modes", "naive,bm25,graph",
+        "--budget", "400", "--json", "--out", str(out),
+    )  # fmt: skip
+    result = json.loads(proc.stdout)
+    assert result["budget"] == 400 and result["questions"] == 12
+    assert result["modes"]["graph"] == {"mode": "graph", "available": False}
+    for mode in ("naive", "bm25"):
+        overall = result["modes"][mode]["overall"]
+        assert overall["questions"] == 12 and 0 < overall["tokens"] <= 400
+        assert 0.0 <= overall["doc_recall"] <= 1.0
+        assert overall["answer_contained_n"] == 10  # the two null queries are skipped
+        assert set(result["modes"][mode]["by_type"]) == {
+            "inference_query", "temporal_query", "comparison_query", "null_query",
+        }  # fmt: skip
+    saved = json.loads(out.read_text())
+    assert len(saved["modes"]["bm25"]["questions"]) == 12
+    assert {"id", "type", "doc_recall", "search_ms"} <= set(saved["modes"]["bm25"]["questions"][0])
+
+
+def test_eval_table_limit_and_markdown_out(index_path, tmp_path):
+    out = tmp_path / "eval.md"
+    proc = run("eval", str(index_path), str(SAMPLE_QA), "--limit", "3", "--out", str(out))
+    assert proc.stdout.startswith("3 questions, budget 2000 tokens")
+    assert "| naive " in proc.stdout and "| bm25 " in proc.stdout  # default: every served mode
+    assert out.read_text().strip() == proc.stdout.strip()
+
+
+def test_eval_errors_are_one_line(index_path, tmp_path):
+    proc = run("eval", str(index_path), str(tmp_path / "missing.jsonl"), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().count("\n") == 0 and "not found" in proc.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\n')
+    proc = run("eval", str(index_path), str(bad), check=False)
+    assert proc.returncode == 1 and "bad.jsonl:1" in proc.stderr
+    proc = run("eval", str(index_path), str(SAMPLE_QA), "--budget", "0", check=False)
+    assert proc.returncode == 1 and "--budget" in proc.stderr
