@@ -1,55 +1,233 @@
 """Backend specs -> backend objects, shared by the CLI, the Python API and the server.
 
-Specs (also read from ``GRAPHSTRATA_LLM`` / ``GRAPHSTRATA_EMBEDDER``):
+Specs (also read from ``GRAPHSTRATA_LLM`` / ``GRAPHSTRATA_EMBEDDER``); options go after ``?``
+as ``key=value`` pairs joined by ``&``, or as keyword arguments of :func:`make_llm` /
+:func:`make_embedder` (those win):
 
-* LLM: ``extractive`` (default).
+* LLM:
+
+  - ``extractive`` (default): no model, CPU.
+  - ``vllm:MODEL_PATH[?dtype=bfloat16&tp=2&max_model_len=8192&gpu_memory_utilization=0.8]``:
+    in-process vLLM (extra ``gpu``); also ``seed``, ``chat_template``, ``thinking``,
+    ``enforce_eager``, ``quantization``.
+  - ``openai:MODEL@URL[?max_concurrency=8&timeout=120&max_retries=5&json_mode=auto]``: any
+    OpenAI-compatible server, e.g. ``openai:qwen2.5-7b@http://127.0.0.1:8000/v1``. Without
+    ``@URL``: ``OPENAI_BASE_URL``, else the OpenAI API. The key comes from
+    ``GRAPHSTRATA_API_KEY`` or ``OPENAI_API_KEY`` (never from the spec, which is recorded
+    in the index). Also ``seed``, ``base_delay``, ``max_delay``.
+
+  ``vllm`` and ``openai`` answers are cached in ``cache_path`` (the API passes
+  ``INDEX/llm-cache.sqlite``) unless ``use_cache=False``.
+
 * Embedder: ``all-MiniLM-L6-v2`` (default, packaged), ``st:PATH_OR_NAME`` (any local
-  sentence-transformers model), ``hashing[:DIM]`` (feature hashing, no model).
+  sentence-transformers model; options ``batch_size``, ``device``), ``hashing[:DIM]``
+  (feature hashing, no model), ``openai-embed:MODEL@URL`` (an OpenAI-compatible
+  ``/v1/embeddings`` server; options ``dim``, ``batch_size``, ``max_input_tokens``,
+  ``timeout``, ``max_retries``; without ``@URL``: ``GRAPHSTRATA_EMBED_URL``, then
+  ``OPENAI_BASE_URL``, else the OpenAI API).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 from graphstrata.bindings.embedders import (
     PACKAGED_MINILM,
     HashingEmbedder,
+    OpenAIEmbedder,
     SentenceTransformerEmbedder,
 )
 from graphstrata.bindings.extractive import ExtractiveLLM
+from graphstrata.bindings.llm_cache import CachedLLM
+from graphstrata.bindings.llm_openai import OpenAICompatibleLLM, RetryPolicy
+from graphstrata.bindings.llm_vllm import VLLMBackend
 from graphstrata.engine.config import ConfigError
 from graphstrata.engine.interfaces import LLM, Embedder
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 DEFAULT_LLM = "extractive"
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+
+LLM_SPECS = "extractive, vllm:MODEL_PATH[?opts], or openai:MODEL@URL[?opts]"
+EMBEDDER_SPECS = "all-MiniLM-L6-v2, st:PATH_OR_NAME, hashing[:DIM], or openai-embed:MODEL@URL"
 
 
+# --------------------------------------------------------------------------- option parsing
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true/false, got {value!r}")
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value in (None, "", "none", "None") else int(value)
+
+
+#: Option name -> (canonical name, converter), per backend.
+_VLLM_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "dtype": ("dtype", str),
+    "tp": ("tensor_parallel_size", int),
+    "tensor_parallel_size": ("tensor_parallel_size", int),
+    "max_model_len": ("max_model_len", _optional_int),
+    "gpu_memory_utilization": ("gpu_memory_utilization", float),
+    "gpu_mem": ("gpu_memory_utilization", float),
+    "seed": ("seed", int),
+    "chat_template": ("chat_template", _to_bool),
+    "thinking": ("thinking", _to_bool),
+    "enforce_eager": ("enforce_eager", _to_bool),
+    "quantization": ("quantization", str),
+    "engine_options": ("engine_options", dict),
+}
+#: Options that go to ``vllm.LLM`` as they are.
+_VLLM_ENGINE_OPTIONS = ("enforce_eager", "quantization")
+
+_OPENAI_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "max_concurrency": ("max_concurrency", int),
+    "concurrency": ("max_concurrency", int),
+    "timeout": ("timeout", float),
+    "max_retries": ("max_retries", int),
+    "base_delay": ("base_delay", float),
+    "max_delay": ("max_delay", float),
+    "json_mode": ("json_mode", str),
+    "seed": ("seed", _optional_int),
+    "system_prompt": ("system_prompt", str),
+    "api_key": ("api_key", str),
+}
+_RETRY_OPTIONS = ("max_retries", "base_delay", "max_delay")
+
+_ST_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "batch_size": ("batch_size", int),
+    "device": ("device", str),
+}
+
+_OPENAI_EMBED_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "dim": ("dim", _optional_int),
+    "batch_size": ("batch_size", int),
+    "max_input_tokens": ("max_input_tokens", int),
+    "timeout": ("timeout", float),
+    "max_retries": ("max_retries", int),
+    "api_key": ("api_key", str),
+}
+
+
+def split_options(spec: str) -> tuple[str, dict[str, str]]:
+    """``"vllm:/m?dtype=half&tp=2"`` -> ``("vllm:/m", {"dtype": "half", "tp": "2"})``."""
+    head, sep, query = spec.partition("?")
+    if not sep:
+        return spec, {}
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
+    except ValueError as exc:
+        raise ConfigError(f"bad options in spec {spec!r}: expected ?key=value&key=value") from exc
+    return head, dict(pairs)
+
+
+def convert_options(
+    what: str,
+    raw: Mapping[str, Any],
+    table: Mapping[str, tuple[str, Callable[[Any], Any]]],
+) -> dict[str, Any]:
+    """Map option names to their canonical names and types; unknown names are an error."""
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in table:
+            raise ConfigError(
+                f"unknown option {key!r} for {what}; known: {', '.join(sorted(table))}"
+            )
+        name, convert = table[key]
+        try:
+            out[name] = convert(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"bad value {value!r} for option {key!r} of {what}: {exc}") from exc
+    return out
+
+
+def split_model_url(spec_body: str, what: str, default_url: str | None) -> tuple[str, str]:
+    """``"MODEL@http://host/v1"`` -> ``(MODEL, URL)``; without ``@URL`` the default is used."""
+    model, sep, url = spec_body.rpartition("@")
+    if sep and "://" in url and not url.startswith(("http://", "https://")):
+        raise ConfigError(f"bad server URL {url!r} for {what}: expected http(s)://HOST[:PORT]/v1")
+    if not sep or not url.startswith(("http://", "https://")):
+        model, url = spec_body, ""
+    if not model:
+        raise ConfigError(f"{what} needs a model name: {what}:MODEL@URL")
+    if not url:
+        if not default_url:
+            raise ConfigError(f"{what} needs a server URL: {what}:MODEL@http://HOST:PORT/v1")
+        url = default_url
+    return model, url
+
+
+# --------------------------------------------------------------------------- embedders
 def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedder:
-    """Build an embedder from a spec string (or pass an Embedder through)."""
+    """Build an embedder from a spec string (or pass an Embedder through).
+
+    Parameters
+    ----------
+    spec:
+        See the module docstring; default ``GRAPHSTRATA_EMBEDDER``, else all-MiniLM-L6-v2.
+    options:
+        Backend options (override those in the spec).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown spec or option.
+    """
     if spec is not None and not isinstance(spec, str):
         return spec
-    spec = spec or os.environ.get("GRAPHSTRATA_EMBEDDER") or DEFAULT_EMBEDDER
+    spec = (spec or os.environ.get("GRAPHSTRATA_EMBEDDER") or DEFAULT_EMBEDDER).strip()
+    spec, raw = split_options(spec)
+    raw = {**raw, **options}
     if spec in PACKAGED_MINILM:
-        return SentenceTransformerEmbedder(spec, **options)
+        return SentenceTransformerEmbedder(spec, **convert_options(spec, raw, _ST_OPTIONS))
     if spec.startswith("hashing"):
-        _, _, dim = spec.partition(":")
-        if not dim and spec.startswith("hashing-"):
-            dim = spec.split("-", 1)[1]
-        try:
-            return HashingEmbedder(int(dim) if dim else 384)
-        except ValueError as exc:
-            raise ConfigError(f"bad embedder spec {spec!r}: expected hashing[:DIM]") from exc
+        return _hashing_embedder(spec, raw)
+    if spec.startswith("openai-embed:"):
+        return _openai_embedder(spec, raw)
     if spec.startswith("st:"):
-        return SentenceTransformerEmbedder(spec[3:], **options)
+        return SentenceTransformerEmbedder(spec[3:], **convert_options(spec, raw, _ST_OPTIONS))
     if Path(spec).exists():
-        return SentenceTransformerEmbedder(spec, **options)
-    raise ConfigError(
-        f"unknown embedder {spec!r}; use all-MiniLM-L6-v2, st:PATH_OR_NAME, or hashing[:DIM]"
+        return SentenceTransformerEmbedder(spec, **convert_options(spec, raw, _ST_OPTIONS))
+    raise ConfigError(f"unknown embedder {spec!r}; use {EMBEDDER_SPECS}")
+
+
+def _hashing_embedder(spec: str, raw: Mapping[str, Any]) -> Embedder:
+    if raw:
+        raise ConfigError(f"the hashing embedder takes no options, got {sorted(raw)}")
+    _, _, dim = spec.partition(":")
+    if not dim and spec.startswith("hashing-"):
+        dim = spec.split("-", 1)[1]
+    if spec not in ("hashing", f"hashing:{dim}", f"hashing-{dim}"):
+        raise ConfigError(f"bad embedder spec {spec!r}: expected hashing[:DIM]")
+    try:
+        return HashingEmbedder(int(dim) if dim else 384)
+    except ValueError as exc:
+        raise ConfigError(f"bad embedder spec {spec!r}: expected hashing[:DIM] ({exc})") from exc
+
+
+def _openai_embedder(spec: str, raw: Mapping[str, Any]) -> Embedder:
+    default_url = (
+        os.environ.get("GRAPHSTRATA_EMBED_URL")
+        or os.environ.get("OPENAI_BASE_URL")
+        or OPENAI_DEFAULT_URL
     )
+    model, url = split_model_url(spec.split(":", 1)[1], "openai-embed", default_url)
+    opts = convert_options("openai-embed", raw, _OPENAI_EMBED_OPTIONS)
+    retry = RetryPolicy(max_retries=opts.pop("max_retries", RetryPolicy.max_retries))
+    return OpenAIEmbedder(model, url, retry=retry, **opts)
 
 
+# --------------------------------------------------------------------------- LLMs
 def make_llm(
     spec: str | LLM | None = None,
     *,
@@ -57,10 +235,63 @@ def make_llm(
     use_cache: bool = True,
     **options: Any,
 ) -> LLM:
-    """Build an LLM backend from a spec string (or pass an LLM through)."""
+    """Build an LLM backend from a spec string (or pass an LLM through).
+
+    Parameters
+    ----------
+    spec:
+        See the module docstring; default ``GRAPHSTRATA_LLM``, else ``extractive``.
+    cache_path:
+        SQLite response cache for the generative backends (``INDEX/llm-cache.sqlite``).
+    use_cache:
+        ``False`` bypasses the cache (``--no-cache``).
+    options:
+        Backend options (override those in the spec).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown spec or option, or ``vllm`` without vLLM installed.
+    """
     if spec is not None and not isinstance(spec, str):
         return spec
-    spec = spec or os.environ.get("GRAPHSTRATA_LLM") or DEFAULT_LLM
+    spec = (spec or os.environ.get("GRAPHSTRATA_LLM") or DEFAULT_LLM).strip()
+    spec, raw = split_options(spec)
+    if "api_key" in raw:
+        raise ConfigError(
+            "an API key does not belong in a spec (specs are recorded in the index): set "
+            "GRAPHSTRATA_API_KEY or OPENAI_API_KEY, or pass api_key= to the Python API"
+        )
+    raw = {**raw, **options}
     if spec == "extractive":
+        if raw:
+            raise ConfigError(f"the extractive backend takes no options, got {sorted(raw)}")
         return ExtractiveLLM()
-    raise ConfigError(f"unknown LLM backend {spec!r}; use extractive")
+    if spec.startswith("vllm:"):
+        llm: LLM = _vllm_llm(spec[len("vllm:") :], raw)
+    elif spec.startswith("openai:"):
+        llm = _openai_llm(spec[len("openai:") :], raw)
+    else:
+        raise ConfigError(f"unknown LLM backend {spec!r}; use {LLM_SPECS}")
+    if cache_path is not None and use_cache:
+        return CachedLLM(llm, cache_path)
+    return llm
+
+
+def _vllm_llm(model: str, raw: Mapping[str, Any]) -> VLLMBackend:
+    if not model:
+        raise ConfigError("the vllm backend needs a model: vllm:MODEL_PATH")
+    opts = convert_options("vllm", raw, _VLLM_OPTIONS)
+    engine_options = dict(opts.pop("engine_options", {}))
+    for name in _VLLM_ENGINE_OPTIONS:
+        if name in opts:
+            engine_options[name] = opts.pop(name)
+    return VLLMBackend(model, engine_options=engine_options, **opts)
+
+
+def _openai_llm(body: str, raw: Mapping[str, Any]) -> OpenAICompatibleLLM:
+    default_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
+    model, url = split_model_url(body, "openai", default_url)
+    opts = convert_options("openai", raw, _OPENAI_OPTIONS)
+    retry_opts = {k: opts.pop(k) for k in _RETRY_OPTIONS if k in opts}
+    return OpenAICompatibleLLM(model, url, retry=RetryPolicy(**retry_opts), **opts)

@@ -308,7 +308,7 @@ class OpenAIEmbedder:
             try:
                 self.http_requests += 1
                 response = client.post(self.url, json={"model": self.model, "input": batch})
-            except httpx.TransportError as exc:
+            except httpx.RequestError as exc:
                 problem = f"{type(exc).__name__}: {exc}"
             else:
                 if response.status_code == 200:

@@ -1,0 +1,102 @@
+"""Turn a model's answer to a JSON stage into clean JSON, or say why it cannot.
+
+Generative backends share this: servers without JSON mode (and models that ignore it) wrap
+JSON in prose or code fences, drop a closing brace when they hit ``max_tokens``, or leave
+trailing commas. ``json_repair`` fixes those; the top-level keys of the stage's schema are
+then checked so a repaired-but-wrong answer is caught here, not deep inside a component.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import json_repair
+
+#: JSON-schema type names -> the Python types ``json.loads`` produces for them.
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+
+class JSONAnswerError(ValueError):
+    """An answer is not JSON of the expected shape, even after repair."""
+
+
+@dataclass(frozen=True)
+class ParsedAnswer:
+    """A validated JSON answer: the object, its canonical text, and whether it was repaired."""
+
+    value: dict[str, Any]
+    text: str
+    repaired: bool
+
+
+def parse_json_answer(text: str, schema: Mapping[str, Any]) -> ParsedAnswer:
+    """Parse ``text`` as the JSON object that ``schema`` describes, repairing it if needed.
+
+    Parameters
+    ----------
+    text:
+        The raw completion.
+    schema:
+        The stage's JSON schema; its ``required`` top-level keys must be present and each
+        top-level property with a declared ``type`` must have that type.
+
+    Returns
+    -------
+    ParsedAnswer
+        The object and its canonical JSON text (what the backend hands to the engine).
+
+    Raises
+    ------
+    JSONAnswerError
+        When no JSON object can be recovered or it lacks the schema's top-level keys.
+    """
+    repaired = False
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        value = json_repair.loads(text or "")
+        repaired = True
+    check_top_level(value, schema)
+    return ParsedAnswer(value=value, text=json.dumps(value, ensure_ascii=False), repaired=repaired)
+
+
+def check_top_level(value: Any, schema: Mapping[str, Any]) -> None:
+    """Raise :class:`JSONAnswerError` unless ``value`` has the schema's top-level shape."""
+    if not isinstance(value, dict):
+        got = "nothing" if value in ("", None) else type(value).__name__
+        raise JSONAnswerError(f"expected a JSON object, got {got}")
+    missing = [k for k in schema.get("required", ()) if k not in value]
+    if missing:
+        raise JSONAnswerError(f"JSON answer lacks required key(s) {missing}")
+    for key, prop in (schema.get("properties") or {}).items():
+        want = prop.get("type") if isinstance(prop, Mapping) else None
+        if key not in value or not isinstance(want, str) or want not in _JSON_TYPES:
+            continue
+        ok = isinstance(value[key], _JSON_TYPES[want])
+        if want in ("number", "integer") and isinstance(value[key], bool):
+            ok = False
+        if not ok:
+            raise JSONAnswerError(
+                f"JSON answer key {key!r} should be {want}, got {type(value[key]).__name__}"
+            )
+
+
+def reask_prompt(prompt: str, bad_answer: str, error: str, schema: Mapping[str, Any]) -> str:
+    """A follow-up prompt asking once more for valid JSON after a bad answer."""
+    keys = ", ".join(repr(k) for k in schema.get("required", ()))
+    return (
+        f"{prompt}\n\nYour previous answer could not be used ({error}):\n{bad_answer[:2000]}\n\n"
+        f"Answer again with one JSON object only, with the top-level key(s) {keys}, "
+        "and nothing else."
+    )
