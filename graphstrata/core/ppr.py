@@ -1,70 +1,194 @@
-"""Shallow personalized PageRank by sparse push, and per-kind top-k selection."""
+"""Shallow personalized PageRank by sparse push, and per-kind top-k selection (NodeRAG).
+
+NodeRAG's formula, with restart (not a lazy walk)::
+
+    pi_0 = p,    pi_{k+1} = alpha * p + (1 - alpha) * P^T pi_k
+
+``p`` is the seed distribution (seed weights normalized to sum 1, duplicate seeds add) and
+``P`` the row-normalized weighted adjacency, ``P[u, v] = w(u, v) / sum_x w(u, x)``. A node
+with no out-weight has a zero row in ``P``: the mass that reaches it is kept in its own
+score but not passed on (it leaves the system), so the total mass is at most 1.
+
+After ``iters`` steps only the ``iters``-hop neighbourhood of the seeds can be non-zero, so
+the kernel pushes from the seeds through a hash map local to the call: it never touches
+the other nodes and allocates in proportion to the edges it touches, whatever the graph
+size (no O(n) scratch, nothing kept between calls, safe to call from many threads).
+"""
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 
 import numpy as np
 from numba import njit
 
+__all__ = ["shallow_ppr", "shallow_ppr_stats", "top_k_by_kind"]
 
-@njit(cache=True)
-def _reduce_sorted(nodes: np.ndarray, vals: np.ndarray):
-    """Sum values of equal (sorted) node ids."""
-    m = nodes.shape[0]
-    out_n = np.empty(m, dtype=np.int64)
-    out_v = np.empty(m, dtype=np.float64)
-    k = -1
-    for i in range(m):
-        if k >= 0 and nodes[i] == out_n[k]:
-            out_v[k] += vals[i]
-        else:
-            k += 1
-            out_n[k] = nodes[i]
-            out_v[k] = vals[i]
-    return out_n[: k + 1].copy(), out_v[: k + 1].copy()
+_HASH_MUL = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads consecutive ids
+
+
+@njit(cache=True, inline="always")
+def _slot_of(node: np.int64, shift: np.uint64, mask: np.int64) -> np.int64:
+    return np.int64((np.uint64(node) * _HASH_MUL) >> shift) & mask
+
+
+# A table slot packs (node << 32) | dense index into one int64 (-1: empty), so a probe is
+# one load; node ids and counts stay below 2**31.
+_LOW = np.int64(0xFFFFFFFF)
 
 
 @njit(cache=True)
-def _push(indptr, indices, weights, nodes, vals, p_nodes, p_vals, alpha):
-    """One step π' = α·p + (1−α)·Pᵀπ over the support of π; returns (pairs, edges touched)."""
-    total = p_nodes.shape[0]
-    for i in range(nodes.shape[0]):
+def _step(indptr, indices, weights, table, shift, tab_mask, nodes, cur, nxt, pv, count, alpha):
+    # One step nxt = alpha * p + (1 - alpha) * P^T cur over the reached nodes. Capacity
+    # for every node this step can reach was reserved by the caller, so nothing is
+    # reallocated here (reassigning arrays inside the loop costs Numba reference counting
+    # on every access). Seeds hold dense indices 0..len(pv)-1. Returns (count, edges).
+    n_seed = pv.shape[0]
+    for i in range(count):
+        nxt[i] = alpha * pv[i] if i < n_seed else 0.0
+    edges = np.int64(0)
+    one_minus = 1.0 - alpha
+    active = count  # nodes first reached in this step have cur == 0: nothing to push
+    for i in range(active):
+        x = cur[i]
+        if x == 0.0:
+            continue
         u = nodes[i]
-        total += indptr[u + 1] - indptr[u]
-    out_n = np.empty(total, dtype=np.int64)
-    out_v = np.empty(total, dtype=np.float64)
-    k = 0
-    touched = 0
-    for i in range(nodes.shape[0]):
-        u = nodes[i]
-        start, end = indptr[u], indptr[u + 1]
+        a = indptr[u]
+        b = indptr[u + 1]
+        edges += b - a
         wsum = 0.0
-        for j in range(start, end):
+        for j in range(a, b):
             wsum += weights[j]
-        touched += end - start
         if wsum <= 0.0:
-            continue  # a node without out-weight keeps no mass (it leaks, as in Pᵀπ)
-        scale = (1.0 - alpha) * vals[i] / wsum
-        for j in range(start, end):
-            out_n[k] = indices[j]
-            out_v[k] = scale * weights[j]
+            continue  # zero row of P: the mass stops here
+        scale = one_minus * x / wsum
+        for j in range(a, b):
+            v = indices[j]
+            key = v << 32
+            h = _slot_of(v, shift, tab_mask)
+            while True:
+                e = table[h]
+                if e < 0 or (e & ~_LOW) == key:
+                    break
+                h = (h + 1) & tab_mask
+            if e < 0:
+                d = count
+                table[h] = key | d
+                nodes[d] = v
+                nxt[d] = scale * weights[j]
+                count += 1
+            else:
+                nxt[e & _LOW] += scale * weights[j]
+    return count, edges
+
+
+@njit(cache=True)
+def _table_bits(n: np.int64) -> np.int64:
+    bits = 4
+    while (1 << bits) < 2 * n:  # load factor <= 1/2
+        bits += 1
+    return bits
+
+
+@njit(cache=True)
+def _rehash(nodes, count, bits):
+    tab_mask = np.int64((1 << bits) - 1)
+    shift = np.uint64(64 - bits)
+    table = np.full(1 << bits, -1, dtype=np.int64)
+    for q in range(count):
+        h = _slot_of(nodes[q], shift, tab_mask)
+        while table[h] >= 0:
+            h = (h + 1) & tab_mask
+        table[h] = (nodes[q] << 32) | q
+    return table
+
+
+@njit(cache=True)
+def _grow(a, n, cap):
+    b = np.empty(cap, dtype=a.dtype)
+    b[:n] = a[:n]
+    return b
+
+
+@njit(cache=True)
+def _push(indptr, indices, weights, seeds, seed_p, alpha, iters):
+    # Sparse push. Reached nodes live in dense arrays (nodes/cur/nxt, in discovery order)
+    # found through an open-addressing table (node -> dense index). Before each step both
+    # are sized for the worst case of that step (count + degrees of the nodes pushed from),
+    # so memory stays proportional to the edges touched.
+    s = seeds.shape[0]
+    cap = max(s, 16)
+    nodes = np.empty(cap, dtype=np.int64)
+    bits = _table_bits(cap)
+    table = _rehash(nodes, 0, bits)
+    tab_mask = np.int64((1 << bits) - 1)
+    shift = np.uint64(64 - bits)
+    pv = np.zeros(s, dtype=np.float64)
+    count = 0
+    for i in range(s):  # seeds first (duplicates add): they hold dense indices 0..
+        u = seeds[i]
+        h = _slot_of(u, shift, tab_mask)
+        while table[h] >= 0 and (table[h] >> 32) != u:
+            h = (h + 1) & tab_mask
+        if table[h] < 0:
+            table[h] = (u << 32) | count
+            nodes[count] = u
+            count += 1
+        pv[table[h] & _LOW] += seed_p[i]
+    pv = pv[:count]
+    cur = np.empty(cap, dtype=np.float64)
+    nxt = np.empty(cap, dtype=np.float64)
+    cur[:count] = pv
+    edges = np.int64(0)
+    for _ in range(iters):
+        need = count
+        for i in range(count):
+            if cur[i] != 0.0:
+                need += indptr[nodes[i] + 1] - indptr[nodes[i]]
+        if need > cap:
+            cap = max(need, 2 * cap)
+            nodes = _grow(nodes, count, cap)
+            cur = _grow(cur, count, cap)
+            nxt = _grow(nxt, count, cap)
+        if _table_bits(need) > bits:
+            bits = _table_bits(need)
+            table = _rehash(nodes, count, bits)
+            tab_mask = np.int64((1 << bits) - 1)
+            shift = np.uint64(64 - bits)
+        count, e = _step(
+            indptr, indices, weights, table, shift, tab_mask, nodes, cur, nxt, pv, count, alpha
+        )
+        edges += e
+        cur, nxt = nxt, cur
+    return nodes[:count], cur[:count], edges
+
+
+@njit(cache=True)
+def _seed_distribution(seeds, sw, n):
+    # -> (status, seeds with weight > 0, their weights normalized to sum 1); status 1: a
+    # seed out of range, 2: a negative or non-finite weight. Empty when no weight.
+    total = 0.0
+    kept = 0
+    for i in range(seeds.shape[0]):
+        if seeds[i] < 0 or seeds[i] >= n:
+            return 1, seeds[:0], sw[:0]
+        x = sw[i]
+        if not np.isfinite(x) or x < 0.0:
+            return 2, seeds[:0], sw[:0]
+        if x > 0.0:
+            total += x
+            kept += 1
+    out_s = np.empty(kept, dtype=np.int64)
+    out_p = np.empty(kept, dtype=np.float64)
+    k = 0
+    for i in range(seeds.shape[0]):
+        if sw[i] > 0.0:
+            out_s[k] = seeds[i]
+            out_p[k] = sw[i] / total
             k += 1
-    for i in range(p_nodes.shape[0]):
-        out_n[k] = p_nodes[i]
-        out_v[k] = alpha * p_vals[i]
-        k += 1
-    return out_n[:k], out_v[:k], touched
-
-
-def _seed_vector(seeds: np.ndarray, seed_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    keep = seed_weights > 0
-    seeds, seed_weights = seeds[keep], seed_weights[keep]
-    if seeds.size == 0:
-        return seeds, seed_weights
-    order = np.argsort(seeds, kind="stable")
-    nodes, vals = _reduce_sorted(seeds[order], seed_weights[order])
-    return nodes, vals / vals.sum()
+    return 0, out_s, out_p
 
 
 def shallow_ppr_stats(
@@ -76,36 +200,59 @@ def shallow_ppr_stats(
     alpha: float = 0.5,
     iters: int = 2,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Like :func:`shallow_ppr`, also returning the number of CSR entries read."""
-    indptr = np.asarray(indptr, dtype=np.int64)
-    indices = np.asarray(indices, dtype=np.int64)
-    weights = np.asarray(weights, dtype=np.float64)
-    seeds = np.asarray(seeds, dtype=np.int64)
-    if seed_weights is None:
-        seed_weights = np.ones(seeds.shape[0], dtype=np.float64)
-    seed_weights = np.asarray(seed_weights, dtype=np.float64)
+    """:func:`shallow_ppr` that also returns the number of CSR entries read (edges touched).
+
+    Returns
+    -------
+    nodes : int64 array [t]
+    scores : float64 array [t]
+    edges : int
+        Entries of ``indices`` read: the total degree of the nodes pushed from.
+    """
+    # Checks are O(1) on the graph and O(s) on the seeds (one compiled pass): this runs
+    # once per query and must not cost more than the push itself.
+    indptr = np.asarray(indptr)
+    indices = np.asarray(indices)
+    weights = np.asarray(weights)
+    if indptr.ndim != 1 or indptr.shape[0] < 1 or indptr.dtype.kind not in "iu":
+        raise ValueError("indptr must be a non-empty 1-d integer array")
+    if indices.ndim != 1 or weights.ndim != 1 or indices.shape != weights.shape:
+        raise ValueError("indices and weights must be 1-d of equal length")
+    if indices.size and indices.dtype.kind not in "iu":
+        raise ValueError("indices must be an integer array")
+    if weights.size and weights.dtype.kind != "f":
+        raise ValueError(f"weights must be a float array, got {weights.dtype}")
     n = indptr.shape[0] - 1
-    if seeds.shape != seed_weights.shape or seeds.ndim != 1:
-        raise ValueError("seeds and seed_weights must be 1-d of equal length")
-    if indices.shape != weights.shape:
-        raise ValueError("indices and weights must have equal length")
-    if seeds.size and (seeds.min() < 0 or seeds.max() >= n):
+    if n >= 2**31:
+        raise ValueError("graphs beyond 2**31 nodes are not supported")
+    seeds = np.asarray(seeds)
+    if seeds.ndim != 1 or (seeds.size and seeds.dtype.kind not in "iu"):
+        raise ValueError("seeds must be a 1-d integer array")
+    if seed_weights is None:
+        sw = np.ones(seeds.shape[0], dtype=np.float64)
+    else:
+        sw = np.asarray(seed_weights, dtype=np.float64)
+        if sw.shape != seeds.shape:
+            raise ValueError(f"seed_weights must have shape {seeds.shape}, got {sw.shape}")
+    alpha = float(alpha)
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    iters = int(iters)
+    if iters < 0:
+        raise ValueError(f"iters must be >= 0, got {iters}")
+    status, seeds, p = _seed_distribution(seeds.astype(np.int64, copy=False), sw, n)
+    if status == 1:
         raise ValueError(f"seeds must be node indices in [0, {n})")
-    if np.any(seed_weights < 0) or not np.all(np.isfinite(seed_weights)):
+    if status == 2:
         raise ValueError("seed weights must be finite and >= 0")
-    if not 0.0 <= alpha <= 1.0 or iters < 0:
-        raise ValueError("need 0 <= alpha <= 1 and iters >= 0")
-    p_nodes, p_vals = _seed_vector(seeds, seed_weights)
-    if p_nodes.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.float64), 0
-    nodes, vals = p_nodes, p_vals
-    touched = 0
-    for _ in range(iters):
-        out_n, out_v, t = _push(indptr, indices, weights, nodes, vals, p_nodes, p_vals, alpha)
-        touched += t
-        order = np.argsort(out_n, kind="stable")
-        nodes, vals = _reduce_sorted(out_n[order], out_v[order])
-    return nodes, vals, touched
+    if seeds.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), 0
+    if indptr.dtype != np.int64:
+        indptr = indptr.astype(np.int64)
+    if indices.dtype != np.int64:
+        indices = indices.astype(np.int64)
+    nodes, scores, edges = _push(indptr, indices, weights, seeds, p, alpha, iters)
+    return nodes, scores, int(edges)
 
 
 def shallow_ppr(
@@ -117,16 +264,32 @@ def shallow_ppr(
     alpha: float = 0.5,
     iters: int = 2,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Personalized PageRank after ``iters`` steps of π ← α·p + (1−α)·Pᵀπ (NodeRAG).
+    """Personalized PageRank after ``iters`` steps of ``pi <- alpha p + (1 - alpha) P^T pi``.
 
-    π₀ = p, the seed weights normalized to sum 1 (duplicate seeds add; zero-weight seeds are
-    dropped); P is the row-normalized weighted adjacency. Computed by sparse push from the
-    seeds: only the ``iters``-hop neighbourhood is read, never the whole graph.
+    See the module docstring for the formula and the treatment of nodes without
+    out-weight. Cost: O(edges of the nodes pushed from), independent of the graph size.
+
+    Parameters
+    ----------
+    indptr, indices, weights : symmetric CSR
+        As from :func:`graphstrata.core.graph.csr_from_edges`; weights >= 0.
+    seeds : int64 array [s]
+        Seed nodes (duplicates add their weights).
+    seed_weights : float array [s], optional
+        Non-negative weights (default 1 each). Zero-weight seeds are ignored; if no seed has
+        weight the result is empty.
+    alpha : float
+        Restart probability, in [0, 1] (NodeRAG: 0.5).
+    iters : int
+        Number of steps, >= 0 (NodeRAG: 2).
 
     Returns
     -------
-    (nodes int64[t], scores float64[t])
-        The touched nodes (sorted by id) and their scores; empty when no seed has weight.
+    nodes : int64 array [t]
+        Every node reached (the seeds and their ``iters``-hop neighbourhood through edges
+        of positive weight), in discovery order; no other node.
+    scores : float64 array [t]
+        Their scores, >= 0, summing to at most 1.
     """
     nodes, scores, _ = shallow_ppr_stats(
         indptr, indices, weights, seeds, seed_weights, alpha, iters
@@ -140,33 +303,69 @@ def top_k_by_kind(
     kinds: np.ndarray,
     k_per_kind: int | Mapping[int, int],
 ) -> np.ndarray:
-    """The top ``k`` nodes of each kind by score, without sorting everything.
+    """The ``k`` best-scored nodes of each kind, without sorting everything.
 
-    ``k_per_kind`` is one k for every kind, or a mapping kind -> k (kinds absent from the
-    mapping are dropped). Ties are broken by position in the input. Returns the selected
-    nodes sorted by descending score.
+    Each kind's candidates are cut with ``np.argpartition`` (O(t)); only the selected nodes
+    are sorted. Ties at a kind's cut keep the earlier input position, so the result is
+    deterministic.
+
+    Parameters
+    ----------
+    nodes : int64 array [t]
+    scores : float array [t]
+    kinds : uint8 array [t]
+        Kind of each node.
+    k_per_kind : int or mapping kind -> int
+        One ``k`` for every kind, or a ``k`` per kind (kinds not in the mapping are dropped).
+
+    Returns
+    -------
+    int64 array
+        Selected nodes by descending score (ties: earlier input position first).
     """
-    nodes = np.asarray(nodes, dtype=np.int64)
+    nodes = np.asarray(nodes)
     scores = np.asarray(scores, dtype=np.float64)
     kinds = np.asarray(kinds)
-    if not (nodes.shape == scores.shape == kinds.shape) or nodes.ndim != 1:
+    if nodes.ndim != 1 or not (nodes.shape == scores.shape == kinds.shape):
         raise ValueError("nodes, scores and kinds must be 1-d of equal length")
+    if kinds.size and not np.issubdtype(kinds.dtype, np.integer):
+        raise ValueError(f"kinds must be integers, got {kinds.dtype}")
+    if isinstance(k_per_kind, numbers.Integral):
+        if k_per_kind < 0:
+            raise ValueError(f"k must be >= 0, got {k_per_kind}")
+        wanted = None
+    elif isinstance(k_per_kind, Mapping):
+        wanted = {int(kd): int(kk) for kd, kk in k_per_kind.items()}
+        if any(kk < 0 for kk in wanted.values()):
+            raise ValueError("k per kind must be >= 0")
+    else:
+        raise ValueError("k_per_kind must be an int or a mapping kind -> int")
+    if nodes.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    # Group positions by kind with one stable argsort of the (small-integer) kinds.
+    by_kind = np.argsort(kinds, kind="stable")
+    kv = kinds[by_kind]
+    starts = np.flatnonzero(np.r_[True, kv[1:] != kv[:-1]])
+    ends = np.r_[starts[1:], kv.shape[0]]
     picked: list[np.ndarray] = []
-    for kind in np.unique(kinds):
-        k = k_per_kind if isinstance(k_per_kind, int) else k_per_kind.get(int(kind), 0)
+    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        kind = int(kv[a])
+        k = int(k_per_kind) if wanted is None else wanted.get(kind, 0)
         if k <= 0:
             continue
-        idx = np.flatnonzero(kinds == kind)
-        if idx.size > k:
-            part = np.argpartition(-scores[idx], k - 1)[:k]
-            # argpartition is not stable: re-take ties at the cut by position.
-            cut = scores[idx][part].min()
-            above = idx[scores[idx] > cut]
-            at_cut = idx[scores[idx] == cut][: k - above.size]
+        idx = by_kind[a:b]  # positions of this kind, ascending
+        if idx.shape[0] > k:
+            s = scores[idx]
+            part = np.argpartition(-s, k - 1)[:k]
+            cut = s[part].min()
+            # argpartition is not stable: keep everything above the cut, then the earliest
+            # positions at the cut.
+            above = idx[s > cut]
+            at_cut = idx[s == cut][: k - above.shape[0]]
             idx = np.concatenate([above, at_cut])
         picked.append(idx)
     if not picked:
         return np.zeros(0, dtype=np.int64)
     sel = np.concatenate(picked)
     order = np.lexsort((sel, -scores[sel]))
-    return nodes[sel[order]]
+    return nodes[sel[order]].astype(np.int64)

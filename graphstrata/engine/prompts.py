@@ -57,9 +57,13 @@ DECOMPOSE_SCHEMA: dict[str, Any] = {
 }
 
 DECOMPOSE_PROMPT = """Decompose the text below into semantic units for a knowledge graph.
-A semantic unit is a self-contained paraphrase of one event or fact (1-3 sentences).
+A semantic unit is a self-contained paraphrase of one event or fact (1-3 sentences) that
+names its subjects instead of using pronouns, so it can be read on its own.
 For each unit list the named entities it mentions (people, organizations, places, products,
-dates, numbers with units) and the relationships between them as [source, relation, target].
+dates, numbers with units), each by its full name as written in the text, and the
+relationships between them as [source, relation, target], where source and target are
+entities of the unit and relation is a short verb phrase.
+Cover every fact of the text; do not add facts that are not in it.
 Answer with JSON only, in this form:
 {{"semantic_units": [{{"text": "...", "entities": ["..."], "relationships": [["source", "relation", "target"]]}}]}}
 
@@ -78,7 +82,8 @@ def decompose_request(text: str, max_tokens: int) -> LLMRequest:
 
 
 ATTRIBUTE_PROMPT = """Write a concise profile of the entity "{entity}" from the facts below:
-who or what it is, its key properties, and its most important relations. Use only these facts.
+who or what it is, its key properties, and its most important relations. Use only these facts;
+answer with the profile text only (at most one paragraph).
 
 Facts:
 {facts}

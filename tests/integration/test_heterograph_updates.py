@@ -1,0 +1,216 @@
+"""Heterograph inserts and deletes: merging, support, restoration, consistency."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from graphstrata.bindings.api import Index
+from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.heterograph_parse import normalize_name
+from graphstrata.engine.types import EdgeKind, NodeKind
+
+pytestmark = pytest.mark.integration
+
+K = {k.name: int(k) for k in NodeKind}
+
+DOC_A = {
+    "doc_id": "a",
+    "text": "Tomas Veld founded Meridian Optics in Brekkvik in 1971. "
+    "Veld had trained as a lens grinder in Ostmark.",
+}
+DOC_B = {
+    "doc_id": "b",
+    "text": "Meridian Optics built the mirror of the Kjell Telescope. "
+    "The Halvorsen Observatory ordered the mirror in 1998.",
+}
+
+
+def _index(tmp_path, name: str = "idx") -> Index:
+    cfg = IndexConfig()
+    cfg.hierarchy.enabled = False
+    return Index.create(tmp_path / name, cfg, embedder=HashingEmbedder(64))
+
+
+def _edges(index: Index, kind: EdgeKind) -> tuple[np.ndarray, np.ndarray]:
+    snap = index.engine.state.snapshot
+    sel = snap.edges.column("kind").to_numpy() == int(kind)
+    return snap.edges.column("src").to_numpy()[sel], snap.edges.column("dst").to_numpy()[sel]
+
+
+def _entity(index: Index, name: str) -> tuple[int, list[str]] | None:
+    snap = index.engine.state.snapshot
+    ids = snap.nodes.ids_of_kind(K["N"])
+    for nid, text, docs in zip(
+        ids.tolist(), snap.nodes.text_of(ids), snap.nodes.docs_of(ids), strict=True
+    ):
+        if normalize_name(text) == normalize_name(name):
+            return nid, sorted(index.engine.state.doc_names(docs))
+    return None
+
+
+def assert_consistent(index: Index) -> None:
+    """Support, citations and links of every heterograph node agree with the graph."""
+    snap = index.engine.state.snapshot
+    nodes = snap.nodes
+    live_docs = set(snap.docs.column("key").to_pylist())
+    for docs in nodes.docs:
+        assert set(docs) <= live_docs
+    unit_docs = dict(
+        zip(
+            nodes.ids_of_kind(K["S"]).tolist(),
+            nodes.docs_of(nodes.ids_of_kind(K["S"])),
+            strict=True,
+        )
+    )
+    for kind, letter in ((EdgeKind.UNIT_ENTITY, "N"), (EdgeKind.UNIT_RELATION, "R")):
+        src, dst = _edges(index, kind)
+        support: dict[int, set[int]] = {}
+        for s, n in zip(src.tolist(), dst.tolist(), strict=True):
+            support.setdefault(n, set()).update(unit_docs[s])
+        ids = nodes.ids_of_kind(K[letter])
+        assert set(support) == set(ids.tolist()), f"{letter} without a unit"
+        for nid, docs in zip(ids.tolist(), nodes.docs_of(ids), strict=True):
+            assert set(docs) == support[nid]
+    _, r = _edges(index, EdgeKind.ENTITY_RELATION)
+    assert Counter(r.tolist()) == Counter({rid: 2 for rid in nodes.ids_of_kind(K["R"]).tolist()})
+    for text in nodes.text_of(nodes.ids_of_kind(K["R"])):
+        lines = text.split("\n")
+        assert all(lines) and len(lines) == len(set(lines))
+    _, a = _edges(index, EdgeKind.ENTITY_ATTRIBUTE)
+    assert sorted(a.tolist()) == sorted(nodes.ids_of_kind(K["A"]).tolist())
+    h, o = _edges(index, EdgeKind.ELEMENT_TITLE)
+    assert sorted(h.tolist()) == sorted(nodes.ids_of_kind(K["H"]).tolist())
+    assert sorted(o.tolist()) == sorted(nodes.ids_of_kind(K["O"]).tolist())
+
+
+def test_an_entity_of_two_documents_is_one_node_until_both_are_deleted(tmp_path):
+    index = _index(tmp_path)
+    index.insert([DOC_A, DOC_B])
+    nid, docs = _entity(index, "Meridian Optics")
+    assert docs == ["a", "b"]
+    # Linked to a semantic unit of each document.
+    src, dst = _edges(index, EdgeKind.UNIT_ENTITY)
+    units = src[dst == nid]
+    nodes = index.engine.state.snapshot.nodes
+    assert sorted(index.engine.state.doc_names([d for ds in nodes.docs_of(units) for d in ds])) == [
+        "a",
+        "b",
+    ]
+    assert_consistent(index)
+
+    index.delete(["a"])
+    kept = _entity(index, "Meridian Optics")
+    assert kept == (nid, ["b"])  # same node, now supported by b only
+    assert _entity(index, "Tomas Veld") is None  # only a mentioned him
+    assert_consistent(index)
+
+    index.delete(["b"])
+    assert _entity(index, "Meridian Optics") is None
+    kinds = set(index.engine.state.snapshot.nodes.kind.tolist())
+    assert kinds.isdisjoint({K[x] for x in "TSNRAHO"})
+
+
+def test_insert_then_delete_restores_the_same_nodes(tmp_path, sample_docs):
+    index = _index(tmp_path)
+    index.insert(sample_docs[:-1])
+
+    def node_set(letters: str) -> Counter:
+        snap = index.engine.state.snapshot
+        names = index.engine.state.doc_names
+        return Counter(
+            (NodeKind(int(k)).letter, t, tuple(sorted(names(d))))
+            for k, t, d in zip(
+                snap.nodes.kind.tolist(), snap.nodes.texts, snap.nodes.docs, strict=True
+            )
+            if NodeKind(int(k)).letter in letters
+        )
+
+    before = node_set("TSNRA")
+    before_ids = set(index.engine.state.snapshot.nodes.ids_of_kind(K["N"], K["R"]).tolist())
+    elements = len(index.engine.state.snapshot.nodes.ids_of_kind(K["H"]))
+    insert = index.insert(sample_docs[-1:])
+    assert node_set("TSNRA") != before
+    assert_consistent(index)
+    index.delete([sample_docs[-1]["doc_id"]])
+    assert node_set("TSNRA") == before
+    # Entities and relationships survive as the same nodes (ids are never reused).
+    after_ids = set(index.engine.state.snapshot.nodes.ids_of_kind(K["N"], K["R"]).tolist())
+    assert after_ids == before_ids
+    # Communities restart from the previous membership, so elements may differ slightly.
+    assert (
+        abs(len(index.engine.state.snapshot.nodes.ids_of_kind(K["H"])) - elements) <= 0.3 * elements
+    )
+    assert_consistent(index)
+    # A one-document insert costs far less LLM work than the build.
+    assert insert.llm_by_stage["decompose"]["calls"] == insert.chunks_added
+
+
+def test_document_update_and_cost_accounting(tmp_path, sample_docs):
+    index = _index(tmp_path)
+    build = index.insert(sample_docs)
+    assert {"decompose", "attribute", "community"} <= set(build.llm_by_stage)
+    changed = dict(
+        sample_docs[3],
+        text=sample_docs[3]["text"] + "\n\nIn 2024 Meridian Optics opened a plant in Varde.",
+    )
+    update = index.insert([changed])
+    assert update.docs_updated == 1
+    assert update.llm_by_stage["decompose"]["calls"] == update.chunks_added
+    build_tokens = build.prompt_tokens + build.completion_tokens
+    assert update.prompt_tokens + update.completion_tokens < build_tokens / 4
+    assert_consistent(index)
+    rel = [
+        t
+        for t in index.engine.state.snapshot.nodes.texts
+        if "Meridian Optics" in t and "Varde" in t and " — " in t
+    ]
+    assert rel, "the new relationship was not merged in"
+    index.delete([d["doc_id"] for d in sample_docs[:10]])
+    assert_consistent(index)
+    result = index.query("Who founded Meridian Optics?", mode="graph")
+    deleted = {d["doc_id"] for d in sample_docs[:10]}
+    assert all(not (set(h.docs) & deleted) for h in result.nodes)
+
+
+def _relation_text(index: Index, a: str, b: str) -> str | None:
+    for text in index.engine.state.snapshot.nodes.texts:
+        if " — " in text and text.startswith(f"{a} — ") and text.split("\n")[0].endswith(f" — {b}"):
+            return text
+    return None
+
+
+def test_relationship_lines_follow_the_documents_that_assert_them(tmp_path):
+    index = _index(tmp_path)
+    docs = {
+        key: {"doc_id": key, "text": f"Tomas Veld {verb} Meridian Optics in {year}."}
+        for key, verb, year in [
+            ("a", "founded", 1971),
+            ("b", "sold", 1999),
+            ("c", "founded", 1972),
+            ("d", "led", 1980),
+        ]
+    }
+    founded, sold, led = (
+        "Tomas Veld — founded — Meridian Optics",
+        "Tomas Veld — sold — Meridian Optics",
+        "Tomas Veld — led — Meridian Optics",
+    )
+    index.insert([docs["a"], docs["b"], docs["c"]])
+    assert _relation_text(index, "Tomas Veld", "Meridian Optics").split("\n") == [founded, sold]
+    index.delete(["a"])  # "founded" is still asserted by c
+    assert _relation_text(index, "Tomas Veld", "Meridian Optics").split("\n") == [founded, sold]
+    index.delete(["b"])
+    assert _relation_text(index, "Tomas Veld", "Meridian Optics") == founded
+    index.insert([docs["d"]])  # one line -> two: c's assertion must be remembered
+    assert _relation_text(index, "Tomas Veld", "Meridian Optics").split("\n") == [founded, led]
+    index.delete(["c"])
+    assert _relation_text(index, "Tomas Veld", "Meridian Optics") == led
+    assert_consistent(index)
+    snap = index.engine.state.snapshot
+    labels = snap.state("heterograph", "leiden_labels")
+    assert labels.dtype == np.int32
+    assert labels.shape[0] == len(snap.nodes.ids_of_kind(K["S"], K["N"], K["R"], K["A"]))

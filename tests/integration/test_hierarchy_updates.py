@@ -1,0 +1,104 @@
+"""The hierarchy through whole pipelines: reopen, compact, vector index, bytes, real backends."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphstrata.bindings.api import Index
+from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.hierarchy import HierarchyTree
+from graphstrata.engine.types import NodeKind
+from tests.unit.test_hierarchy import check_hierarchy, new_index, signature, small_config
+
+pytestmark = pytest.mark.integration
+
+L = int(NodeKind.L)
+
+
+def test_reopen_compact_and_continue(tmp_path, hashing_embedder, sample_docs):
+    config = small_config()
+    path = tmp_path / "idx"
+    index = new_index(path, hashing_embedder, config)
+    index.insert(sample_docs[:20])
+    reopened = Index.open(path, embedder=hashing_embedder, llm="extractive")
+    assert signature(reopened) == signature(index)
+    reopened.insert(sample_docs[20:])
+    reopened.delete([d["doc_id"] for d in sample_docs[:5]])
+    check_hierarchy(reopened, config)
+    before = signature(reopened)
+    reopened.compact()
+    compacted = Index.open(path, embedder=hashing_embedder, llm="extractive")
+    assert signature(compacted) == before
+    check_hierarchy(compacted, config)
+    compacted.insert(sample_docs[:5])
+    check_hierarchy(compacted, config)
+
+
+def test_vector_index_follows_changed_summaries_only(tmp_path, hashing_embedder, sample_docs):
+    index = new_index(tmp_path / "idx", hashing_embedder)
+    index.insert(sample_docs[:25])
+    cache = index.engine.store.manifest["vector_cache"]
+    old_l = set(index.engine.state.snapshot.nodes.ids_of_kind(L).tolist())
+    index.insert(sample_docs[25:26])
+    state = index.engine.state
+    # a small insert updates the in-memory usearch index; the cache file is not rewritten
+    assert index.engine.store.manifest["vector_cache"] == cache
+    new_l = set(state.snapshot.nodes.ids_of_kind(L).tolist())
+    added, removed = new_l - old_l, old_l - new_l
+    assert added and removed
+    index_l = state.vectors.by_kind[L]
+    assert all(index_l.contains(i) for i in added)
+    assert not any(index_l.contains(i) for i in removed)
+    # a new summary is found by its own text, a replaced one never again
+    nodes = state.snapshot.nodes
+    texts = nodes.text_of(nodes.ids_of_kind(int(NodeKind.T), L))
+    unique = [i for i in sorted(added) if texts.count(nodes.text_of([i])[0]) == 1]
+    newest = unique[-1]  # (extractive summaries may repeat a child's text one layer up)
+    (text,) = nodes.text_of([newest])
+    hits = index.query(text, mode="summarized", budget_tokens=400, p=1.0).nodes
+    assert hits[0].id == newest
+    result = index.query(text, mode="collapsed", budget_tokens=4000, top_k=200)
+    assert not {h.id for h in result.nodes} & removed
+
+
+def test_single_document_insert_is_local(tmp_path, hashing_embedder, sample_docs):
+    config = small_config()
+    index = new_index(tmp_path / "idx", hashing_embedder, config)
+    build = index.insert(sample_docs[:29])
+    insert = index.insert(sample_docs[29:])
+    tree = HierarchyTree.from_nodes(index.engine.state.snapshot.nodes)
+    # A new item changes at most 3 segments of its layer (the one it joins, the part split
+    # off when that overflows, the neighbour that absorbs a remainder); each changed segment
+    # is one new node one layer up. So a handful of calls, against all segments of a build.
+    assert insert.chunks_added == 2
+    calls = [insert.llm_by_stage[f"summarize_layer_{i}"]["calls"] for i in range(1, 3)]
+    assert calls[0] <= 3 * 2 and calls[1] <= 3 * calls[0]
+    assert tree.top_layer == 2 and sum(calls) == insert.llm_calls < build.llm_calls / 2
+    assert insert.total_tokens < build.total_tokens / 3
+    # (bytes written are compared at scale by benchmarks/update.py: on 60 chunks the fixed
+    # cost of a commit, file footers and the manifest, dominates)
+    check_hierarchy(index, config)
+
+
+def test_default_backends_build_and_search(tmp_path, minilm_embedder, sample_docs):
+    """The packaged MiniLM and the extractive LLM with the default bounds (8..12)."""
+    config = IndexConfig()
+    config.heterograph.enabled = False
+    index = new_index(tmp_path / "idx", minilm_embedder, config)
+    index.insert(sample_docs)
+    check_hierarchy(index, config)
+    question = "Which instruments did the Halvorsen Observatory build with Meridian Optics?"
+    result = index.query(question, mode="collapsed", budget_tokens=1500)
+    cited = {d for h in result.nodes for d in h.docs}
+    assert any(d.startswith("observatory/") for d in cited)
+    assert sum(h.tokens for h in result.nodes) <= 1500
+    detailed = index.query(question, mode="detailed", budget_tokens=1500, p=0.5)
+    chunk_tokens = sum(h.tokens for h in detailed.nodes if h.kind == "T")
+    assert 0 < chunk_tokens <= 750
+    report = index.delete([d["doc_id"] for d in sample_docs if d["doc_id"].startswith("obs")])
+    assert report.docs_deleted > 0
+    check_hierarchy(index, config)
+    after = index.query(question, mode="collapsed", budget_tokens=1500)
+    assert not any(d.startswith("observatory/") for h in after.nodes for d in h.docs)
+    assert np.all(index.engine.state.snapshot.nodes.parent >= -1)

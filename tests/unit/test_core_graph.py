@@ -1,0 +1,150 @@
+"""core.graph: symmetric CSR from edge lists (oracle: scipy.sparse) and edge merging."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphstrata.core.graph import csr_from_edges, merge_edges
+
+
+def scipy_csr(src, dst, w, n):
+    """A = S + S.T - diag(S), S the summed COO of the edge list; sorted indices."""
+    if n == 0:
+        return np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    S = sp.coo_matrix(
+        (np.asarray(w, np.float64), (np.asarray(src), np.asarray(dst))), shape=(n, n)
+    ).tocsr()
+    S.sum_duplicates()
+    A = (S + S.T - sp.diags(S.diagonal())).tocsr()
+    A.sort_indices()
+    # keep explicit entries even when weights cancel to 0 (ours keeps them too)
+    pattern = (abs(S) + abs(S).T).tocsr()
+    pattern.sort_indices()
+    data = np.asarray(A[pattern.nonzero()]).ravel() if pattern.nnz else np.zeros(0)
+    rows, cols = pattern.nonzero()
+    order = np.lexsort((cols, rows))
+    return pattern.indptr.astype(np.int64), cols[order].astype(np.int64), data[order]
+
+
+def assert_csr_equal(ours, ref) -> None:
+    ip, ix, w = ours
+    rip, rix, rw = ref
+    assert ip.dtype == np.int64 and ix.dtype == np.int64 and w.dtype == np.float32
+    np.testing.assert_array_equal(ip, rip)
+    np.testing.assert_array_equal(ix, rix)
+    np.testing.assert_allclose(w, rw, rtol=1e-5, atol=1e-6)
+
+
+def random_edges(rng, n, e):
+    return (
+        rng.integers(0, n, e),
+        rng.integers(0, n, e),
+        rng.random(e).astype(np.float32) + 0.01,
+    )
+
+
+@pytest.mark.parametrize(("n", "e"), [(1, 0), (5, 20), (200, 1000), (300, 9000)])
+def test_csr_matches_scipy(n: int, e: int) -> None:
+    rng = np.random.default_rng(n + e)
+    src, dst, w = random_edges(rng, n, e)
+    assert_csr_equal(csr_from_edges(src, dst, w, n), scipy_csr(src, dst, w, n))
+
+
+def test_csr_edge_cases() -> None:
+    # empty graph, isolated nodes, self-loops stored once, duplicates in both directions
+    ip, ix, w = csr_from_edges(np.zeros(0), np.zeros(0), np.zeros(0), 0)
+    assert ip.tolist() == [0] and ix.size == 0 and w.size == 0
+    ip, ix, w = csr_from_edges([], [], [], 3)
+    assert ip.tolist() == [0, 0, 0, 0]
+    ip, ix, w = csr_from_edges([0, 1, 1, 2, 2], [1, 0, 1, 2, 2], [1.0, 2.0, 4.0, 1.5, 0.5], 4)
+    assert ip.tolist() == [0, 1, 3, 4, 4]
+    assert ix.tolist() == [1, 0, 1, 2]
+    np.testing.assert_allclose(w, [3.0, 3.0, 4.0, 2.0])
+
+
+def test_csr_heavy_row_and_disconnected() -> None:
+    # a hub row longer than the insertion-sort threshold, plus separate components
+    rng = np.random.default_rng(3)
+    hub_dst = rng.integers(1, 500, 3000)
+    src = np.concatenate([np.zeros(3000, np.int64), np.arange(600, 700)])
+    dst = np.concatenate([hub_dst, np.arange(601, 701)])
+    w = rng.random(src.shape[0]).astype(np.float32)
+    assert_csr_equal(csr_from_edges(src, dst, w, 800), scipy_csr(src, dst, w, 800))
+
+
+def test_csr_rejects_bad_input() -> None:
+    with pytest.raises(ValueError):
+        csr_from_edges([0, 1], [1], [1.0, 1.0], 2)
+    with pytest.raises(ValueError):
+        csr_from_edges([0, 2], [1, 1], [1.0, 1.0], 2)
+    with pytest.raises(ValueError):
+        csr_from_edges([0, -1], [1, 1], [1.0, 1.0], 2)
+    with pytest.raises(ValueError):
+        csr_from_edges([0.5], [1], [1.0], 2)
+    with pytest.raises(ValueError):
+        csr_from_edges([0], [1], [np.inf], 2)
+    with pytest.raises(ValueError):
+        csr_from_edges([], [], [], -1)
+
+
+def test_merge_edges_equals_rebuild() -> None:
+    rng = np.random.default_rng(5)
+    src, dst, w = random_edges(rng, 100, 700)
+    base = csr_from_edges(src[:500], dst[:500], w[:500], 100)
+    # new edges touch old and brand-new nodes, repeat old edges and add self-loops
+    s2 = np.concatenate([src[500:], [100, 101, 3, 7]])
+    d2 = np.concatenate([dst[500:], [5, 101, 3, 100]])
+    w2 = np.concatenate([w[500:], [1.0, 2.0, 0.5, 0.25]]).astype(np.float32)
+    merged = merge_edges(*base, s2, d2, w2, 102)
+    full = scipy_csr(np.r_[src[:500], s2], np.r_[dst[:500], d2], np.r_[w[:500], w2], 102)
+    assert_csr_equal(merged, full)
+    # merging nothing changes nothing (growing n adds empty rows)
+    same = merge_edges(*base, [], [], [], 103)
+    np.testing.assert_array_equal(same[0][:101], base[0])
+    assert same[0].shape == (104,) and same[0][-1] == base[0][-1]
+
+
+def test_merge_edges_rejects_bad_input() -> None:
+    base = csr_from_edges([0], [1], [1.0], 2)
+    with pytest.raises(ValueError):
+        merge_edges(*base, [0], [1], [1.0], 1)  # shrinking
+    with pytest.raises(ValueError):
+        merge_edges(base[0], base[1][:1], base[2][:1], [0], [1], [1.0], 2)  # inconsistent
+    with pytest.raises(ValueError):
+        merge_edges(*base, [0], [5], [1.0], 3)
+
+
+edge_lists = st.integers(1, 30).flatmap(
+    lambda n: st.tuples(
+        st.just(n),
+        st.lists(
+            st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.integers(1, 8)),
+            max_size=80,
+        ),
+    )
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(edge_lists, st.integers(0, 80), st.integers(0, 5))
+def test_csr_and_merge_property(data, split: int, grow: int) -> None:
+    n, edges = data
+    src = np.array([e[0] for e in edges], np.int64)
+    dst = np.array([e[1] for e in edges], np.int64)
+    w = np.array([e[2] for e in edges], np.float32) / 4  # exact in float32
+    ref = scipy_csr(src, dst, w, n)
+    assert_csr_equal(csr_from_edges(src, dst, w, n), ref)
+    # symmetric: every (u, v, w) has its (v, u, w)
+    ip, ix, ww = csr_from_edges(src, dst, w, n)
+    dense = np.zeros((n, n))
+    for u in range(n):
+        dense[u, ix[ip[u] : ip[u + 1]]] = ww[ip[u] : ip[u + 1]]
+    np.testing.assert_array_equal(dense, dense.T)
+    k = min(split, src.shape[0])
+    base = csr_from_edges(src[:k], dst[:k], w[:k], n)
+    merged = merge_edges(*base, src[k:], dst[k:], w[k:], n + grow)
+    assert_csr_equal(merged, scipy_csr(src, dst, w, n + grow))

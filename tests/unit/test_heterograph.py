@@ -1,0 +1,246 @@
+"""The heterograph component on the sample corpus: node kinds, edges, graph search, bad LLMs."""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from graphstrata.bindings.api import Index
+from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.bindings.extractive import ExtractiveLLM
+from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.heterograph import HeterographComponent
+from graphstrata.engine.interfaces import LLMRequest, LLMResponse
+from graphstrata.engine.types import EdgeKind, NodeKind
+
+K = {k.name: int(k) for k in NodeKind}
+#: Allowed (src kind, dst kind) of each edge kind, as the component writes them.
+EDGE_SHAPES = {
+    EdgeKind.CHUNK_UNIT: {("T", "S")},
+    EdgeKind.UNIT_ENTITY: {("S", "N")},
+    EdgeKind.UNIT_RELATION: {("S", "R")},
+    EdgeKind.ENTITY_RELATION: {("N", "R")},
+    EdgeKind.ENTITY_ATTRIBUTE: {("N", "A")},
+    EdgeKind.ELEMENT_MEMBER: {("H", "S"), ("H", "A"), ("H", "H")},
+    EdgeKind.ELEMENT_TITLE: {("H", "O")},
+    EdgeKind.SEMANTIC: {(a, b) for a in "TSAH" for b in "TSAH"},
+}
+
+
+def _config(hierarchy: bool = False) -> IndexConfig:
+    cfg = IndexConfig()
+    cfg.hierarchy.enabled = hierarchy
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, sample_docs) -> Index:
+    index = Index.create(
+        tmp_path_factory.mktemp("hg") / "idx", _config(), embedder=HashingEmbedder(64)
+    )
+    index.insert(sample_docs)
+    return index
+
+
+def _edges(index: Index) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    snap = index.engine.state.snapshot
+    kind = snap.edges.column("kind").to_numpy()
+    src = snap.edges.column("src").to_numpy()
+    dst = snap.edges.column("dst").to_numpy()
+    return {int(k): (src[kind == k], dst[kind == k]) for k in np.unique(kind)}
+
+
+def _kind_letters(index: Index, ids: np.ndarray) -> list[str]:
+    nodes = index.engine.state.snapshot.nodes
+    return [NodeKind(int(k)).letter for k in nodes.kind[nodes.rows(ids)]]
+
+
+def test_component_is_registered_and_serves_graph(built):
+    assert HeterographComponent().enabled(IndexConfig())
+    assert "graph" in built.modes
+    cfg = IndexConfig()
+    cfg.heterograph.enabled = False
+    assert not HeterographComponent().enabled(cfg)
+
+
+def test_every_node_kind_appears_with_the_right_edges(built):
+    snap = built.engine.state.snapshot
+    counts = Counter(NodeKind(int(k)).letter for k in snap.nodes.kind)
+    for letter in "TSNRAHO":
+        assert counts[letter] > 0, f"no {letter} node"
+    edges = _edges(built)
+    for kind, shapes in EDGE_SHAPES.items():
+        src, dst = edges[int(kind)]
+        assert src.size > 0, f"no {kind.name} edge"
+        pairs = set(zip(_kind_letters(built, src), _kind_letters(built, dst), strict=True))
+        assert pairs <= shapes, f"{kind.name}: {pairs - shapes}"
+    # Every unit comes from exactly one chunk; every relationship joins two entities; every
+    # attribute describes one entity; every element has one title.
+    _, s = edges[int(EdgeKind.CHUNK_UNIT)]
+    assert sorted(s.tolist()) == sorted(snap.nodes.ids_of_kind(K["S"]).tolist())
+    _, r = edges[int(EdgeKind.ENTITY_RELATION)]
+    assert set(Counter(r.tolist()).values()) == {2}
+    assert len(set(r.tolist())) == counts["R"]
+    _, a = edges[int(EdgeKind.ENTITY_ATTRIBUTE)]
+    assert sorted(a.tolist()) == sorted(snap.nodes.ids_of_kind(K["A"]).tolist())
+    h, o = edges[int(EdgeKind.ELEMENT_TITLE)]
+    assert sorted(h.tolist()) == sorted(snap.nodes.ids_of_kind(K["H"]).tolist())
+    assert sorted(o.tolist()) == sorted(snap.nodes.ids_of_kind(K["O"]).tolist())
+    # Embeddings only for T, S, A, H.
+    embedded = set(np.unique(snap.vectors.kinds).tolist())
+    assert embedded == {K["T"], K["S"], K["A"], K["H"]}
+    # Semantic edges: each new embedded node got its neighbours (M = 16).
+    src, _ = edges[int(EdgeKind.SEMANTIC)]
+    assert set(Counter(src.tolist()).values()) == {16}
+
+
+def test_derived_nodes_cite_the_documents_of_their_units(built):
+    snap = built.engine.state.snapshot
+    nodes = snap.nodes
+    unit_docs = dict(
+        zip(
+            nodes.ids_of_kind(K["S"]).tolist(),
+            nodes.docs_of(nodes.ids_of_kind(K["S"])),
+            strict=True,
+        )
+    )
+    src, dst = _edges(built)[int(EdgeKind.UNIT_ENTITY)]
+    expected: dict[int, set[int]] = {}
+    for s, n in zip(src.tolist(), dst.tolist(), strict=True):
+        expected.setdefault(n, set()).update(unit_docs[s])
+    for n, docs in zip(
+        nodes.ids_of_kind(K["N"]).tolist(), nodes.docs_of(nodes.ids_of_kind(K["N"])), strict=True
+    ):
+        assert set(docs) == expected[n]
+
+
+QUESTIONS = [
+    "Who founded Meridian Optics?",
+    "When did the Halvorsen Observatory open on Mount Kjell?",
+    "What does the Lake Sundra Climate Station measure?",
+    "Which instruments did Meridian Optics build for the observatory?",
+]
+
+
+@pytest.mark.parametrize("budget", [300, 2000])
+def test_graph_search_returns_only_retrievable_kinds_within_budget(built, budget):
+    snap = built.engine.state.snapshot
+    nodes = snap.nodes
+    hidden = {
+        t for t, k in zip(nodes.texts, nodes.kind.tolist(), strict=True) if k in (K["N"], K["O"])
+    }
+    for question in QUESTIONS:
+        result = built.query(question, mode="graph", budget_tokens=budget)
+        assert result.nodes, question
+        assert {h.kind for h in result.nodes} <= {"T", "S", "A", "H", "R"}
+        assert sum(h.tokens for h in result.nodes) <= budget
+        kinds = _kind_letters(built, np.asarray([h.id for h in result.nodes]))
+        assert kinds == [h.kind for h in result.nodes]
+        assert all(h.text not in hidden or h.kind in "TS" for h in result.nodes)
+        assert all(h.docs for h in result.nodes)
+        scores = [h.score for h in result.nodes]
+        assert scores == sorted(scores, reverse=True)
+        report = result.report
+        assert report["entry_nodes"] > 0 and report["touched_nodes"] >= report["entry_nodes"]
+        assert report["query_entities"] >= report["matched_entities"] >= 0
+
+
+def test_a_matched_entity_contributes_its_attribute(built):
+    snap = built.engine.state.snapshot
+    src, dst = _edges(built)[int(EdgeKind.ENTITY_ATTRIBUTE)]
+    name = snap.nodes.text_of(src[:1])[0]
+    result = built.query(f"Tell me about {name}.", mode="graph", budget_tokens=4000)
+    assert result.report["matched_entities"] >= 1
+    assert int(dst[0]) in {h.id for h in result.nodes}
+
+
+def test_seeds_that_hit_no_node_give_a_valid_empty_result(built):
+    view = built.engine.state.views["graph"]
+    touched, scores, cross = view.cross_nodes(np.zeros(0, np.int64), np.zeros(0), {})
+    assert touched.size == scores.size == cross.size == 0
+    result = built.query("zzqx qqzz?", mode="graph", entry_top_k=0)
+    assert result.nodes == []
+    assert result.report["entry_nodes"] == 0 and result.report["cross_nodes"] == 0
+    # A seed with no edges reaches only itself.
+    isolated = np.nonzero(np.diff(view.indptr) == 0)[0]
+    if isolated.size:
+        touched, scores, cross = view.cross_nodes(isolated[:1], np.ones(1), {})
+        assert touched.tolist() == isolated[:1].tolist() and cross.tolist() == touched.tolist()
+
+
+class BrokenJSONLLMDouble:
+    """Test double of the LLM interface: the extractive backend's answers, broken on purpose.
+
+    Each decompose/community prompt gets one of six behaviours (by a hash of the prompt):
+    good; truncated JSON; JSON wrapped in prose and a code fence; a wrong type on the first
+    call and a good answer on the retry; an empty string always; units without text always.
+    """
+
+    name = "broken-json-double"
+
+    def __init__(self) -> None:
+        self.inner = ExtractiveLLM()
+        self.seen: Counter[str] = Counter()
+
+    @staticmethod
+    def variant(prompt: str) -> int:
+        return zlib.crc32(prompt.encode()) % 6
+
+    def complete(self, requests: Sequence[LLMRequest]) -> list[LLMResponse]:
+        out = []
+        for request, good in zip(requests, self.inner.complete(requests), strict=True):
+            self.seen[request.prompt] += 1
+            text = good.text
+            if request.task in ("decompose", "community"):
+                v = self.variant(request.prompt)
+                first = self.seen[request.prompt] == 1
+                text = [
+                    text,
+                    text[: max(1, int(len(text) * 0.6))],
+                    f"Sure! Here you go:\n```json\n{text}\n```\nAnything else?",
+                    '{"semantic_units": "n/a", "high_level_elements": 3}' if first else text,
+                    "",
+                    '{"semantic_units": [{"text": 42}], "high_level_elements": [{"title": 1}]}',
+                ][v]
+            out.append(LLMResponse(text, good.prompt_tokens, len(text.split())))
+        return out
+
+
+def test_broken_llm_json_never_crashes_and_unusable_chunks_are_skipped(tmp_path, sample_docs):
+    llm = BrokenJSONLLMDouble()
+    index = Index.create(tmp_path / "idx", _config(), embedder=HashingEmbedder(64), llm=llm)
+    report = index.insert(sample_docs)
+    snap = index.engine.state.snapshot
+    assert len(snap.nodes.ids_of_kind(K["S"])) > 0
+    notes = " ".join(report.notes)
+    assert "decompositions unusable, retried" in notes and "skipped" in notes
+    assert report.llm_by_stage["decompose_retry"]["calls"] > 0
+    chunk_ids = snap.nodes.ids_of_kind(K["T"])
+    texts = snap.nodes.text_of(chunk_ids)
+    t, _ = _edges(index)[int(EdgeKind.CHUNK_UNIT)]
+    with_units = set(t.tolist())
+    from graphstrata.engine.prompts import decompose_request
+
+    for cid, text in zip(chunk_ids.tolist(), texts, strict=True):
+        v = llm.variant(decompose_request(text, 1024).prompt)
+        if v in (4, 5):  # never usable: skipped
+            assert cid not in with_units
+        elif v in (0, 2, 3):  # good, wrapped, or good on retry
+            assert cid in with_units
+    result = index.query("Who founded Meridian Optics?", mode="graph")
+    assert {h.kind for h in result.nodes} <= {"T", "S", "A", "H", "R"}
+
+
+def test_graph_and_hierarchy_share_one_index(tmp_path, sample_docs):
+    index = Index.create(tmp_path / "both", _config(hierarchy=True), embedder=HashingEmbedder(64))
+    index.insert(sample_docs[:12])
+    assert {"graph", "naive"} <= set(index.modes)
+    result = index.query("Who founded Meridian Optics?", mode="graph", budget_tokens=3000)
+    assert result.nodes and all(h.kind != "L" for h in result.nodes)
+    index.delete([sample_docs[0]["doc_id"]])
+    result = index.query("Who founded Meridian Optics?", mode="graph", budget_tokens=3000)
+    assert all(sample_docs[0]["doc_id"] not in h.docs for h in result.nodes)
