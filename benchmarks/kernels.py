@@ -6,12 +6,13 @@ One run, fixed seeds, same inputs for every contender:
   ``core.lsh.project_codes`` vs numpy ``X @ H.T > 0`` + ``packbits`` vs EraRAG's per-vector
   loop with a string join (timed on a subsample, scaled) vs the bare float32 GEMM (floor).
 * partition of those codes into [8, 12] segments: ``core.partition.partition`` vs
-  ``np.unique`` grouping (floor) vs EraRAG's greedy walk over integer-sorted codes.
+  ``np.unique`` grouping (floor) vs EraRAG's greedy walk over integer-sorted codes; again
+  with 20-bit codes (the other end of EraRAG's 16-20 range), plus segment quality.
 * shallow PPR (alpha 0.5, 2 steps) per query on a 300,000-node heterograph-like graph
   (~1.5M undirected weighted edges, heavy-tailed entity degrees), 200 seed sets of 5-20
   nodes: ``core.ppr.shallow_ppr`` vs the formula with scipy.sparse over the whole graph plus
   a full argsort (NodeRAG's way) vs igraph ``personalized_pagerank`` with prpack (HippoRAG's
-  way).
+  way; ~1 s per query, so timed on the first 20 seed sets).
 * betweenness from k = 10 sources: ``core.centrality.sampled_betweenness`` vs
   ``networkx.betweenness_centrality(G, k=10)`` vs igraph ``betweenness(sources=...)``, all
   from the same sources.
@@ -145,8 +146,8 @@ def make_graph(n: int, seed: int) -> dict[str, Any]:
     src.append(np.repeat(h_ids, 10))
     dst.append(rng.choice(members, h_ids.size * 10))
     embedded = np.flatnonzero(np.isin(kinds, [0, 1, 4, 5]))  # T, S, A, H
-    src.append(np.repeat(embedded, 3))  # semantic neighbours
-    dst.append(rng.choice(embedded, embedded.size * 3))
+    src.append(np.repeat(embedded, 4))  # semantic neighbours
+    dst.append(rng.choice(embedded, embedded.size * 4))
     s = np.concatenate(src).astype(np.int64)
     d = np.concatenate(dst).astype(np.int64)
     keep = s != d
@@ -390,6 +391,9 @@ def bench_ppr(graph: dict, csr: tuple, alpha: float, iters: int, igraph_queries:
         "noderag_scipy": pct(peer_scipy),
         "hipporag_igraph": pct(peer_ig),
         "edges_touched_mean": float(np.mean(touched)),
+        "ns_per_edge_median": float(
+            np.median(np.asarray(ours) / np.maximum(np.asarray(touched), 1)) * 1e9
+        ),
         "edges_touched_p99": float(np.percentile(touched, 99)),
         "nodes_reached_mean": float(np.mean(reached)),
     }
@@ -449,6 +453,11 @@ def fmt_t(s: float) -> str:
     return f"{s * 1e6:.0f} us"
 
 
+def fx(r: float) -> str:
+    """A ratio: one decimal below 100 (so 9.9x does not print as 10x)."""
+    return f"{r:.1f}x" if r < 100 else f"{r:.0f}x"
+
+
 def row(name: str, st: dict, key: str = "median_s") -> str:
     if "p50_s" in st:
         return (
@@ -492,7 +501,7 @@ def report(res: dict) -> str:
         ),
         "",
         f"Ratios: ours / GEMM = **{L['ratio_floor']:.2f}x** (target <= 1.3); EraRAG loop / "
-        f"ours = **{L['speedup_loop']:.0f}x** (target >= 10); numpy+packbits / ours = "
+        f"ours = **{fx(L['speedup_loop'])}** (target >= 10); numpy+packbits / ours = "
         f"{L['speedup_numpy']:.2f}x. Compile: {fmt_t(L['compile_s'])}.",
         "",
     ]
@@ -512,7 +521,7 @@ def report(res: dict) -> str:
             row("EraRAG greedy walk over integer-sorted codes", P["erarag_walk"]),
             "",
             f"Ratios: ours / np.unique = **{P['ratio_floor']:.2f}x** (target <= 2); EraRAG / "
-            f"ours = {P['speedup_peer']:.1f}x. Compile: {fmt_t(P['compile_s'])}.",
+            f"ours = {fx(P['speedup_peer'])}. Compile: {fmt_t(P['compile_s'])}.",
             "",
             "| result | segments | mean Hamming distance inside a segment | below s_min | "
             "above s_max |",
@@ -536,8 +545,8 @@ def report(res: dict) -> str:
             "HippoRAG's way: igraph personalized_pagerank (prpack) + argsort", R["hipporag_igraph"]
         ),
         "",
-        f"Ratios (p50): scipy / ours = **{R['speedup_scipy']:.0f}x** (target >= 100); igraph / "
-        f"ours = {R['speedup_igraph']:.0f}x. Edges touched per query: mean "
+        f"Ratios (p50): scipy / ours = **{fx(R['speedup_scipy'])}** (target >= 100); igraph / "
+        f"ours = {fx(R['speedup_igraph'])}. Edges touched per query: mean "
         f"{R['edges_touched_mean']:,.0f}, p99 {R['edges_touched_p99']:,.0f} (of {R['nnz']:,} "
         f"CSR entries); nodes reached: mean {R['nodes_reached_mean']:,.0f}. Compile: "
         f"{fmt_t(R['compile_s'])}.",
@@ -559,7 +568,7 @@ def report(res: dict) -> str:
         row("igraph `betweenness(sources=...)`", B["igraph_same_sources"]),
         row("networkx `betweenness_centrality(G, k=10)`", B["networkx"]),
         "",
-        f"Ratios: networkx / ours = **{B['speedup_networkx']:.0f}x** (target >= 100); igraph / "
+        f"Ratios: networkx / ours = **{fx(B['speedup_networkx'])}** (target >= 100); igraph / "
         f"ours = **{B['speedup_igraph']:.2f}x** (target >= 1). Values equal networkx's: "
         f"{B['equals_networkx']}. Compile: {fmt_t(B['compile_s'])}.",
         "",
@@ -569,6 +578,31 @@ def report(res: dict) -> str:
     out += ["## Targets", "", "| target | value | met |", "|---|---|---|"]
     for t in res["targets"]:
         out.append(f"| {t['name']} | {t['value']} | {'yes' if t['met'] else '**no**'} |")
+    out += ["", "## Notes", ""]
+    share_e = R["edges_touched_mean"] / R["nnz"]
+    share_n = R["nodes_reached_mean"] / R["nodes"]
+    out += [
+        f"* PPR: two steps from 5-20 seeds reach hub entities (Zipf-popular), so a query "
+        f"reads on average {share_e:.1%} of the CSR entries and reaches {share_n:.1%} of the "
+        f"nodes; the whole-graph way reads 100% twice and sorts every node. The speed-up is "
+        f"bounded by that ratio times the per-entry cost: ours spends "
+        f"{R['ns_per_edge_median']:.0f} ns per entry touched (median over queries: a hash "
+        "probe per entry, the table being local to the call), scipy's "
+        f"streaming mat-vec about {R['noderag_scipy']['p50_s'] / (2 * R['nnz']) * 1e9:.0f} ns "
+        "per entry including its sort.",
+        f"* LSH: both our projection and its floor are one memory-bound float32 GEMM through "
+        f"OpenBLAS; the bare GEMM ran at {L['rows'] * L['dim'] * 4 / L['floor_gemm']['median_s'] / 1e9:.1f} "
+        "GB/s here. On a loaded machine BLAS threads wait on each other while the per-vector "
+        "Python loop (one thread) is slowed less, so the loop ratio shrinks with load.",
+        f"* partition: the work is one probe of the Hamming ball per merge, and merges grow "
+        f"with distinct codes: {res['partition']['distinct_codes']:,} at 16 bits"
+        + (
+            f", {res['partition_20']['distinct_codes']:,} (nearly one per item) at 20 bits"
+            if "partition_20" in res
+            else ""
+        )
+        + ". np.unique only sorts.",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -637,14 +671,14 @@ def main(argv: list[str] | None = None) -> int:
     res["targets"] = [
         {"name": "projection <= 1.3x bare GEMM", "value": f"{L['ratio_floor']:.2f}x",
          "met": L["ratio_floor"] <= 1.3},
-        {"name": "projection >= 10x the per-vector loop", "value": f"{L['speedup_loop']:.0f}x",
+        {"name": "projection >= 10x the per-vector loop", "value": fx(L["speedup_loop"]),
          "met": L["speedup_loop"] >= 10},
         {"name": "partition (16 bits) <= 2x np.unique", "value": f"{P['ratio_floor']:.2f}x",
          "met": P["ratio_floor"] <= 2},
         {"name": "PPR p50 >= 100x faster than scipy whole-graph",
-         "value": f"{R['speedup_scipy']:.0f}x", "met": R["speedup_scipy"] >= 100},
+         "value": fx(R["speedup_scipy"]), "met": R["speedup_scipy"] >= 100},
         {"name": "betweenness >= 100x faster than networkx",
-         "value": f"{B['speedup_networkx']:.0f}x", "met": B["speedup_networkx"] >= 100},
+         "value": fx(B["speedup_networkx"]), "met": B["speedup_networkx"] >= 100},
         {"name": "betweenness no slower than igraph (same sources)",
          "value": f"{B['speedup_igraph']:.2f}x", "met": B["speedup_igraph"] >= 1},
     ]  # fmt: skip

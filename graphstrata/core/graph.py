@@ -294,9 +294,10 @@ def merge_edges(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Add undirected edges to an existing symmetric CSR (as from :func:`csr_from_edges`).
 
-    The result equals ``csr_from_edges`` over the old edges plus the new ones: new edges are
-    mirrored and merged, and an entry present in both sums. Rows are merged pairwise (in
-    parallel for large inputs), so the cost is O(nnz + e) with no global sort.
+    The result equals ``csr_from_edges`` over the old edges plus the new ones (up to the
+    order in which float32 weights are summed): new edges are mirrored and merged, and an
+    entry present in both sums. Rows are merged pairwise (in parallel for large inputs), so
+    the cost is O(nnz + e) with no global sort.
 
     Parameters
     ----------
