@@ -511,9 +511,12 @@ def markdown(result: dict[str, Any]) -> str:
                 for k in QUALITY_KEYS
                 if quality[name]["collapsed"][k] is not None
             }
+            worst = [k for k, v in diff.items() if abs(v) > 0.01]
+            verdict = "all within 1 point" if not worst else f"beyond 1 point: {', '.join(worst)}"
             lines.append(
                 f"- collapsed, {labels[name]} − static (points): "
                 + ", ".join(f"{k} {100 * v:+.1f}" for k, v in diff.items())
+                + f" ({verdict})"
             )
     return "\n".join(lines) + "\n"
 
