@@ -917,15 +917,7 @@ class Store:
             manifest["config"] = config
         if counts is not None:
             manifest["counts"] = counts
-        for name, path in (extra_files or {}).items():
-            entry = self._entry(path, 0, version)
-            written += entry["bytes"]
-            if name == "vector_cache":
-                manifest["vector_cache"] = {
-                    "version": version,
-                    "file": entry["file"],
-                    "sha256": entry["sha256"],
-                }
+        written += self._record_extra_files(manifest, extra_files, version)
         _crashpoint("before_manifest")
         data = _seal(manifest)
         _write_atomic(self.root / "manifests" / f"v{version:08d}.json", data)
@@ -935,6 +927,22 @@ class Store:
         written += 2 * len(data)
         self.manifest = manifest
         return CommitResult(version=version, bytes_written=written, manifest=manifest)
+
+    def _record_extra_files(
+        self, manifest: dict[str, Any], extra_files: dict[str, Path] | None, version: int
+    ) -> int:
+        """Checksum already-written files (the usearch cache) into ``manifest``; their bytes."""
+        written = 0
+        for name, path in (extra_files or {}).items():
+            entry = self._entry(path, 0, version)
+            written += entry["bytes"]
+            if name == "vector_cache":
+                manifest["vector_cache"] = {
+                    "version": version,
+                    "file": entry["file"],
+                    "sha256": entry["sha256"],
+                }
+        return written
 
     def referenced_files(self, manifest: dict[str, Any] | None = None) -> set[str]:
         manifest = manifest or self.manifest
@@ -1003,15 +1011,7 @@ class Store:
         manifest["version"] = version
         manifest["committed_at"] = time.time()
         manifest["vector_cache"] = None
-        for name, path in (extra_files or {}).items():
-            entry = self._entry(path, 0, version)
-            written += entry["bytes"]
-            if name == "vector_cache":
-                manifest["vector_cache"] = {
-                    "version": version,
-                    "file": entry["file"],
-                    "sha256": entry["sha256"],
-                }
+        written += self._record_extra_files(manifest, extra_files, version)
         data = _seal(manifest)
         _write_atomic(self.root / "manifests" / f"v{version:08d}.json", data)
         _write_atomic(self.root / MANIFEST, data)
