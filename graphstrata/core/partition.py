@@ -933,6 +933,21 @@ def _assign_new(new_k, root, static_size, cs) -> np.ndarray:
     return out
 
 
+def _exact_changes(
+    before: np.ndarray, after: np.ndarray, changed: np.ndarray, removed: np.ndarray
+) -> RepartitionResult:
+    """Derive ``changed``/``removed`` from the assignments themselves (the contract), so an
+    id whose members all moved away is always reported removed."""
+    moved = before != after
+    alive = np.unique(after)
+    old_of_moved = before[moved]
+    old_of_moved = old_of_moved[(old_of_moved >= 0) & np.isin(old_of_moved, alive)]
+    changed = np.union1d(changed, np.union1d(after[moved], old_of_moved)).astype(np.int64)
+    gone = np.setdiff1d(np.unique(before[before >= 0]), alive)
+    removed = np.union1d(removed, gone).astype(np.int64)
+    return RepartitionResult(after, changed, removed)
+
+
 def repartition(
     codes: np.ndarray,
     segment: np.ndarray,
@@ -1031,7 +1046,8 @@ def repartition(
     root = item_root[cs.order].astype(np.int32)
     dirty = _engine(root, n_old, dirty0, s_min, s_max, cs.as_tuple())
     item_root[cs.order] = root
-    return _relabel(item_root, root, dirty, old_root, old_ids, static_size, id_base, missing)
+    res = _relabel(item_root, root, dirty, old_root, old_ids, static_size, id_base, missing)
+    return _exact_changes(seg, res.segment, res.changed, res.removed)
 
 
 def _relabel(

@@ -63,6 +63,12 @@ class HierarchyConfig:
     summary_tokens: int = 100
     #: Share p of the budget taken first from chunks (detailed) or summaries (summarized).
     bias_share: float = 0.7
+    #: Insert policy: new items that fill whole segments among themselves form new segments
+    #: and only the rest join their Hamming-nearest segment (True), or every new item joins its
+    #: nearest segment as in the paper's Algorithm 3 (False). Measured on MultiHop-RAG
+    #: (benchmarks/results/update.md): a 5% step costs 0.05-0.09 of a rebuild's tokens with
+    #: True, 0.49-0.69 with False.
+    group_new_first: bool = True
 
     def validate(self) -> None:
         if not 1 <= self.n_bits <= 64:

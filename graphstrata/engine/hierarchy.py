@@ -574,11 +574,12 @@ class HierarchyComponent(Component):
     name = COMPONENT
     modes = ("collapsed", "detailed", "summarized")
 
-    def __init__(self, group_new_first: bool = True):
+    def __init__(self, group_new_first: bool | None = None):
         #: Insert policy for new items (see ``_Update._group_new``): True = new items that
         #: can fill whole segments among themselves form new segments and only the rest join
         #: their Hamming-nearest segment; False = every new item joins its nearest existing
         #: segment (the kernel's plain incremental placement, as in the paper's Algorithm 3).
+        #: None: take ``HierarchyConfig.group_new_first`` recorded with the index.
         self.group_new_first = group_new_first
 
     def enabled(self, config: IndexConfig) -> bool:
@@ -592,7 +593,11 @@ class HierarchyComponent(Component):
             cfg=ctx.config.hierarchy,
             tree=HierarchyTree.from_nodes(ctx.snapshot.nodes),
             direction=_direction(ctx),
-            group_new_first=self.group_new_first,
+            group_new_first=(
+                ctx.config.hierarchy.group_new_first
+                if self.group_new_first is None
+                else self.group_new_first
+            ),
         )
         update.run(change)
 

@@ -531,7 +531,16 @@ class Delta:
     # views ----------------------------------------------------------------------------------
     @property
     def nodes(self) -> pa.Table:
-        return pa.concat_tables(self._nodes) if self._nodes else _empty(NODE_SCHEMA)
+        """Node rows to write: the last row per id (a component may rewrite a new chunk)."""
+        if not self._nodes:
+            return _empty(NODE_SCHEMA)
+        table = pa.concat_tables(self._nodes)
+        ids = table.column("id").to_numpy()
+        _, last_from_end = np.unique(ids[::-1], return_index=True)
+        if last_from_end.size == ids.size:
+            return table
+        keep = np.sort(ids.size - 1 - last_from_end)
+        return table.take(pa.array(keep))
 
     @property
     def edges(self) -> pa.Table:

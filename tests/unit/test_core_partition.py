@@ -383,3 +383,20 @@ def test_repartition_rejects_bad_input() -> None:
         repartition(c, np.zeros(4, np.int64), 1, 5, touched=np.array([-1]))
     empty = repartition(np.zeros(0, np.uint64), np.zeros(0, np.int64), 1, 5, touched=[3])
     assert empty.segment.size == 0 and empty.removed.tolist() == [3]
+
+
+def test_repartition_reports_every_vanished_and_changed_segment():
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        m = int(rng.integers(2, 40))
+        codes = rng.integers(0, 64, m).astype(np.uint64)
+        before = rng.integers(-1, 6, m).astype(np.int64)
+        res = repartition(codes, before, 2, 4)
+        alive = set(res.segment.tolist())
+        gone = {int(s) for s in before if s >= 0} - alive
+        assert gone <= set(res.removed.tolist())
+        moved = before != res.segment
+        must_change = set(res.segment[moved].tolist()) | {
+            int(s) for s in before[moved] if s >= 0 and int(s) in alive
+        }
+        assert must_change <= set(res.changed.tolist())
