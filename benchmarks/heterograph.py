@@ -142,8 +142,8 @@ def shape(index: Any) -> dict[str, Any]:
 def leiden_comparison(index: Any, seed: int) -> dict[str, Any]:
     """igraph vs leidenalg on the index's G2 graph (S, N, R, A and their edges)."""
     import igraph as ig
-    from graphstrata.engine.heterograph import G2_EDGES
 
+    from graphstrata.engine.heterograph import G2_EDGES
     from graphstrata.engine.heterograph_graph import leiden
     from graphstrata.engine.types import NodeKind
 
@@ -191,6 +191,30 @@ def evaluate_modes(index: Any, qa_path: Path, limit: int | None) -> dict[str, An
     return out
 
 
+#: Sensitivity of graph search to its parameters (NodeRAG's defaults are the main row).
+VARIANTS: tuple[dict[str, Any], ...] = (
+    {"entry_top_k": 20},
+    {"exact_weight": 0.0},
+    {"rank": "entries_first"},
+)
+
+
+def evaluate_variants(index: Any, qa_path: Path, limit: int | None) -> list[dict[str, Any]]:
+    """``graph`` with other query parameters, scored like ``evaluate`` does."""
+    from graphstrata.engine.evaluation import ChunkMap, aggregate, load_qa, score_hits
+
+    items = load_qa(qa_path)[:limit]
+    chunk_map = ChunkMap.from_snapshot(index.engine.state.snapshot)
+    out = []
+    for params in VARIANTS:
+        results = index.query_batch(
+            [q.question for q in items], mode="graph", budget_tokens=2000, **params
+        )
+        scores = [score_hits(r.nodes, q, chunk_map) for r, q in zip(results, items, strict=True)]
+        out.append({"params": params, "overall": aggregate(scores)})
+    return out
+
+
 def run_dataset(name: str, args: argparse.Namespace) -> dict[str, Any]:
     folder = DATA / DATASETS[name]
     docs = read_jsonl(folder / "corpus.jsonl")
@@ -213,6 +237,7 @@ def run_dataset(name: str, args: argparse.Namespace) -> dict[str, Any]:
     out["shape"] = shape(index)
     print(f"[{name}] shape {out['shape']}", file=sys.stderr)
     out["eval"] = evaluate_modes(index, folder / "qa.jsonl", args.limit_questions)
+    out["variants"] = evaluate_variants(index, folder / "qa.jsonl", args.limit_questions)
     out["leiden"] = leiden_comparison(index, index.engine.config.heterograph.seed)
     delete = index.delete([built["held_out"]])
     out["delete_one"] = delete.to_dict()
@@ -323,6 +348,22 @@ def markdown(results: list[dict[str, Any]], command: str) -> str:
                 f"| {_f(o.get('fact_recall_text'))} | {_f(o.get('fact_recall_chunk'))} "
                 f"| {_f(o.get('answer_contained'))} | {_f(o.get('tokens'), 0)} "
                 f"| {m['search_ms_p50']:.2f} | {m['search_ms_p99']:.2f} | {m['embed_ms_mean']:.2f} |"
+            )
+        lines += [
+            "",
+            "Sensitivity of `graph` to its query parameters (same questions and budget):",
+            "",
+            "| graph with | doc recall | doc recall (+summaries) | fact recall (text) "
+            "| fact recall (chunk) | answer contained |",
+            "|---|---|---|---|---|---|",
+        ]
+        for v in r.get("variants", []):
+            o = v["overall"]
+            label = ", ".join(f"{k}={val}" for k, val in v["params"].items())
+            lines.append(
+                f"| {label} | {_f(o.get('doc_recall'))} | {_f(o.get('doc_recall_with_summaries'))} "
+                f"| {_f(o.get('fact_recall_text'))} | {_f(o.get('fact_recall_chunk'))} "
+                f"| {_f(o.get('answer_contained'))} |"
             )
         lv = r["leiden"]
         lines += [

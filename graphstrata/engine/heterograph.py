@@ -330,7 +330,7 @@ class _Operation:
         if s is not None and r is not None and h is not None:
             for unit, rid, line in zip(s.tolist(), r.tolist(), h.tolist(), strict=True):
                 self.mentions.setdefault(rid, []).append((unit, line))
-        self.new_mentions: list[tuple[int, int, int]] = []
+        self.new_mentions: dict[int, list[tuple[int, int]]] = {}  # R -> (S, line hash)
         self.new_lines: dict[int, list[str]] = {}
 
     def _units_of_removed_chunks(self) -> np.ndarray:
@@ -429,7 +429,7 @@ class _Operation:
                     rid = self._relation(a, b)
                     relations[rid] = None
                     line = relation_line(self._name(a), relation, self._name(b))
-                    self.new_mentions.append((sid, rid, stable_hash(line)))
+                    self.new_mentions.setdefault(rid, []).append((sid, stable_hash(line)))
                     lines = self.new_lines.setdefault(rid, [])
                     if line not in lines:
                         lines.append(line)
@@ -460,7 +460,7 @@ class _Operation:
             rows = [(u, h) for u, h in self.mentions.pop(rid, []) if u not in self.dead]
         else:  # every supporter of a one-line relationship asserts that line
             rows = [(u, stable_hash(old_lines[0])) for u in old_units] if old_lines else []
-        rows += [(u, h) for u, r, h in self.new_mentions if r == rid and u in new_units]
+        rows += [(u, h) for u, h in self.new_mentions.get(rid, []) if u in new_units]
         alive = {h for _, h in rows}
         lines = [ln for ln in old_lines if stable_hash(ln) in alive]
         lines += [ln for ln in self.new_lines.get(rid, []) if ln not in lines]
