@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
+from graphstrata.core.graph import check_csr
+
 __all__ = ["sampled_betweenness"]
 
 _PARALLEL_MIN = 1 << 20  # sources x CSR entries below which one thread does it all
@@ -159,18 +161,7 @@ def sampled_betweenness(
     -------
     float64 array [n]
     """
-    indptr = np.asarray(indptr)
-    indices = np.asarray(indices)
-    if indptr.ndim != 1 or indptr.shape[0] < 1 or indices.ndim != 1:
-        raise ValueError("indptr must be non-empty 1-d and indices 1-d")
-    if not np.issubdtype(indptr.dtype, np.integer) or (
-        indices.size and not np.issubdtype(indices.dtype, np.integer)
-    ):
-        raise ValueError("indptr and indices must be integer arrays")
-    if int(indptr[0]) != 0 or int(indptr[-1]) != indices.shape[0]:
-        raise ValueError("inconsistent CSR: need indptr[0] == 0 and indptr[-1] == len(indices)")
-    indptr = indptr.astype(np.int64, copy=False)
-    indices = indices.astype(np.int64, copy=False)
+    indptr, indices = check_csr(indptr, indices)
     n = indptr.shape[0] - 1
     if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= n):
         raise ValueError(f"indices must lie in [0, {n})")

@@ -327,3 +327,18 @@ def merge_edges(
     src, dst, weight, n = _check_edges(src, dst, weight, n_nodes)
     ip2, ix2, w2 = csr_from_edges(src, dst, weight, n)
     return _merge_sorted(indptr, indices, weights, n_old, ip2, ix2, w2, n)
+
+
+def check_csr(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a CSR structure; return ``(indptr, indices)`` as int64 arrays."""
+    indptr = np.asarray(indptr)
+    indices = np.asarray(indices)
+    if indptr.ndim != 1 or indptr.shape[0] < 1 or indices.ndim != 1:
+        raise ValueError("indptr must be non-empty 1-d and indices 1-d")
+    if not np.issubdtype(indptr.dtype, np.integer) or (
+        indices.size and not np.issubdtype(indices.dtype, np.integer)
+    ):
+        raise ValueError("indptr and indices must be integer arrays")
+    if int(indptr[0]) != 0 or int(indptr[-1]) != indices.shape[0]:
+        raise ValueError("inconsistent CSR: need indptr[0] == 0 and indptr[-1] == len(indices)")
+    return indptr.astype(np.int64, copy=False), indices.astype(np.int64, copy=False)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import igraph as ig
 import numpy as np
 
+from graphstrata.core.graph import check_csr
+
 __all__ = ["coreness", "igraph_from_csr"]
 
 
@@ -14,19 +16,10 @@ def igraph_from_csr(indptr: np.ndarray, indices: np.ndarray) -> ig.Graph:
     Self-loops (diagonal entries) are dropped; the CSR is assumed duplicate-free (as from
     :func:`graphstrata.core.graph.csr_from_edges`).
     """
-    indptr = np.asarray(indptr)
-    indices = np.asarray(indices)
-    if indptr.ndim != 1 or indptr.shape[0] < 1 or indices.ndim != 1:
-        raise ValueError("indptr must be non-empty 1-d and indices 1-d")
-    if not np.issubdtype(indptr.dtype, np.integer) or (
-        indices.size and not np.issubdtype(indices.dtype, np.integer)
-    ):
-        raise ValueError("indptr and indices must be integer arrays")
+    indptr, indices = check_csr(indptr, indices)
     n = indptr.shape[0] - 1
-    if int(indptr[0]) != 0 or int(indptr[-1]) != indices.shape[0]:
-        raise ValueError("inconsistent CSR: need indptr[0] == 0 and indptr[-1] == len(indices)")
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr).astype(np.int64))
-    cols = indices.astype(np.int64)
+    cols = indices
     upper = rows < cols  # each undirected edge once, no self-loops
     g = ig.Graph(n=n, directed=False)
     if upper.any():
