@@ -194,7 +194,7 @@ def evaluate_modes(index: Any, qa_path: Path, limit: int | None) -> dict[str, An
 #: Sensitivity of graph search to its parameters (NodeRAG's defaults are the main row).
 VARIANTS: tuple[dict[str, Any], ...] = (
     {"entry_top_k": 20},
-    {"exact_weight": 0.0},
+    {"exact_match_weight": 0.0},
     {"rank": "entries_first"},
 )
 

@@ -21,6 +21,7 @@ Writes ``benchmarks/results/serve.md`` and ``serve.json``. Skips cleanly (exit 0
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -43,6 +44,7 @@ DEFAULT_SETTING = "2 ms window (default)"
 ABLATIONS = (
     ("0 ms window", ["--microbatch-wait-ms", "0"]),
     ("no micro-batching", ["--microbatch-wait-ms", "0", "--microbatch-max", "1"]),
+    ("1 embedder thread", ["--embed-threads", "1"]),
 )
 
 
@@ -150,40 +152,66 @@ def time_embedder(index: Path, queries: list[str], repeats: int = 3) -> dict[str
     }
 
 
-def run_cells(
+def run_cell(
+    server: Any, queries: list[str], mode: str, c: int, args: argparse.Namespace, label: str
+) -> dict[str, Any]:
+    from graphstrata.bindings.cli_serve import run_load
+
+    log(f"{label}: {mode} at concurrency {c} ({args.requests} requests)")
+    (result,) = run_load(
+        server.url,
+        queries,
+        modes=[mode],
+        concurrencies=[c],
+        requests=args.requests,
+        duration_cap=args.duration_cap,
+        budget_tokens=args.budget,
+        server_pid=server.proc.pid,
+    )
+    row = {"setting": label, **result.summary(), "load1": round(os.getloadavg()[0], 2)}
+    log(
+        f"  p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, {row['rps']:.1f} req/s, "
+        f"mean batch {row['mean_batch']:.1f}, embed share {100 * row['embed_share']:.0f}%, "
+        f"server CPU {row['server_cpu_ms_per_request']} ms/req, load {row['load1']}"
+    )
+    return row
+
+
+def run_all(
     index: Path,
     queries: list[str],
     modes: list[str],
     concurrencies: list[int],
     args: argparse.Namespace,
-    server_args: list[str],
-    label: str,
-) -> tuple[list[dict[str, Any]], str]:
-    from graphstrata.bindings.cli_serve import run_load, server_process
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+    """The grid on the default server, then the A/B comparisons on naive.
 
-    rows = []
-    with server_process(index, server_args, startup_timeout=600) as server:
-        for mode in modes:
-            for c in concurrencies:
-                log(f"{label}: {mode} at concurrency {c} ({args.requests} requests)")
-                (result,) = run_load(
-                    server.url,
-                    queries,
-                    modes=[mode],
-                    concurrencies=[c],
-                    requests=args.requests,
-                    duration_cap=args.duration_cap,
-                    budget_tokens=args.budget,
-                )
-                row = {"setting": label, **result.summary()}
-                log(
-                    f"  p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
-                    f"{row['rps']:.1f} req/s, mean batch {row['mean_batch']:.1f}, "
-                    f"embed share {100 * row['embed_share']:.0f}%"
-                )
-                rows.append(row)
-    report = server.output.strip().splitlines()[-1] if server.output.strip() else ""
-    return rows, report
+    Every setting has its own server, all started before the A/B block, and the A/B cells of
+    one concurrency run back to back (default first), so each comparison is made under the
+    same background load (this machine is shared).
+    """
+    from graphstrata.bindings.cli_serve import server_process
+
+    settings = [(DEFAULT_SETTING, [])]
+    if not args.no_ablation and "naive" in modes:
+        settings += list(ABLATIONS)
+    with contextlib.ExitStack() as stack:
+        servers = {
+            label: stack.enter_context(server_process(index, server_args, startup_timeout=600))
+            for label, server_args in settings
+        }
+        grid = [
+            run_cell(servers[DEFAULT_SETTING], queries, mode, c, args, DEFAULT_SETTING)
+            for mode in modes
+            for c in concurrencies
+        ]
+        ab = [
+            run_cell(servers[label], queries, "naive", c, args, label)
+            for c in sorted({min(concurrencies), max(concurrencies)})
+            for label, _ in (settings if len(settings) > 1 else [])
+        ]
+    reports = {label: (s.output.strip().splitlines() or [""])[-1] for label, s in servers.items()}
+    return grid, ab, reports
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -220,6 +248,15 @@ def markdown(data: dict[str, Any]) -> str:
         format_load_table(data["rows"]),
         "",
     ]
+    if data["ab_rows"]:
+        lines += [
+            "A/B on `naive`: each setting runs on its own server; the cells of one concurrency "
+            "run back to back (default first) so they share the same background load "
+            "(**load** = 1-minute load average at the end of the cell).",
+            "",
+            format_load_table(data["ab_rows"]),
+            "",
+        ]
     if emb:
         lines += [
             f"Embedder alone ({emb['embedder']}, this process, no server): "
@@ -234,14 +271,15 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def name_bottleneck(rows: list[dict[str, Any]], emb: dict[str, float] | None) -> str:
+def name_bottleneck(
+    grid: list[dict[str, Any]], ab: list[dict[str, Any]], emb: dict[str, Any] | None
+) -> str:
     """The measurements that locate the bottleneck, as sentences (the analysis cites them)."""
-    main = [r for r in rows if r["setting"] == DEFAULT_SETTING]
-    if not main:
+    if not grid:
         return ""
     parts = []
-    top_c = max(r["concurrency"] for r in main)
-    for r in (r for r in main if r["concurrency"] == top_c):
+    top_c = max(r["concurrency"] for r in grid)
+    for r in (r for r in grid if r["concurrency"] == top_c):
         client_ms = 1000 * r["client_cpu_seconds"] / max(r["ok"], 1)
         wall_ms = 1000 / r["rps"] if r["rps"] else float("nan")
         parts.append(
@@ -249,20 +287,21 @@ def name_bottleneck(rows: list[dict[str, Any]], emb: dict[str, float] | None) ->
             f"wall time per request); the server embeds for {r['embed_ms_per_query']:.2f} ms "
             f"per query (batches of {r['mean_batch']:.1f}, embedder busy "
             f"{100 * r['embed_busy']:.0f}% of the time) and searches for "
-            f"{r['search_ms_per_query']:.2f} ms; the load generator uses {client_ms:.2f} ms "
-            "of CPU per request on the same cores"
+            f"{r['search_ms_per_query']:.2f} ms; it burns {r['server_cpu_ms_per_request']} ms "
+            f"of CPU per request, the load generator {client_ms:.2f} ms"
         )
-    default = {(r["mode"], r["concurrency"]): r for r in main}
-    for r in rows:
-        twin = default.get((r["mode"], r["concurrency"]))
+    default = {r["concurrency"]: r for r in ab if r["setting"] == DEFAULT_SETTING}
+    for r in ab:
+        twin = default.get(r["concurrency"])
         if r["setting"] == DEFAULT_SETTING or twin is None:
             continue
         parts.append(
-            f"{r['setting']} (`{r['mode']}`, concurrency {r['concurrency']}): "
-            f"{r['rps']:.0f} req/s vs {twin['rps']:.0f}, p50 {r['p50_ms']:.1f} vs "
+            f"{r['setting']} vs default (`naive`, concurrency {r['concurrency']}, back to "
+            f"back): {r['rps']:.0f} vs {twin['rps']:.0f} req/s, p50 {r['p50_ms']:.1f} vs "
             f"{twin['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} vs {twin['p99_ms']:.1f} ms, "
             f"embedding {r['embed_ms_per_query']:.2f} vs {twin['embed_ms_per_query']:.2f} ms "
-            "per query"
+            f"per query, server CPU {r['server_cpu_ms_per_request']} vs "
+            f"{twin['server_cpu_ms_per_request']} ms per request"
         )
     if emb:
         parts.append(
@@ -302,16 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     queries = questions()
     load_before = load_average()
     emb = None if args.no_ablation else time_embedder(index, queries)
-    rows, report = run_cells(index, queries, modes, concurrencies, args, [], DEFAULT_SETTING)
-    reports = {DEFAULT_SETTING: report}
-    if not args.no_ablation and "naive" in modes:
-        ablation_c = sorted({min(concurrencies), max(concurrencies)})
-        for label, server_args in ABLATIONS:
-            more, more_report = run_cells(
-                index, queries, ["naive"], ablation_c, args, server_args, label
-            )
-            rows += more
-            reports[label] = more_report
+    grid, ab, reports = run_all(index, queries, modes, concurrencies, args)
     from graphstrata.engine.store import Store
 
     snap = Store.open(index).load(verify=False)
@@ -333,10 +363,11 @@ def main(argv: list[str] | None = None) -> int:
         "modes": modes,
         "skipped_modes": skipped,
         "embedder_alone": emb,
-        "rows": rows,
+        "rows": grid,
+        "ab_rows": ab,
         "server_reports": reports,
     }
-    data["bottleneck"] = name_bottleneck(rows, emb)
+    data["bottleneck"] = name_bottleneck(grid, ab, emb)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(markdown(data), encoding="utf-8")

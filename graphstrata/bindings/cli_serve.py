@@ -55,6 +55,7 @@ def _settings_from_args(args: argparse.Namespace) -> Any:
         "search_threads",
         "microbatch_wait_ms",
         "microbatch_max",
+        "embed_threads",
     ):
         value = getattr(args, name)
         if value is not None:
@@ -125,6 +126,8 @@ class LoadResult:
     capped: bool = False
     server: dict[str, float] = field(default_factory=dict)
     server_marks: dict[str, dict[str, float]] = field(default_factory=dict)
+    server_pid: int | None = None
+    server_cpu_seconds: float | None = None
 
     def percentile(self, q: float) -> float:
         import numpy as np
@@ -150,6 +153,11 @@ class LoadResult:
             if self.latencies_ms
             else float("nan"),
             "client_cpu_seconds": round(self.client_cpu_seconds, 3),
+            # CPU time the server process used per successful request (None: not measured).
+            # Unlike latency, it barely moves when other processes compete for the cores.
+            "server_cpu_ms_per_request": round(1000 * self.server_cpu_seconds / self.ok, 3)
+            if self.server_cpu_seconds is not None and self.ok
+            else None,
             **{k: round(v, 4) for k, v in self.server.items()},
         }
         if self.first_error:
@@ -183,6 +191,18 @@ def _server_delta(
         # Fraction of the run's wall time the embedder was busy (1.0 = saturated).
         "embed_busy": d["embed_seconds"] / wall if wall else 0.0,
     }
+
+
+def process_cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of a process (all its threads), from /proc; None elsewhere."""
+    if pid is None:
+        return None
+    try:
+        # Fields after the ")" that closes the command name: state is [0], utime [11], stime [12].
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class RawConnection:
@@ -285,10 +305,14 @@ async def _drive(
         # One untimed request per connection, so connection setup is not measured.
         await asyncio.gather(*(c.send(requests_bytes[0]) for c in conns))
         await _stats_mark(url, headers, result, "before")
+        server_cpu0 = process_cpu_seconds(result.server_pid)
         cpu0, t0 = time.process_time(), time.perf_counter()
         await asyncio.gather(*(worker(c) for c in conns))
         result.wall_seconds = time.perf_counter() - t0
         result.client_cpu_seconds = time.process_time() - cpu0
+        server_cpu1 = process_cpu_seconds(result.server_pid)
+        if server_cpu0 is not None and server_cpu1 is not None:
+            result.server_cpu_seconds = server_cpu1 - server_cpu0
     finally:
         for c in conns:
             await c.close()
@@ -311,8 +335,11 @@ async def _load_cell(
     duration_cap: float,
     headers: dict[str, str],
     progress: Progress | None,
+    server_pid: int | None,
 ) -> LoadResult:
-    result = LoadResult(mode=mode, concurrency=concurrency, requested=requests)
+    result = LoadResult(
+        mode=mode, concurrency=concurrency, requested=requests, server_pid=server_pid
+    )
     encoder = RawConnection(url, headers)
     requests_bytes = [
         encoder.request_bytes("/v1/retrieve", json.dumps(p).encode()) for p in payloads
@@ -336,6 +363,7 @@ def run_load(
     top_k: int | None = None,
     token: str | None = None,
     progress: Progress | None = None,
+    server_pid: int | None = None,
 ) -> list[LoadResult]:
     """Drive ``POST /v1/retrieve`` at ``url``: one cell per (mode, concurrency).
 
@@ -352,6 +380,8 @@ def run_load(
         Sent with every request when given.
     token:
         Bearer token, if the service requires one.
+    server_pid:
+        The server's process id on this machine, to measure its CPU time per request.
     """
     if not queries:
         raise CLIError("no queries to send")
@@ -369,7 +399,17 @@ def run_load(
         for c in concurrencies:
             results.append(
                 asyncio.run(
-                    _load_cell(url, payloads, mode, c, requests, duration_cap, headers, progress)
+                    _load_cell(
+                        url,
+                        payloads,
+                        mode,
+                        c,
+                        requests,
+                        duration_cap,
+                        headers,
+                        progress,
+                        server_pid,
+                    )
                 )
             )
     return results
@@ -395,7 +435,7 @@ def server_process(
 ) -> Iterator[ServerHandle]:
     """Start ``graphstrata serve INDEX --port 0`` on loopback in a subprocess.
 
-    On exit the server gets SIGINT (graceful shutdown; it prints its report) and, if it
+    On exit the server gets SIGTERM (graceful shutdown; it prints its report) and, if it
     lingers, SIGKILL.
     """
     cmd = [
@@ -448,9 +488,13 @@ def _wait_listening(proc: subprocess.Popen, timeout: float) -> str:
 
 
 def stop_process(proc: subprocess.Popen, timeout: float = 30.0) -> str:
-    """SIGINT, wait, SIGKILL if needed; return what the process printed."""
+    """SIGTERM (graceful), wait, SIGKILL if needed; return what the process printed.
+
+    SIGTERM rather than SIGINT: a process started from a non-interactive background job
+    inherits an ignored SIGINT until uvicorn installs its handlers.
+    """
     if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -494,9 +538,12 @@ def format_load_table(rows: Sequence[dict[str, Any]]) -> str:
     """A Markdown table of load results (a ``setting`` column when the rows carry one)."""
     setting = any("setting" in r for r in rows)
     cols = ["mode", "conc", "ok", "errors", "p50 ms", "p95 ms", "p99 ms", "req/s", "mean batch",
-            "embed ms/q", "search ms/q", "embed share", "embedder busy"]  # fmt: skip
+            "embed ms/q", "search ms/q", "embed share", "embedder busy", "server CPU ms/req"]  # fmt: skip
     if setting:
         cols.insert(0, "setting")
+    load = any("load1" in r for r in rows)
+    if load:
+        cols.append("load")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         errors = ", ".join(f"{k}:{v}" for k, v in r["errors"].items()) or "0"
@@ -514,9 +561,14 @@ def format_load_table(rows: Sequence[dict[str, Any]]) -> str:
             f"{r.get('search_ms_per_query', 0):.2f}",
             f"{100 * r.get('embed_share', 0):.0f}%",
             f"{100 * r.get('embed_busy', 0):.0f}%",
+            "n/a"
+            if r.get("server_cpu_ms_per_request") is None
+            else f"{r['server_cpu_ms_per_request']:.1f}",
         ]
         if setting:
             cells.insert(0, r.get("setting", ""))
+        if load:
+            cells.append(str(r.get("load1", "")))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -577,6 +629,7 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
                 budget_tokens=args.budget,
                 token=token,
                 progress=progress,
+                server_pid=server.proc.pid if server is not None else None,
             )
         finally:
             progress.close()
@@ -649,6 +702,12 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         type=int,
         dest="microbatch_max",
         help="queries per embedding batch (default 64)",
+    )
+    p.add_argument(
+        "--embed-threads",
+        type=int,
+        dest="embed_threads",
+        help="torch threads of the embedder (default: torch's, one per core)",
     )
     p.add_argument("--log-level", default="warning", dest="log_level")  # fmt: skip
 

@@ -110,6 +110,10 @@ class ServerSettings:
     microbatch_wait_ms, microbatch_max:
         Wait window and size cap of the query-embedding micro-batcher (2 ms, 64). A wait of 0
         with a cap of 1 turns micro-batching off.
+    embed_threads:
+        torch intra-op threads for the embedder (process-wide), or ``None`` to keep torch's
+        default (one per core). Spinning intra-op threads collapse when the cores are shared
+        (with search threads, or other processes): see ``benchmarks/results/serve.md``.
     retry_after_s:
         The ``Retry-After`` value of a 429.
     """
@@ -131,6 +135,7 @@ class ServerSettings:
     search_threads: int = field(default_factory=lambda: min(8, (os.cpu_count() or 1) + 2))
     microbatch_wait_ms: float = 2.0
     microbatch_max: int = 64
+    embed_threads: int | None = None
     retry_after_s: int = 1
 
     def resolved_token(self) -> str | None:
@@ -1030,6 +1035,8 @@ def create_app(
         An already open :class:`Index` to serve instead of opening ``index_path``.
     """
     settings = settings or ServerSettings()
+    if settings.embed_threads is not None:
+        set_torch_threads(settings.embed_threads)
     if index is None:
         index = Index.open(
             index_path, embedder=settings.embedder, llm=settings.llm, use_cache=settings.use_cache
@@ -1255,6 +1262,17 @@ def create_app(
         return {"status": "ok", "version": service.engine.version, "modes": service.engine.modes}
 
     return app
+
+
+def set_torch_threads(n: int) -> None:
+    """Limit torch's intra-op threads (process-wide); a no-op without torch."""
+    if n < 1:
+        raise ValueError(f"embed_threads must be >= 1, got {n}")
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(n)
 
 
 def _package_version() -> str:

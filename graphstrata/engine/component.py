@@ -11,12 +11,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.interfaces import LLM, Embedder, LLMError, LLMRequest, LLMResponse
+from graphstrata.engine.params import ModeParams
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.vectors import VectorIndex
@@ -172,7 +173,7 @@ class Query:
     vector: np.ndarray
     budget_tokens: int
     top_k: int
-    params: dict[str, Any]
+    params: ModeParams
     llm: MeteredLLM | None
     report: dict[str, Any]
 
@@ -191,6 +192,8 @@ class Component(ABC):
     name: str = ""
     #: Search modes this component serves.
     modes: tuple[str, ...] = ()
+    #: The typed parameters of each mode (``engine.params``); every mode has an entry.
+    mode_params: ClassVar[dict[str, type[ModeParams]]] = {}
 
     def enabled(self, config: IndexConfig) -> bool:
         return True

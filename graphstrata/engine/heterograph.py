@@ -39,12 +39,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from graphstrata.engine.component import ChangeSet, Component, ComponentView, UpdateContext
 from graphstrata.engine.config import HeterographConfig, IndexConfig
 from graphstrata.engine.heterograph_graph import (
+    HETERO_EDGE_KINDS,
     cluster_count,
     group_by,
     important_entities,
@@ -64,6 +66,8 @@ from graphstrata.engine.heterograph_parse import (
     parse_elements,
     stable_hash,
 )
+from graphstrata.engine.heterograph_search import GraphParams, HeterographView
+from graphstrata.engine.params import ModeParams
 from graphstrata.engine.prompts import attribute_request, community_request, decompose_request
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.tokens import count_tokens_batch
@@ -85,17 +89,6 @@ COMMUNITY_CONTEXT_TOKENS = 3000
 #: Leiden backend ("igraph" or "leidenalg"); see benchmarks/results/heterograph.md.
 LEIDEN_BACKEND = "igraph"
 
-#: Edge kinds of the heterograph (search builds its CSR from these).
-HETERO_EDGE_KINDS: tuple[int, ...] = (
-    int(EdgeKind.CHUNK_UNIT),
-    int(EdgeKind.UNIT_ENTITY),
-    int(EdgeKind.UNIT_RELATION),
-    int(EdgeKind.ENTITY_RELATION),
-    int(EdgeKind.ENTITY_ATTRIBUTE),
-    int(EdgeKind.ELEMENT_MEMBER),
-    int(EdgeKind.ELEMENT_TITLE),
-    int(EdgeKind.SEMANTIC),
-)
 #: G1 of Algorithm 1 (decomposition edges) and G2 (+ attributes) for Leiden.
 G1_EDGES = (int(EdgeKind.UNIT_ENTITY), int(EdgeKind.UNIT_RELATION), int(EdgeKind.ENTITY_RELATION))
 G2_EDGES = (*G1_EDGES, int(EdgeKind.ENTITY_ATTRIBUTE))
@@ -136,6 +129,7 @@ class HeterographComponent(Component):
 
     name = NAME
     modes = ("graph",)
+    mode_params: ClassVar[dict[str, type[ModeParams]]] = {"graph": GraphParams}
 
     def enabled(self, config: IndexConfig) -> bool:
         return bool(config.heterograph.enabled)
@@ -146,8 +140,6 @@ class HeterographComponent(Component):
         _Operation(ctx, change).run()
 
     def view(self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig) -> ComponentView:
-        from graphstrata.engine.heterograph_search import HeterographView
-
         return HeterographView(snapshot, vectors, config)
 
 

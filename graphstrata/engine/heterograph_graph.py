@@ -15,10 +15,26 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import igraph as ig
 import numpy as np
+import scipy.sparse as sp
 
+from graphstrata.core.centrality import sampled_betweenness
 from graphstrata.core.graph import csr_from_edges
+from graphstrata.core.kcore import coreness
+from graphstrata.engine.types import EdgeKind
 
+#: Edge kinds of the heterograph (search builds its CSR from these).
+HETERO_EDGE_KINDS: tuple[int, ...] = (
+    int(EdgeKind.CHUNK_UNIT),
+    int(EdgeKind.UNIT_ENTITY),
+    int(EdgeKind.UNIT_RELATION),
+    int(EdgeKind.ENTITY_RELATION),
+    int(EdgeKind.ENTITY_ATTRIBUTE),
+    int(EdgeKind.ELEMENT_MEMBER),
+    int(EdgeKind.ELEMENT_TITLE),
+    int(EdgeKind.SEMANTIC),
+)
 #: Leiden backends; ``igraph`` is the default (measured faster at equal modularity, see
 #: benchmarks/results/heterograph.md).
 LEIDEN_BACKENDS = ("igraph", "leidenalg")
@@ -93,9 +109,6 @@ def important_entities(
     src, dst:
         Edges of G1 as node ids (duplicates allowed).
     """
-    from graphstrata.core.centrality import sampled_betweenness
-    from graphstrata.core.kcore import coreness
-
     n = int(node_ids.shape[0])
     if n == 0:
         return Importance(np.zeros(0, np.int64), 0, 0, 0, 0)
@@ -141,8 +154,6 @@ def leiden(
     stopped after 2 iterations, Leiden keeps improving and 30 of 85 changed on the same graph. igraph draws from Python's ``random``: a seeded generator is
     installed for the call and the default restored afterwards.
     """
-    import igraph as ig
-
     if n == 0:
         return np.zeros(0, np.int64)
     graph = ig.Graph(n=n, edges=np.column_stack([src, dst]).tolist(), directed=False)
@@ -283,8 +294,6 @@ def kmeans_fit(
     where one assignment GEMM takes 0.35 s. The clusters only decide which members a
     high-level element links to, so a few Lloyd iterations suffice.
     """
-    import scipy.sparse as sp
-
     x = np.ascontiguousarray(vectors, dtype=np.float32)
     n = x.shape[0]
     k = max(1, min(int(k), n))

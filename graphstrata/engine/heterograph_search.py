@@ -16,16 +16,14 @@ names to their nodes, and the entity → attribute and title → element links. 
    reached from several entry points gathers more: that is what cross nodes are for) and
    packs greedily under ``budget_tokens``.
 
-Query parameters (``index.query(..., mode="graph", **params)``) override the config:
-``entry_top_k``, ``cross_top_k``, ``relation_top_k``, ``alpha``, ``iters``,
-``exact_weight`` / ``vector_weight`` (personalization weight of an exact-match / a vector
-entry point, normalized by the PPR kernel), and ``rank`` (``"score"``, the default, or
-``"entries_first"``: entry points before cross nodes, each by score).
+Query parameters (``index.query(..., mode="graph", **params)``) are ``GraphParams``: each
+overrides the ``HeterographConfig`` field of the same name.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -34,8 +32,9 @@ from graphstrata.core.graph import csr_from_edges
 from graphstrata.core.ppr import shallow_ppr, top_k_by_kind
 from graphstrata.engine.component import ComponentView, Hit, Query
 from graphstrata.engine.config import IndexConfig
-from graphstrata.engine.heterograph import HETERO_EDGE_KINDS
+from graphstrata.engine.heterograph_graph import HETERO_EDGE_KINDS
 from graphstrata.engine.heterograph_parse import normalize_name, parse_query_entities
+from graphstrata.engine.params import ModeParams, QueryError, range_check
 from graphstrata.engine.prompts import query_entities_request
 from graphstrata.engine.search import DocNames, make_hits, vector_candidates
 from graphstrata.engine.store import Snapshot
@@ -51,6 +50,51 @@ RETRIEVABLE = np.asarray(
 VECTOR_ENTRY_KINDS = (int(NodeKind.S), int(NodeKind.A), int(NodeKind.H))
 _N, _O = int(NodeKind.N), int(NodeKind.O)
 HETERO_KINDS = (NodeKind.T, NodeKind.S, NodeKind.N, NodeKind.R, NodeKind.A, NodeKind.H, NodeKind.O)
+
+
+@dataclass(frozen=True)
+class GraphParams(ModeParams):
+    """Parameters of ``graph`` (NodeRAG search); each unset one takes the config's value.
+
+    Parameters
+    ----------
+    entry_top_k:
+        Vector entry points taken over S, A and H (default 10, NodeRAG's code).
+    cross_top_k:
+        Cross nodes kept per kind after PPR (default 10).
+    relation_top_k:
+        Relationship cross nodes kept (default 30).
+    ppr_alpha:
+        Restart probability of the shallow PPR, in [0, 1] (default 0.5, NodeRAG §2.5).
+    ppr_iters:
+        PPR steps t (default 2).
+    exact_match_weight:
+        Personalization weight of an exact entity/title match entry point (default 1.0).
+    vector_match_weight:
+        Personalization weight of a vector entry point (default 1.0).
+    rank:
+        ``score`` (PPR score order, the default) or ``entries_first`` (entry points before
+        cross nodes, each by score).
+    """
+
+    modes: ClassVar[tuple[str, ...]] = ("graph",)
+    entry_top_k: int | None = None
+    cross_top_k: int | None = None
+    relation_top_k: int | None = None
+    ppr_alpha: float | None = None
+    ppr_iters: int | None = None
+    exact_match_weight: float | None = None
+    vector_match_weight: float | None = None
+    rank: Literal["score", "entries_first"] | None = None
+
+    def check(self) -> None:
+        for name in ("entry_top_k", "cross_top_k", "relation_top_k", "ppr_iters"):
+            range_check("graph", name, getattr(self, name), 0, 1_000_000)
+        range_check("graph", "ppr_alpha", self.ppr_alpha, 0.0, 1.0)
+        for name in ("exact_match_weight", "vector_match_weight"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise QueryError(f"graph: {name} must be >= 0, got {value}")
 
 
 def _sorted_links(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -121,18 +165,19 @@ class HeterographView(ComponentView):
     # ------------------------------------------------------------------ search
     def search(self, mode: str, query: Query) -> list[Hit]:
         params = query.params
+        assert isinstance(params, GraphParams)
         cfg = self.cfg
         names = self._query_entities(query)
         matched = [self.names[k] for k in (normalize_name(n) for n in names) if k in self.names]
         exact = np.unique(np.concatenate(matched)) if matched else np.zeros(0, np.int64)
-        entry_k = int(params.get("entry_top_k", cfg.entry_top_k))
+        entry_k = int(params.resolve("entry_top_k", cfg.entry_top_k))
         vec_ids, _ = vector_candidates(self.vectors, query, VECTOR_ENTRY_KINDS, entry_k)
         vec = self._positions(vec_ids)
         seeds, seed_weights = self._seeds(
             exact,
             vec,
-            float(params.get("exact_weight", cfg.exact_match_weight)),
-            float(params.get("vector_weight", cfg.vector_match_weight)),
+            float(params.resolve("exact_match_weight", cfg.exact_match_weight)),
+            float(params.resolve("vector_match_weight", cfg.vector_match_weight)),
         )
         info: dict[str, Any] = {
             "query_entities": len(names),
@@ -174,7 +219,7 @@ class HeterographView(ComponentView):
         return uniq[keep], merged[keep]
 
     def cross_nodes(
-        self, seeds: np.ndarray, seed_weights: np.ndarray, params: dict[str, Any]
+        self, seeds: np.ndarray, seed_weights: np.ndarray, params: GraphParams
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Shallow PPR from the seeds; returns (touched, scores, cross nodes)."""
         cfg = self.cfg
@@ -187,19 +232,21 @@ class HeterographView(ComponentView):
             self.weights,
             seeds,
             seed_weights,
-            alpha=float(params.get("alpha", cfg.ppr_alpha)),
-            iters=int(params.get("iters", cfg.ppr_iters)),
+            alpha=float(params.resolve("ppr_alpha", cfg.ppr_alpha)),
+            iters=int(params.resolve("ppr_iters", cfg.ppr_iters)),
         )
-        k = int(params.get("cross_top_k", cfg.cross_top_k))
+        k = int(params.resolve("cross_top_k", cfg.cross_top_k))
         k_per_kind = {int(kind): k for kind in HETERO_KINDS}  # L nodes never are cross nodes
-        k_per_kind[int(NodeKind.R)] = int(params.get("relation_top_k", cfg.relation_top_k))
+        k_per_kind[int(NodeKind.R)] = int(params.resolve("relation_top_k", cfg.relation_top_k))
         cross = top_k_by_kind(touched, scores, self.kinds[touched], k_per_kind)
         return np.asarray(touched), np.asarray(scores, np.float64), np.asarray(cross, np.int64)
 
     def _retrieve(
         self, seeds: np.ndarray, seed_weights: np.ndarray, query: Query, info: dict[str, Any]
     ) -> list[Hit]:
-        touched, scores, cross = self.cross_nodes(seeds, seed_weights, query.params)
+        params = query.params
+        assert isinstance(params, GraphParams)
+        touched, scores, cross = self.cross_nodes(seeds, seed_weights, params)
         info["touched_nodes"] = int(touched.size)
         info["cross_nodes"] = int(cross.size)
         if seeds.size == 0:
@@ -219,7 +266,7 @@ class HeterographView(ComponentView):
         info["retrievable_candidates"] = int(candidates.size)
         if candidates.size == 0:
             return []
-        rank = str(query.params.get("rank", "score"))
+        rank = params.resolve("rank", "score")
         if rank == "entries_first":  # entry points (and what they map to), then cross nodes
             entry = np.isin(candidates, seeds) | np.isin(
                 candidates, linked[np.isin(np.concatenate([from_n, from_o]), seeds)]

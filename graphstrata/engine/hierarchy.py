@@ -64,6 +64,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -79,6 +80,7 @@ from graphstrata.engine.component import (
 )
 from graphstrata.engine.config import HierarchyConfig, IndexConfig
 from graphstrata.engine.interfaces import LLMError
+from graphstrata.engine.params import ModeParams, NoParams, range_check
 from graphstrata.engine.prompts import summarize_request
 from graphstrata.engine.search import DocNames, pack_hits, vector_candidates
 from graphstrata.engine.store import NodeTable, Snapshot
@@ -543,7 +545,9 @@ class HierarchyView(ComponentView):
 
     def _biased(self, mode: str, query: Query) -> list[Hit]:
         """p·budget from the favoured side first, the rest of the budget from the other."""
-        p = _share(query.params.get("p", self.config.hierarchy.bias_share))
+        params = query.params
+        assert isinstance(params, HierarchyParams)
+        p = float(params.resolve("bias_share", self.config.hierarchy.bias_share))
         first, second = ([_T], [_L]) if mode == "detailed" else ([_L], [_T])
         share = int(p * query.budget_tokens)
         hits = self._packed(query, first, share)
@@ -557,14 +561,22 @@ class HierarchyView(ComponentView):
         return pack_hits(self.snapshot, self.doc_names, ids, scores, budget)
 
 
-def _share(value: object) -> float:
-    try:
-        p = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"p must be a number in [0, 1], got {value!r}") from exc
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be in [0, 1], got {p}")
-    return p
+@dataclass(frozen=True)
+class HierarchyParams(ModeParams):
+    """Parameters of ``detailed`` and ``summarized`` (EraRAG's biased search).
+
+    Parameters
+    ----------
+    bias_share:
+        Share p of the budget taken first from chunks (detailed) or summaries (summarized),
+        in [0, 1]; default ``HierarchyConfig.bias_share`` (0.7).
+    """
+
+    modes: ClassVar[tuple[str, ...]] = ("detailed", "summarized")
+    bias_share: float | None = None
+
+    def check(self) -> None:
+        range_check("hierarchy", "bias_share", self.bias_share, 0.0, 1.0)
 
 
 # ------------------------------------------------------------------------------ component
@@ -573,6 +585,11 @@ class HierarchyComponent(Component):
 
     name = COMPONENT
     modes = ("collapsed", "detailed", "summarized")
+    mode_params: ClassVar[dict[str, type[ModeParams]]] = {
+        "collapsed": NoParams,
+        "detailed": HierarchyParams,
+        "summarized": HierarchyParams,
+    }
 
     def __init__(self, group_new_first: bool | None = None):
         #: Insert policy for new items (see ``_Update._group_new``): True = new items that

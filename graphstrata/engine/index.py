@@ -35,6 +35,7 @@ from graphstrata.engine.component import (
 from graphstrata.engine.config import ConfigError, IndexConfig
 from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
 from graphstrata.engine.interfaces import LLM, Embedder, LLMRequest
+from graphstrata.engine.params import ModeParams, NoParams, QueryError
 from graphstrata.engine.prompts import answer_request
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.schema import DOC_SCHEMA
@@ -42,9 +43,6 @@ from graphstrata.engine.search import DocNames, NaiveView
 from graphstrata.engine.store import Snapshot, Store
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
-
-#: Modes served by the engine itself; components add theirs.
-BUILTIN_MODES = ("naive",)
 
 #: Components shipped with the engine, imported if present: (module, class).
 DEFAULT_COMPONENTS: tuple[tuple[str, str], ...] = (
@@ -154,6 +152,10 @@ class Engine:
             # (one added later would answer from a partial structure).
             comps = [c for c in comps if c.name in enabled]
         self.components = comps
+        #: Typed parameters of every mode this index serves (``naive`` is the engine's own).
+        self.mode_params: dict[str, type[ModeParams]] = {"naive": NoParams}
+        for comp in comps:
+            self.mode_params.update({m: comp.mode_params[m] for m in comp.modes})
         self._write_lock = threading.Lock()
         self._state = self._load_state(store.load())
 
@@ -525,8 +527,17 @@ class Engine:
         top_k: int | None = None,
         **params: Any,
     ) -> list[QueryResult]:
-        """Retrieve for many queries; their embeddings are computed in one call."""
-        self._view(self._state, mode)  # fail fast on an unknown mode, before embedding
+        """Retrieve for many queries; their embeddings are computed in one call.
+
+        Raises
+        ------
+        QueryError
+            On an unknown mode, unknown or ill-typed mode parameters, a bad budget or top-k,
+            or an empty query; checked before anything is embedded.
+        """
+        # Fail fast on bad input, before paying for the embedding.
+        self._view(self._state, mode)
+        self.parse_params(mode, params)
         _check_queries(texts)
         t0 = time.perf_counter()
         qvecs = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
@@ -551,6 +562,7 @@ class Engine:
         """
         state = self._state
         view = self._view(state, mode)
+        mode_params = self.parse_params(mode, params)
         _check_queries(texts)
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.shape != (len(texts), self.embedder.dim):
@@ -561,15 +573,15 @@ class Engine:
             budget_tokens if budget_tokens is not None else self.config.search.budget_tokens
         )
         if budget < 0:
-            raise ValueError(f"budget_tokens must be >= 0, got {budget}")
+            raise QueryError(f"budget_tokens must be >= 0, got {budget}")
         k = int(top_k if top_k is not None else self.config.search.top_k)
         if k <= 0:
-            raise ValueError(f"top_k must be > 0, got {k}")
+            raise QueryError(f"top_k must be > 0, got {k}")
         results = []
         for text, qvec in zip(texts, vectors, strict=True):
             qreport = OperationReport("query")
             info: dict[str, Any] = {}
-            query = Query(text, qvec, budget, k, dict(params), MeteredLLM(self.llm, qreport), info)
+            query = Query(text, qvec, budget, k, mode_params, MeteredLLM(self.llm, qreport), info)
             s0 = time.perf_counter()
             hits = view.search(mode, query)
             search_seconds = time.perf_counter() - s0
@@ -606,9 +618,15 @@ class Engine:
         result.report["completion_tokens"] += report.completion_tokens
         return result
 
+    def parse_params(self, mode: str, params: dict[str, Any]) -> ModeParams:
+        """The typed parameters of ``mode`` from user input (``QueryError`` when invalid)."""
+        if mode not in self.mode_params:
+            self._view(self._state, mode)  # the error that lists the available modes
+        return self.mode_params[mode].parse(params, mode)
+
     def _view(self, state: EngineState, mode: str) -> ComponentView:
         if mode not in state.views:
-            raise ValueError(
+            raise QueryError(
                 f"search mode {mode!r} is not available in this index; available: {sorted(state.views)}"
             )
         return state.views[mode]
@@ -642,10 +660,10 @@ class Engine:
 
 def _check_queries(texts: Sequence[str]) -> None:
     if isinstance(texts, str):
-        raise TypeError("expected a sequence of query strings, got one string")
+        raise QueryError("expected a sequence of query strings, got one string")
     for t in texts:
         if not isinstance(t, str) or not t.strip():
-            raise ValueError("query text must be a non-empty string")
+            raise QueryError("query text must be a non-empty string")
 
 
 def check_embedder(manifest: dict[str, Any], embedder: Embedder) -> None:

@@ -23,6 +23,7 @@ core). The query embedding the engine computes is not used.
 from __future__ import annotations
 
 import threading
+from typing import ClassVar
 
 import bm25s
 import numpy as np
@@ -38,6 +39,7 @@ from graphstrata.engine.component import (
     UpdateContext,
 )
 from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.params import ModeParams, NoParams
 from graphstrata.engine.search import DocNames, pack_hits
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
@@ -129,6 +131,7 @@ class SparseComponent(Component):
 
     name = "sparse"
     modes = ("bm25",)
+    mode_params: ClassVar[dict[str, type[ModeParams]]] = {"bm25": NoParams}
 
     def update(self, ctx: UpdateContext, change: ChangeSet) -> None:
         """Nothing to store: the view reads the live chunk texts of each version."""

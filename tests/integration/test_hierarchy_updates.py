@@ -93,7 +93,7 @@ def test_default_backends_build_and_search(tmp_path, minilm_embedder, sample_doc
     cited = {d for h in result.nodes for d in h.docs}
     assert any(d.startswith("observatory/") for d in cited)
     assert sum(h.tokens for h in result.nodes) <= 1500
-    detailed = index.query(question, mode="detailed", budget_tokens=1500, p=0.5)
+    detailed = index.query(question, mode="detailed", budget_tokens=1500, bias_share=0.5)
     chunk_tokens = sum(h.tokens for h in detailed.nodes if h.kind == "T")
     assert 0 < chunk_tokens <= 750
     report = index.delete([d["doc_id"] for d in sample_docs if d["doc_id"].startswith("obs")])

@@ -554,4 +554,5 @@ def test_bench_serve_command(base_index, tmp_path):
         assert r["ok"] == r["requested"] == 40 and r["errors"] == {}
         assert 0 < r["p50_ms"] <= r["p95_ms"] <= r["p99_ms"]
         assert r["rps"] > 0 and r["server_queries"] == 40
+        assert r["server_cpu_ms_per_request"] > 0
     assert report["server_report"][0].startswith("served ")

@@ -14,6 +14,7 @@ from graphstrata.bindings.embedders import HashingEmbedder
 from graphstrata.bindings.extractive import ExtractiveLLM
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.heterograph import HeterographComponent
+from graphstrata.engine.heterograph_search import GraphParams
 from graphstrata.engine.interfaces import LLMRequest, LLMResponse
 from graphstrata.engine.types import EdgeKind, NodeKind
 
@@ -160,7 +161,7 @@ def test_a_matched_entity_contributes_its_attribute(built):
 
 def test_seeds_that_hit_no_node_give_a_valid_empty_result(built):
     view = built.engine.state.views["graph"]
-    touched, scores, cross = view.cross_nodes(np.zeros(0, np.int64), np.zeros(0), {})
+    touched, scores, cross = view.cross_nodes(np.zeros(0, np.int64), np.zeros(0), GraphParams())
     assert touched.size == scores.size == cross.size == 0
     result = built.query("zzqx qqzz?", mode="graph", entry_top_k=0)
     assert result.nodes == []
@@ -168,7 +169,7 @@ def test_seeds_that_hit_no_node_give_a_valid_empty_result(built):
     # A seed with no edges reaches only itself.
     isolated = np.nonzero(np.diff(view.indptr) == 0)[0]
     if isolated.size:
-        touched, scores, cross = view.cross_nodes(isolated[:1], np.ones(1), {})
+        touched, scores, cross = view.cross_nodes(isolated[:1], np.ones(1), GraphParams())
         assert touched.tolist() == isolated[:1].tolist() and cross.tolist() == touched.tolist()
 
 
@@ -244,3 +245,14 @@ def test_graph_and_hierarchy_share_one_index(tmp_path, sample_docs):
     index.delete([sample_docs[0]["doc_id"]])
     result = index.query("Who founded Meridian Optics?", mode="graph", budget_tokens=3000)
     assert all(sample_docs[0]["doc_id"] not in h.docs for h in result.nodes)
+
+
+def test_graph_parameters_are_typed_and_checked(built):
+    q = "Who founded Meridian Optics?"
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['nonsense'\].*ppr_alpha"):
+        built.query(q, mode="graph", nonsense=1)
+    with pytest.raises(ValueError, match="ppr_iters must be an integer"):
+        built.query(q, mode="graph", ppr_iters="2")
+    one_step = built.query(q, mode="graph", ppr_iters=1)
+    default = built.query(q, mode="graph")
+    assert one_step.report["touched_nodes"] < default.report["touched_nodes"]

@@ -476,7 +476,7 @@ def test_collapsed_is_top_k_over_chunks_and_summaries_packed(built):
 def test_biased_search_takes_its_share_first(built, mode, p):
     index, _ = built
     budget = 800
-    result = index.query(QUESTION, mode=mode, budget_tokens=budget, p=p)
+    result = index.query(QUESTION, mode=mode, budget_tokens=budget, bias_share=p)
     first = "T" if mode == "detailed" else "L"
     kinds = [h.kind for h in result.nodes]
     n_first = sum(k == first for k in kinds)
@@ -502,10 +502,10 @@ def test_default_share_and_bad_share(built):
     result = index.query(QUESTION, mode="detailed", budget_tokens=1000)
     assert result.report["share"]["p"] == pytest.approx(0.7)
     assert result.report["share"]["first_budget"] == 700
-    with pytest.raises(ValueError, match="p must be"):
-        index.query(QUESTION, mode="summarized", p=1.5)
-    with pytest.raises(ValueError, match="p must be"):
-        index.query(QUESTION, mode="summarized", p="half")
+    with pytest.raises(ValueError, match="bias_share must be"):
+        index.query(QUESTION, mode="summarized", bias_share=1.5)
+    with pytest.raises(ValueError, match="bias_share must be"):
+        index.query(QUESTION, mode="summarized", bias_share="half")
 
 
 def test_hierarchy_modes_are_absent_when_disabled(tmp_path, hashing_embedder):
