@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo test test-fast lint format bench clean
+.PHONY: setup demo test lint format bench clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,9 +32,11 @@ demo: setup
 test: setup
 	$(PY) -m pytest -q
 
+# Run before committing (.ci/run runs it too): ruff lint, ruff format, mypy on the package.
 lint: setup
 	$(VENV)/bin/ruff check graphstrata tests benchmarks
 	$(VENV)/bin/ruff format --check graphstrata tests benchmarks
+	$(VENV)/bin/mypy graphstrata
 
 format: setup
 	$(VENV)/bin/ruff format graphstrata tests benchmarks
@@ -42,6 +44,16 @@ format: setup
 
 bench: setup
 	$(PY) benchmarks/kernels.py
+
+# The web page in a real headless Chromium: Debian's chromium + chromium-driver (installed with
+# apt-get when missing; no browser or driver download) and Selenium from PyPI.
+.PHONY: test-browser
+test-browser: setup
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update && $$SUDO apt-get install -y chromium chromium-driver; fi
+	@$(PY) -c "import selenium" 2>/dev/null || $(PY) -m pip install -q selenium
+	$(PY) -m pytest -q tests/integration/test_web_page.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

@@ -12,7 +12,7 @@ counted here is the heterograph's):
    non-semantic and 203,199 HNSW edges; the node counts of that table are not in the text
    we have);
 4. evaluate ``graph`` against ``naive`` and ``bm25`` at a 2,000-token budget with
-   ``graphstrata.engine.evaluation`` (document recall, fact recall, answer containment;
+   ``graphstrata.evaluation`` (document recall, fact recall, answer containment;
    search latency p50/p99 without the query embedding, which is reported apart);
 5. delete the held-out document again (cost of a one-document delete);
 6. time Leiden with igraph and with leidenalg on the built G2 graph (same seed, from
@@ -143,8 +143,8 @@ def leiden_comparison(index: Any, seed: int) -> dict[str, Any]:
     """igraph vs leidenalg on the index's G2 graph (S, N, R, A and their edges)."""
     import igraph as ig
 
-    from graphstrata.engine.heterograph import G2_EDGES
-    from graphstrata.engine.heterograph_graph import leiden
+    from graphstrata.engine.heterograph.graph import leiden
+    from graphstrata.engine.heterograph.schema import G2_EDGES
     from graphstrata.engine.types import NodeKind
 
     snap = index.engine.state.snapshot
@@ -170,7 +170,7 @@ def leiden_comparison(index: Any, seed: int) -> dict[str, Any]:
 
 
 def evaluate_modes(index: Any, qa_path: Path, limit: int | None) -> dict[str, Any]:
-    from graphstrata.engine.evaluation import evaluate
+    from graphstrata.evaluation import evaluate
 
     result = evaluate(index, qa_path, modes=["naive", "bm25", "graph"], budget=2000, limit=limit)
     out: dict[str, Any] = {"questions": result.questions, "notes": result.notes, "modes": {}}
@@ -201,7 +201,7 @@ VARIANTS: tuple[dict[str, Any], ...] = (
 
 def evaluate_variants(index: Any, qa_path: Path, limit: int | None) -> list[dict[str, Any]]:
     """``graph`` with other query parameters, scored like ``evaluate`` does."""
-    from graphstrata.engine.evaluation import ChunkMap, aggregate, load_qa, score_hits
+    from graphstrata.evaluation import ChunkMap, aggregate, load_qa, score_hits
 
     items = load_qa(qa_path)[:limit]
     chunk_map = ChunkMap.from_snapshot(index.engine.state.snapshot)

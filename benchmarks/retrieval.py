@@ -1,31 +1,55 @@
-"""Retrieval quality of every search mode on the shared QA datasets.
+"""Retrieval quality and search latency of every search mode on the shared QA datasets.
 
     python benchmarks/retrieval.py [--datasets multihop_rag,hotpotqa] [--budgets 1000,2000,4000]
-                                   [--limit N] [--rebuild]
+                                   [--embedder minilm-onnx] [--groups GROUPS] [--limit N]
+                                   [--no-sweep] [--build-only] [--rebuild]
 
 For each dataset of ``../shared/data`` (MultiHop-RAG: 609 news articles, 500 questions;
-HotpotQA: 994 passages, 100 questions) it builds an index with the default CPU backends
-(packaged all-MiniLM-L6-v2 + the extractive LLM, default ``IndexConfig``), or reuses the one
-under ``build/bench-indexes/`` built from the same corpus, config, backends and component set,
-then runs ``graphstrata.engine.evaluation.evaluate`` for every mode the index serves (dense
-``naive``, sparse ``bm25``, the hierarchy and heterograph modes when present) at each budget.
-Writes ``benchmarks/results/retrieval.md`` and ``retrieval.json``.
+HotpotQA: 994 passages, 100 questions) it builds one index per *group* of components
+(default ``hierarchy,sparse,hybrid+heterograph``: the hierarchy with the stateless ``bm25``
+and ``hybrid`` modes in one index, the heterograph in another, so a change of the
+heterograph code does not rebuild the hierarchy index and the reverse) with the extractive
+LLM and the default ``IndexConfig``, or reuses the one under ``build/bench-indexes/`` built
+from the same corpus, build-time config, embedder, components and build code. Every mode
+(``naive``, ``bm25``, ``hybrid``, ``collapsed``, ``detailed``, ``summarized``, ``graph``) is
+evaluated on the first index that serves it at each budget, in one run.
 
-Skips cleanly (exit 0) when ``../shared/data`` is absent.
+* **Embedder**: ``--embedder`` (default: the packaged all-MiniLM-L6-v2 on torch);
+  ``minilm-onnx`` is the same model on ONNX Runtime (the same vectors within 1e-5 cosine,
+  ~2x faster on these cores). Chunk and summary vectors are cached by text under
+  ``build/bench-indexes/embed-cache`` so a rebuild embeds only new texts; questions are
+  embedded once per dataset, uncached (the time is reported), and every mode searches with
+  those vectors (``Engine.query_vectors``).
+* **Query-time settings** (``IndexConfig.search`` and ``IndexConfig.fusion``) are those of
+  the current code, not the ones recorded when the index was built: they change no stored
+  byte, so they are not part of an index's identity either.
+* **Latency**: ``search ms p50 / p99`` is the mode's own search per question (the engine's
+  ``search_seconds``, query embedding apart), after one untimed warm-up question.
+* **Fusion choice** (unless ``--no-sweep``): ``hybrid`` and ``collapsed`` at 2,000 tokens under
+  RRF with several k, min-max score fusion with several weights, each side alone and
+  without deduplication; the defaults of ``FusionConfig`` cite this table.
+
+Writes ``benchmarks/results/retrieval.md`` and ``retrieval.json``, with the load average
+beside each table. Skips cleanly (exit 0) when ``../shared/data`` is absent.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
 import platform
 import shutil
 import sys
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -36,9 +60,17 @@ INDEX_ROOT = REPO / "build" / "bench-indexes"
 RESULTS = REPO / "benchmarks" / "results"
 DATASETS = ("multihop_rag", "hotpotqa")
 BUDGETS = (1000, 2000, 4000)
-#: Table order; a mode the index does not serve is listed as unavailable.
-MODES = ("naive", "bm25", "collapsed", "detailed", "summarized", "graph")
+#: Table order; a mode no index serves is listed as unavailable.
+MODES = ("naive", "bm25", "hybrid", "collapsed", "detailed", "summarized", "graph")
 HEADLINE_BUDGET = 2000
+DEFAULT_GROUPS = "hierarchy,sparse,hybrid+heterograph"
+#: Config sections read only at query time: not part of an index's identity.
+QUERY_SECTIONS = ("search", "fusion")
+#: Modules of the component packages that only serve queries (not hashed into the identity).
+QUERY_MODULES = ("view.py", "search.py")
+#: Kernels only queries use.
+QUERY_KERNELS = ("fusion.py", "budget.py", "ppr.py")
+MEASURES = ("doc_recall", "fact_recall_text", "fact_recall_chunk", "answer_contained")
 
 
 def log(message: str) -> None:
@@ -50,50 +82,150 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def components_for(names: list[str] | None) -> list[Any]:
-    """The default components of the default config, or only those named (``--components``)."""
+def load_avg() -> str:
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+# ------------------------------------------------------------------ embedding cache
+class CachedEmbedder:
+    """An embedder that remembers the vectors it computed, by text, in two append-only files.
+
+    It reports the inner embedder's name and dimension, so an index built through it is an
+    index of the inner embedder (the vectors are the ones the inner embedder computed).
+    """
+
+    def __init__(self, inner: Any, directory: Path):
+        self.inner = inner
+        directory.mkdir(parents=True, exist_ok=True)
+        stem = directory / str(inner.name).replace("/", "_").replace(":", "_")
+        self._keys_path = stem.with_suffix(".keys")
+        self._rows_path = stem.with_suffix(".f32")
+        self._lock = threading.Lock()
+        self._row: dict[int, int] = {}
+        self._rows = np.zeros((0, int(inner.dim)), np.float32)
+        if self._keys_path.exists() and self._rows_path.exists():
+            keys = np.fromfile(self._keys_path, dtype=np.int64)
+            rows = np.fromfile(self._rows_path, dtype=np.float32).reshape(-1, int(inner.dim))
+            n = min(keys.size, rows.shape[0])  # an interrupted append leaves a torn tail
+            self._rows = rows[:n].copy()
+            self._row = {int(k): i for i, k in enumerate(keys[:n].tolist())}
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    @property
+    def max_input_tokens(self) -> int:
+        return int(getattr(self.inner, "max_input_tokens", 0) or 0)
+
+    @staticmethod
+    def _key(text: str) -> int:
+        digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+        return int.from_bytes(digest, "little", signed=True)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [self._key(t) for t in texts]
+        with self._lock:
+            todo = list(dict.fromkeys(k for k in keys if k not in self._row))
+        if todo:
+            first = dict(zip(keys, texts, strict=True))
+            fresh = np.asarray(self.inner.embed([first[k] for k in todo]), np.float32)
+            with self._lock:
+                with open(self._keys_path, "ab") as fk, open(self._rows_path, "ab") as fr:
+                    np.asarray(todo, np.int64).tofile(fk)
+                    fresh.tofile(fr)
+                base = self._rows.shape[0]
+                self._rows = np.concatenate([self._rows, fresh])
+                self._row.update({k: base + i for i, k in enumerate(todo)})
+        self.misses += len(todo)
+        self.hits += len(keys) - len(todo)
+        with self._lock:
+            return self._rows[[self._row[k] for k in keys]]
+
+
+# ------------------------------------------------------------------ indexes
+def components_for(names: Sequence[str]) -> list[Any]:
+    """The shipped components of the default config that are named."""
     from graphstrata.engine.config import IndexConfig
     from graphstrata.engine.index import default_components
 
     available = default_components(IndexConfig())
-    if names is None:
-        return available
     unknown = sorted(set(names) - {c.name for c in available})
     if unknown:
-        raise SystemExit(f"unknown or absent components {unknown}; present: {available}")
+        raise SystemExit(
+            f"unknown or absent components {unknown}; present: {[c.name for c in available]}"
+        )
     return [c for c in available if c.name in names]
 
 
-def build_identity(dataset: str, components: list[Any]) -> dict[str, Any]:
-    """What an index depends on: corpus, config, backends and the components that built it."""
+#: Config sections that only some components read at build time.
+COMPONENT_SECTIONS = {"hierarchy": "hierarchy", "heterograph": "heterograph"}
+
+
+def build_config(components: list[Any]) -> dict[str, Any]:
+    """The default config as far as these components' build reads it: the shared sections
+    and the sections of the components present (not the query-time ones)."""
     from graphstrata.engine.config import IndexConfig
+
+    present = {c.name for c in components}
+    skip = set(QUERY_SECTIONS) | {s for c, s in COMPONENT_SECTIONS.items() if c not in present}
+    return {k: v for k, v in IndexConfig().to_dict().items() if k not in skip}
+
+
+def build_identity(dataset: str, components: list[Any], embedder: str) -> dict[str, Any]:
+    """What an index depends on: corpus, build-time config, embedder and components."""
     from graphstrata.engine.store import sha256_file
 
     return {
         "dataset": dataset,
         "corpus_sha256": sha256_file(DATA / dataset / "corpus.jsonl"),
-        "config": IndexConfig().to_dict(),
+        "config": build_config(components),
+        "embedder": embedder,
         "components": [c.name for c in components],
     }
 
 
+def latest_built(dataset: str, components: list[Any], embedder: str) -> Path | None:
+    """The most recently built index of this dataset, group and embedder, whatever its
+    identity key (for ``--reuse-stale``)."""
+    names = [c.name for c in components]
+    found = []
+    for rec_path in INDEX_ROOT.glob(f"{dataset}-{'-'.join(names)}-*.build.json"):
+        rec = json.loads(rec_path.read_text())
+        ident = rec.get("identity", {})
+        if ident.get("components") == names and ident.get("embedder", embedder) == embedder:
+            path = rec_path.with_suffix("").with_suffix("")
+            if (path / "manifest.json").exists():
+                found.append((rec.get("built_at", ""), path))
+    return max(found)[1] if found else None
+
+
 def code_files(components: list[Any]) -> list[Path]:
-    """Source files an index's content depends on: chunking; the extractive LLM, prompts and
-    kernels when a stateful component is built; each component's module with its
-    ``<module>_*.py`` siblings."""
+    """Source files an index's content depends on: chunking and ingest; the extractive LLM,
+    prompts and build kernels when a stateful component is built; each stateful component's
+    package except its query-only modules (``QUERY_MODULES``)."""
     engine_dir = REPO / "graphstrata" / "engine"
-    files = [engine_dir / "chunking.py"]
-    if any(c.name != "sparse" for c in components):  # bm25 keeps no state and no LLM
+    files = sorted((engine_dir / "ingest").glob("*.py"))
+    stateful = [c for c in components if c.name not in ("sparse", "hybrid")]
+    if stateful:  # bm25 and hybrid keep no state and call no LLM
         files += [REPO / "graphstrata" / "bindings" / "extractive.py", engine_dir / "prompts.py"]
-        files += sorted((REPO / "graphstrata" / "core").glob("*.py"))
-    for comp in components:
+        files += sorted(
+            p for p in (REPO / "graphstrata" / "core").glob("*.py") if p.name not in QUERY_KERNELS
+        )
+    for comp in stateful:
         module = Path(sys.modules[type(comp).__module__].__file__ or "")
-        files += [module, *sorted(module.parent.glob(f"{module.stem}_*.py"))]
+        files += sorted(p for p in module.parent.glob("*.py") if p.name not in QUERY_MODULES)
     return files
 
 
 def code_sha256(components: list[Any]) -> str:
-    """One hash over ``code_files``: a rerun after a code change rebuilds the index."""
+    """One hash over ``code_files``: a rerun after a change of build code rebuilds."""
     h = hashlib.sha256()
     for path in code_files(components):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -102,45 +234,82 @@ def code_sha256(components: list[Any]) -> str:
 
 def index_dir(identity: dict[str, Any]) -> Path:
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
-    return INDEX_ROOT / f"{identity['dataset']}-{key}"
+    group = "-".join(identity["components"])
+    return INDEX_ROOT / f"{identity['dataset']}-{group}-{key}"
+
+
+def open_engine(path: Path, embedder: Any, llm: Any, components: list[Any]) -> Any:
+    """The index at ``path`` with the current code's query-time config sections."""
+    from graphstrata.engine.config import IndexConfig
+    from graphstrata.engine.index import Engine
+
+    engine = Engine.open(path, embedder, llm, components=components)
+    fresh = IndexConfig()
+    for section in QUERY_SECTIONS:  # views read engine.config at query time
+        setattr(engine.config, section, getattr(fresh, section))
+    return engine
+
+
+#: ``code_sha256`` of each component group, taken when the code was imported (so a record
+#: names the code that ran, even if a file changes during a long build).
+_CODE_AT_START: dict[tuple[str, ...], str] = {}
 
 
 def build_or_reuse(
-    dataset: str, components: list[Any], rebuild: bool = False
+    dataset: str,
+    components: list[Any],
+    embedder_spec: str | None,
+    rebuild: bool = False,
+    reuse_stale: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
-    """Open the dataset's index for this identity, building it first if needed.
+    """Open the dataset's index of this group, building it first if needed.
 
-    The index is opened with exactly the components that built it, so a component added to
-    the code later never serves modes over an index it has not seen (a rerun then builds a
-    new index, under a new identity). The build record is written last: a directory without
-    one is an interrupted build and is rebuilt, and so is an index whose record names other
-    source code (``code_sha256``) than the current one. Returns the open ``Index`` and the
-    record.
+    The build record is written last: a directory without one is an interrupted build and is
+    rebuilt, and so is an index whose record names other build code (``code_sha256``),
+    unless ``reuse_stale`` (the record then says ``stale``, and the tables show it).
     """
-    from graphstrata.bindings.api import LLM_CACHE_FILE, Index
+    from graphstrata.bindings.api import LLM_CACHE_FILE
     from graphstrata.bindings.backends import make_embedder, make_llm
     from graphstrata.engine.config import IndexConfig
     from graphstrata.engine.index import Engine
 
-    identity = build_identity(dataset, components)
+    embedder = make_embedder(embedder_spec)
+    identity = build_identity(dataset, components, str(embedder.name))
     path = index_dir(identity)
     record_path = path.with_suffix(".build.json")
-    embedder = make_embedder()
     llm = make_llm(cache_path=path / LLM_CACHE_FILE)
-    code = code_sha256(components)
+    code = _CODE_AT_START.setdefault(tuple(c.name for c in components), code_sha256(components))
+    if reuse_stale and not rebuild and not record_path.exists():
+        other = latest_built(dataset, components, str(embedder.name))
+        if other is not None:
+            path, record_path = other, other.with_suffix(".build.json")
+            llm = make_llm(cache_path=path / LLM_CACHE_FILE)
     record = json.loads(record_path.read_text()) if record_path.exists() else None
-    if record and record.get("code_sha256") != code:
-        log(f"{dataset}: the code changed since {path.relative_to(REPO)} was built; rebuilding")
+    if record is not None:
+        stale_identity = (
+            record.get("identity", {}).get("corpus_sha256") != identity["corpus_sha256"]
+        )
+        if stale_identity:
+            raise SystemExit(f"{record_path} indexes another corpus")
+    stale = record is not None and (
+        record.get("code_sha256") != code or path != index_dir(identity)
+    )
+    usable = not rebuild and (path / "manifest.json").exists()
+    if record is not None and stale and reuse_stale and usable:
+        log(f"{dataset}: reusing {path.name} although its build code changed (--reuse-stale)")
+        return open_engine(path, embedder, llm, components), {**record, "stale": True}
+    if stale:
+        log(f"{dataset}: the build code changed since {path.name} was built; rebuilding")
     elif record and not rebuild and (path / "manifest.json").exists():
         log(f"{dataset}: reusing {path.relative_to(REPO)}")
-        engine = Engine.open(path, embedder, llm, components=components)
-        return Index(engine), record
+        return open_engine(path, embedder, llm, components), record
     record_path.unlink(missing_ok=True)
     if path.exists():
         shutil.rmtree(path)
     docs = read_jsonl(DATA / dataset / "corpus.jsonl")
     log(f"{dataset}: building an index of {len(docs)} documents in {path.relative_to(REPO)}")
-    index = Index(Engine.create(path, IndexConfig(), embedder, llm, components=components))
+    cached = CachedEmbedder(embedder, INDEX_ROOT / "embed-cache")
+    engine = Engine.create(path, IndexConfig(), cached, llm, components=components)
     last = [0.0]
 
     def progress(stage: str, done: int, total: int) -> None:
@@ -149,141 +318,428 @@ def build_or_reuse(
             last[0] = now
             log(f"{dataset}: {stage} {done}/{total}")
 
-    report = index.insert(docs, progress=progress)
+    load_before = load_avg()
+    report = engine.insert(docs, progress=progress)
     record = {
         "identity": {k: v for k, v in identity.items() if k != "config"},
         "code_sha256": code,
         "report": report.to_dict(),
+        "embed_cache": {"hits": cached.hits, "misses": cached.misses},
+        "load_average": {"before": load_before, "after": load_avg()},
         "built_at": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     record_path.write_text(json.dumps(record, indent=1))
-    log(f"{dataset}: built in {report.seconds:.0f} s ({report.chunks_added} chunks)")
-    return index, record
+    log(
+        f"{dataset}: built in {report.seconds:.0f} s ({report.chunks_added} chunks, "
+        f"{cached.misses} texts embedded, {cached.hits} from the cache)"
+    )
+    return open_engine(path, embedder, llm, components), record
+
+
+# ------------------------------------------------------------------ evaluation
+@dataclasses.dataclass
+class Questions:
+    """One dataset's questions, embedded once."""
+
+    items: list[Any]
+    vectors: np.ndarray
+    embed_ms: float
+
+
+def embed_questions(engine: Any, items: list[Any]) -> Questions:
+    texts = [q.question for q in items]
+    engine.embedder.embed(texts[:1])  # warm-up
+    start = time.perf_counter()
+    vectors = np.concatenate(
+        [
+            np.asarray(engine.embedder.embed(texts[i : i + 64]), np.float32)
+            for i in range(0, len(texts), 64)
+        ]
+    )
+    return Questions(items, vectors, 1000.0 * (time.perf_counter() - start) / len(texts))
+
+
+def run_mode(engine: Any, questions: Questions, mode: str, budget: int, chunk_map: Any) -> dict:
+    """Scores of every question in one mode at one budget, aggregated."""
+    from graphstrata.evaluation import score_hits
+
+    items = questions.items
+    engine.query_vectors([items[0].question], questions.vectors[:1], mode, budget)  # warm-up
+    scores: list[dict[str, Any]] = []
+    by_kind: dict[str, float] = {}
+    duplicates, tested = 0, False
+    for start in range(0, len(items), 64):
+        part = items[start : start + 64]
+        results = engine.query_vectors(
+            [q.question for q in part], questions.vectors[start : start + 64], mode, budget
+        )
+        for item, result in zip(part, results, strict=True):
+            score = score_hits(result.nodes, item, chunk_map)
+            score.update(
+                id=item.id,
+                type=item.type,
+                search_ms=1000.0 * float(result.report["search_seconds"]),
+            )
+            for kind, tokens in result.report.get("tokens_by_kind", {}).items():
+                by_kind[kind] = by_kind.get(kind, 0.0) + tokens
+            if "fusion" in result.report:
+                tested = True
+                duplicates += int(result.report["fusion"].get("duplicates", 0))
+            scores.append(score)
+    out = summarize(scores, {k: v / len(items) for k, v in sorted(by_kind.items())})
+    if tested:
+        out["overall"]["duplicates"] = duplicates / len(items)
+    return out
+
+
+def summarize(scores: list[dict[str, Any]], tokens_by_kind: dict[str, float]) -> dict:
+    from graphstrata.evaluation import aggregate
+
+    def agg(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        out = aggregate(rows)
+        search = [float(r["search_ms"]) for r in rows]
+        out["search_ms_p50"] = float(np.percentile(search, 50))
+        out["search_ms_p99"] = float(np.percentile(search, 99))
+        return out
+
+    types = list(dict.fromkeys(s["type"] for s in scores))
+    return {
+        "overall": {**agg(scores), "tokens_by_kind": tokens_by_kind},
+        "by_type": {t: agg([s for s in scores if s["type"] == t]) for t in types},
+    }
 
 
 def evaluate_dataset(
-    dataset: str, budgets: list[int], limit: int | None, components: list[Any], rebuild: bool
+    dataset: str,
+    budgets: list[int],
+    limit: int | None,
+    groups: list[list[Any]],
+    embedder_spec: str | None,
+    rebuild: bool,
+    sweep: bool,
+    reuse_stale: bool = False,
 ) -> dict[str, Any]:
-    from graphstrata.engine.evaluation import evaluate, load_qa
+    from graphstrata.evaluation import ChunkMap, load_qa
 
-    index, record = build_or_reuse(dataset, components, rebuild)
-    items = load_qa(DATA / dataset / "qa.jsonl")
-    served = index.modes
-    modes = [m for m in MODES if m in served] + [m for m in served if m not in MODES]
-    missing = [m for m in MODES if m not in served]
-    log(f"{dataset}: modes {modes} (not in this index: {missing or 'none'})")
-    results = {}
+    engines = []
+    failed: list[str] = []
+    for comps in groups:
+        try:
+            engines.append(build_or_reuse(dataset, comps, embedder_spec, rebuild, reuse_stale))
+        except Exception as exc:  # one group failing leaves the others' rows
+            names = ",".join(c.name for c in comps)
+            log(f"{dataset}: building [{names}] failed: {exc!r}")
+            failed.append(f"building the index of [{names}] failed: {exc!r}")
+    if not engines:
+        raise SystemExit(f"{dataset}: no index could be built")
+    items = load_qa(DATA / dataset / "qa.jsonl")[:limit]
+    questions = embed_questions(engines[0][0], items)
+    log(f"{dataset}: {len(items)} questions embedded, {questions.embed_ms:.1f} ms each")
+    served: dict[str, int] = {}
+    for g, (engine, _) in enumerate(engines):
+        for mode in engine.modes:
+            served.setdefault(mode, g)
+    chunk_maps = {g: ChunkMap.from_snapshot(e.state.snapshot) for g, (e, _) in enumerate(engines)}
+    results: dict[int, dict[str, Any]] = {}
+    loads: dict[int, str] = {}
     for budget in budgets:
-        log(f"{dataset}: evaluating {len(items[:limit])} questions at budget {budget}")
-        results[budget] = evaluate(index, items, [*modes, *missing], budget, limit=limit)
-    stats = index.stats()
-    return {"record": record, "stats": stats, "results": results}
+        results[budget] = {}
+        for mode in MODES:
+            if mode not in served:
+                continue
+            engine = engines[served[mode]][0]
+            log(f"{dataset}: {mode} at {budget} tokens")
+            results[budget][mode] = run_mode(
+                engine, questions, mode, budget, chunk_maps[served[mode]]
+            )
+        loads[budget] = load_avg()
+    sweeps = run_sweep(engines[0][0], questions, chunk_maps[0]) if sweep else {}
+    return {
+        "records": [rec for _, rec in engines],
+        "stats": [e.stats() for e, _ in engines],
+        "served": {m: g for m, g in served.items()},
+        "questions": len(items),
+        "embed_ms": questions.embed_ms,
+        "results": results,
+        "loads": loads,
+        "sweep": sweeps,
+        "sweep_load": load_avg(),
+        "failed": failed,
+    }
 
 
-# ------------------------------------------------------------------------------ report
-def machine() -> str:
-    loads = os.getloadavg()
-    busy = max(loads) > (os.cpu_count() or 1)
-    return (
-        f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}; "
-        f"load average at the end {', '.join(f'{x:.1f}' for x in loads)}"
-        + (
-            " (other work shared the cores: latencies and build times are upper bounds)"
-            if busy
-            else ""
+#: Fusion variants of the sweep: (label, FusionConfig overrides).
+SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("dense only", {"method": "dense"}),
+    ("sparse only", {"method": "sparse"}),
+    (
+        "rrf k=60 w=0.5, as retrieved",
+        {"method": "rrf", "rrf_k": 60, "dense_weight": 0.5, "complete_scores": False},
+    ),
+    ("rrf k=60 w=0.5", {"method": "rrf", "rrf_k": 60, "dense_weight": 0.5}),
+    ("rrf k=60 w=0.4", {"method": "rrf", "rrf_k": 60, "dense_weight": 0.4}),
+    ("rrf k=60 w=0.3", {"method": "rrf", "rrf_k": 60, "dense_weight": 0.3}),
+    ("rrf k=60 w=0.2", {"method": "rrf", "rrf_k": 60, "dense_weight": 0.2}),
+    ("rrf k=10 w=0.3", {"method": "rrf", "rrf_k": 10, "dense_weight": 0.3}),
+    ("rrf k=30 w=0.3", {"method": "rrf", "rrf_k": 30, "dense_weight": 0.3}),
+    ("rrf k=100 w=0.3", {"method": "rrf", "rrf_k": 100, "dense_weight": 0.3}),
+    (
+        "score w=0.5, as retrieved",
+        {"method": "score", "dense_weight": 0.5, "complete_scores": False},
+    ),
+    ("score w=0.5", {"method": "score", "dense_weight": 0.5}),
+    ("score w=0.4", {"method": "score", "dense_weight": 0.4}),
+    ("score w=0.3", {"method": "score", "dense_weight": 0.3}),
+    ("score w=0.2", {"method": "score", "dense_weight": 0.2}),
+    ("score w=0.1", {"method": "score", "dense_weight": 0.1}),
+    ("defaults, no dedup", {"max_overlap": 2.0}),
+    ("defaults, max_overlap 0.5", {"max_overlap": 0.5}),
+    ("defaults, max_overlap 0.95", {"max_overlap": 0.95}),
+)
+SWEEP_MODES = ("hybrid", "collapsed")
+
+
+def run_sweep(engine: Any, questions: Questions, chunk_map: Any) -> dict[str, Any]:
+    """``SWEEP_MODES`` under each ``SWEEP`` variant at the headline budget."""
+    from graphstrata.engine.config import FusionConfig
+
+    out: dict[str, Any] = {}
+    modes = [m for m in SWEEP_MODES if m in engine.modes]
+    for label, overrides in SWEEP:
+        out[label] = {}
+        for mode in modes:
+            engine.config.fusion = dataclasses.replace(FusionConfig(), **overrides)
+            try:
+                res = run_mode(engine, questions, mode, HEADLINE_BUDGET, chunk_map)
+            finally:
+                engine.config.fusion = FusionConfig()
+            out[label][mode] = res["overall"]
+        log(
+            f"sweep {label}: "
+            + ", ".join(f"{m} {out[label][m]['fact_recall_text']:.3f}" for m in modes)
         )
-    )
+    return out
 
 
-def dataset_summary(name: str, data: dict[str, Any]) -> str:
-    stats = data["stats"]
-    report = data["record"]["report"]
-    nodes = ", ".join(f"{k} {v}" for k, v in sorted(stats["nodes"].items()))
-    return (
-        f"- **{name}**: {stats['documents']} documents, nodes {nodes}; "
-        f"embedder {stats['embedder']['name']}, LLM {stats['llm']}; "
-        f"chunks of {stats['chunking']['chunk_tokens']} tokens "
-        f"(overlap {stats['chunking']['overlap_tokens']}); "
-        f"built in {report['seconds']:.0f} s ({data['record']['built_at']}) with components "
-        f"{', '.join(data['record']['identity']['components']) or 'none'}; "
-        f"modes served: {', '.join(stats['modes'])}; "
-        f"not served: {', '.join(m for m in MODES if m not in stats['modes']) or 'none'}"
-    )
+# ------------------------------------------------------------------ report
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}"
 
 
-def write_markdown(all_data: dict[str, dict[str, Any]], budgets: list[int], command: str) -> str:
-    from graphstrata.engine.evaluation import format_rows, markdown_table, table_header
+def cell(agg: dict[str, Any], key: str) -> str:
+    value = agg.get(key)
+    if value is None:
+        return "–"
+    if key == "answer_contained":
+        return f"{value:.3f} ({agg['answer_contained_n']})"
+    if key == "tokens":
+        return f"{value:.0f}"
+    if key.startswith("search_ms"):
+        return f"{value:.1f}"
+    return f"{value:.3f}"
+
+
+def kinds_cell(by_kind: dict[str, float] | None) -> str:
+    if not by_kind:
+        return "–"
+    return " ".join(f"{k} {v:.0f}" for k, v in by_kind.items())
+
+
+HEADER = [
+    "mode",
+    "n",
+    "doc R",
+    "fact R text",
+    "fact R chunk",
+    "answer (n)",
+    "tokens",
+    "tokens by kind",
+    "dups",
+    "search p50 ms",
+    "search p99 ms",
+]
+
+
+def row(mode: str, agg: dict[str, Any], by_kind: dict[str, float] | None = None) -> list[str]:
+    return [
+        mode,
+        str(agg["questions"]),
+        *(cell(agg, k) for k in ("doc_recall", "fact_recall_text", "fact_recall_chunk")),
+        cell(agg, "answer_contained"),
+        cell(agg, "tokens"),
+        kinds_cell(by_kind),
+        f"{agg['duplicates']:.2f}" if "duplicates" in agg else "–",
+        cell(agg, "search_ms_p50"),
+        cell(agg, "search_ms_p99"),
+    ]
+
+
+def index_line(dataset: str, data: dict[str, Any]) -> list[str]:
+    lines = []
+    for record, stats in zip(data["records"], data["stats"], strict=True):
+        nodes = ", ".join(f"{k} {v}" for k, v in sorted(stats["nodes"].items()))
+        report = record["report"]
+        served = sorted(m for m, g in data["served"].items() if data["stats"][g] is stats)
+        lines.append(
+            f"- **{dataset}** [{', '.join(record['identity']['components'])}]: "
+            f"{stats['documents']} documents, nodes {nodes}; embedder "
+            f"{stats['embedder']['name']}, LLM {stats['llm']}; built in "
+            f"{report['seconds']:.0f} s ({record['built_at']}, load "
+            f"{record.get('load_average', {}).get('after', '?')}; embedded "
+            f"{record.get('embed_cache', {}).get('misses', '?')} texts, "
+            f"{record.get('embed_cache', {}).get('hits', '?')} from the embedding cache); "
+            f"serves here: {', '.join(served)}"
+            + (
+                "; **stale**: built by other build code than this run's (`--reuse-stale`)"
+                if record.get("stale")
+                else ""
+            )
+        )
+    return lines
+
+
+def write_markdown(
+    all_data: dict[str, dict[str, Any]], budgets: list[int], command: str, embedder: str
+) -> str:
+    from graphstrata.evaluation import markdown_table
 
     lines = [
         "# Retrieval quality",
         "",
         f"Command: `{command}`  ",
-        f"Machine: {machine()}. Written {time.strftime('%Y-%m-%d %H:%M')}.",
+        f"Machine: {machine()}; load average (1, 5, 15 min) beside each table: other jobs "
+        "shared the cores, so latencies and build times are upper bounds. "
+        f"Written {time.strftime('%Y-%m-%d %H:%M')}.  ",
+        f"Embedder: `{embedder}` for chunks, summaries and questions (all-MiniLM-L6-v2; "
+        "`minilm-onnx` computes the same vectors as the torch default within 1e-5 cosine); "
+        "LLM: the built-in extractive one.",
         "",
-        "Measures (definitions and tie rules in `graphstrata/engine/evaluation.py`): "
+        "Measures (definitions and tie rules in `graphstrata/evaluation/scoring.py`): "
         "**doc R** = share of gold documents with a retrieved chunk or semantic unit; "
-        "**doc R +sum** = the same, counting summaries' citations too; **fact R text** = "
-        "gold evidence sentences found verbatim in a retrieved node; **fact R chunk** = gold "
-        "sentences whose source chunk was retrieved; **answer (n)** = a gold answer in the "
-        "retrieved text, over the n questions whose answer is not a yes/no verdict or "
-        "'Insufficient information.' (MultiHop-RAG's answers are mostly entity names that "
-        "many articles mention, so this measure is lenient there); **tokens** = retrieved tokens "
-        "used (mean); **embed ms** = query embedding per question (batched 64 at a time); "
-        "**search ms** = the mode's search per question (mean). Recall means are over the "
-        "questions where the measure applies (MultiHop-RAG's null queries have no gold).",
+        "**fact R text** = gold evidence sentences found verbatim in one retrieved node; "
+        "**fact R chunk** = gold sentences whose source chunk was retrieved; **answer (n)** = "
+        "a gold answer in the retrieved text, over the n questions whose answer is not a "
+        "yes/no verdict or 'Insufficient information.'; **tokens** = retrieved tokens used "
+        "(mean), **tokens by kind** = the same per node kind (T chunk, L summary, S/A/H/R "
+        "graph nodes); **dups** = candidates skipped per question as near-duplicates of "
+        "packed text (`FusionConfig.max_overlap`; only the fused modes test it); "
+        "**search p50/p99 ms** = the mode's search per question, query "
+        "embedding apart. Recall means are over the questions where the measure applies "
+        "(MultiHop-RAG's null queries have no gold).",
         "",
         "Indexes:",
         "",
-        *(dataset_summary(name, data) for name, data in all_data.items()),
+    ]
+    for name, data in all_data.items():
+        lines += index_line(name, data)
+        lines.append(
+            f"  questions: {data['questions']}, embedded once each ({data['embed_ms']:.1f} ms "
+            "per question in batches of 64)"
+        )
+        lines += [f"  **{note}**" for note in data.get("failed", [])]
+    lines.append("")
+    head = HEADLINE_BUDGET if HEADLINE_BUDGET in budgets else budgets[0]
+    rows = []
+    for name, data in all_data.items():
+        for mode in MODES:
+            res = data["results"][head].get(mode)
+            if res is None:
+                rows.append([name, mode, "–", "unavailable", *[""] * (len(HEADER) - 3)])
+            else:
+                rows.append([name, *row(mode, res["overall"], res["overall"]["tokens_by_kind"])])
+    loads = "; ".join(f"{n} {d['loads'][head]}" for n, d in all_data.items())
+    lines += [
+        f"## All datasets at {head} tokens",
+        "",
+        f"Load average at the end of each dataset's {head}-token evaluation: {loads}.",
+        "",
+        markdown_table(["dataset", *HEADER], rows),
         "",
     ]
-    headline = [b for b in budgets if b == HEADLINE_BUDGET] or budgets[:1]
-    for budget in headline:
-        rows = [
-            row
-            for name, data in all_data.items()
-            for row in format_rows(data["results"][budget], by_type=False, label=name)
-        ]
-        lines += [
-            f"## All datasets at {budget} tokens",
-            "",
-            markdown_table(table_header("dataset"), rows),
-            "",
-        ]
     for name, data in all_data.items():
         lines += [f"## {name}", ""]
         rows = [
-            row
-            for budget in budgets
-            for row in format_rows(
-                data["results"][budget], by_type=False, label=str(budget), unavailable=False
-            )
+            [str(b), *row(m, r["overall"], r["overall"]["tokens_by_kind"])]
+            for b in budgets
+            for m, r in data["results"][b].items()
         ]
-        lines += ["By budget:", "", markdown_table(table_header("budget"), rows), ""]
-        for budget in headline:
-            result = data["results"][budget]
-            lines += [
-                f"By question type at {budget} tokens:",
-                "",
-                markdown_table(
-                    table_header(), format_rows(result, by_type=True, unavailable=False)
-                ),
-                "",
-            ]
-            lines += [f"Note: {n}" for n in result.notes]
+        lines += [
+            "By budget (load average after each budget: "
+            + "; ".join(f"{b}: {data['loads'][b]}" for b in budgets)
+            + "):",
+            "",
+            markdown_table(["budget", *HEADER], rows),
+            "",
+        ]
+        type_header = ["mode", "type", *HEADER[1:7], *HEADER[9:]]
+        rows = []
+        for mode, res in data["results"][head].items():
+            for qtype, agg in res["by_type"].items():
+                r = row(mode, agg)
+                rows.append([mode, qtype, *r[1:7], *r[9:]])
+        lines += [
+            f"By question type at {head} tokens (load {data['loads'][head]}):",
+            "",
+            markdown_table(type_header, rows),
+            "",
+        ]
+    if any(d["sweep"] for d in all_data.values()):
+        lines += sweep_markdown(all_data)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_json(all_data: dict[str, dict[str, Any]], command: str) -> dict[str, Any]:
+def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
+    from graphstrata.evaluation import markdown_table
+
+    names = [n for n, d in all_data.items() if d["sweep"]]
+    header = ["variant"] + [
+        f"{n} {m} {k}" for n in names for m in SWEEP_MODES for k in ("fact R text", "doc R")
+    ]
+    rows = []
+    for label, _ in SWEEP:
+        cells = [label]
+        for n in names:
+            for m in SWEEP_MODES:
+                agg = all_data[n]["sweep"].get(label, {}).get(m)
+                cells += (
+                    [cell(agg, "fact_recall_text"), cell(agg, "doc_recall")]
+                    if agg
+                    else [
+                        "–",
+                        "–",
+                    ]
+                )
+        rows.append(cells)
+    loads = "; ".join(f"{n} {all_data[n]['sweep_load']}" for n in names)
+    from graphstrata.engine.config import FusionConfig
+
+    defaults = ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(FusionConfig()).items())
+    return [
+        f"## Fusion choice at {HEADLINE_BUDGET} tokens",
+        "",
+        "Each row overrides the `FusionConfig` defaults (`graphstrata/engine/config.py`) for "
+        "`hybrid` and `collapsed`; `w` is `dense_weight` (the BM25 list gets 1 - w); "
+        "`score` = convex combination of min-max normalized scores; `as retrieved` = each list "
+        "fused as returned (a candidate missing from a list gets nothing from it) instead of "
+        "scoring every candidate on both sides (`complete_scores`); `dedup` = the duplicate "
+        f"test (`max_overlap`); `defaults` = `FusionConfig()` of this run ({defaults}). "
+        f"Load average at the end: {loads}.",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
+
+
+def write_json(all_data: dict[str, dict[str, Any]], command: str, embedder: str) -> dict:
     return {
         "command": command,
         "machine": machine(),
+        "embedder": embedder,
         "written": time.strftime("%Y-%m-%d %H:%M:%S"),
         "datasets": {
             name: {
-                "build": data["record"],
-                "stats": data["stats"],
-                "results": {str(b): r.to_dict() for b, r in data["results"].items()},
+                **{k: v for k, v in data.items() if k != "results"},
+                "results": {str(b): r for b, r in data["results"].items()},
             }
             for name, data in all_data.items()
         },
@@ -296,10 +752,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budgets", default=",".join(str(b) for b in BUDGETS))
     parser.add_argument("--limit", type=int, default=None, help="first N questions per dataset")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the indexes")
+    parser.add_argument("--embedder", default=None, help="embedder spec (default: packaged)")
     parser.add_argument(
-        "--components",
-        default=None,
-        help="build with only these components (comma list, e.g. 'sparse'); default: all present",
+        "--groups",
+        default=DEFAULT_GROUPS,
+        help="indexes to build: component lists joined by '+' (default: %(default)s)",
+    )
+    parser.add_argument("--no-sweep", action="store_true", help="skip the fusion sweep")
+    parser.add_argument("--build-only", action="store_true", help="build the indexes and stop")
+    parser.add_argument(
+        "--reuse-stale",
+        action="store_true",
+        help="reuse indexes built by other build code (marked 'stale' in the tables)",
     )
     parser.add_argument("--out", default=str(RESULTS / "retrieval.md"), help="Markdown output")
     args = parser.parse_args(argv)
@@ -311,17 +775,36 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no such dataset under {DATA}: {unknown}")
     budgets = [int(b) for b in args.budgets.split(",") if b]
+    groups = [components_for([c for c in g.split(",") if c]) for g in args.groups.split("+") if g]
+    for comps in groups:  # the build code as imported now (see ``_CODE_AT_START``)
+        _CODE_AT_START[tuple(c.name for c in comps)] = code_sha256(comps)
     command = "python benchmarks/retrieval.py" + "".join(f" {a}" for a in (argv or sys.argv[1:]))
-    names = [c for c in args.components.split(",") if c] if args.components else None
-    components = components_for(names)
+    if args.build_only:
+        for d in datasets:
+            for comps in groups:
+                build_or_reuse(d, comps, args.embedder, args.rebuild, args.reuse_stale)
+        return 0
     all_data = {
-        d: evaluate_dataset(d, budgets, args.limit, components, args.rebuild) for d in datasets
+        d: evaluate_dataset(
+            d,
+            budgets,
+            args.limit,
+            groups,
+            args.embedder,
+            args.rebuild,
+            not args.no_sweep,
+            args.reuse_stale,
+        )
+        for d in datasets
     }
+    from graphstrata.bindings.backends import make_embedder
+
+    embedder = str(make_embedder(args.embedder).name)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(write_markdown(all_data, budgets, command), encoding="utf-8")
+    out.write_text(write_markdown(all_data, budgets, command, embedder), encoding="utf-8")
     out.with_suffix(".json").write_text(
-        json.dumps(write_json(all_data, command), indent=1, ensure_ascii=False) + "\n"
+        json.dumps(write_json(all_data, command, embedder), indent=1, ensure_ascii=False) + "\n"
     )
     log(f"wrote {out} and {out.with_suffix('.json')}")
     print(out.read_text())

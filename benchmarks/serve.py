@@ -9,7 +9,7 @@ Starts the real server (``python -m graphstrata.bindings.server``) in a subproce
 ``build/bench-indexes/`` (reused when a complete build exists, built otherwise, with the
 default CPU backends: packaged all-MiniLM-L6-v2 + extractive LLM), then sends ``--requests``
 ``POST /v1/retrieve`` requests (the 500 MultiHop-RAG questions, cycled) per (mode,
-concurrency) cell with ``graphstrata.bindings.cli_serve.run_load``. A mode the index was not
+concurrency) cell with ``graphstrata.bindings.loadgen.run_load``. A mode the index was not
 built with is skipped and named. Unless ``--no-ablation``, the naive mode is also run with
 query micro-batching turned off, and the embedder is timed alone on one query versus a batch,
 so the bottleneck can be named from measurements.
@@ -127,7 +127,7 @@ def questions() -> list[str]:
         return [json.loads(line)["question"] for line in fh if line.strip()]
 
 
-def time_embedder(index: Path, queries: list[str], repeats: int = 3) -> dict[str, float]:
+def time_embedder(index: Path, queries: list[str], repeats: int = 3) -> dict[str, Any]:
     """The embedder alone, in this process: one query at a time versus batches of 32."""
     from graphstrata.bindings.backends import make_embedder
     from graphstrata.engine.store import Store
@@ -155,7 +155,7 @@ def time_embedder(index: Path, queries: list[str], repeats: int = 3) -> dict[str
 def run_cell(
     server: Any, queries: list[str], mode: str, c: int, args: argparse.Namespace, label: str
 ) -> dict[str, Any]:
-    from graphstrata.bindings.cli_serve import run_load
+    from graphstrata.bindings.loadgen import run_load
 
     log(f"{label}: {mode} at concurrency {c} ({args.requests} requests)")
     (result,) = run_load(
@@ -190,9 +190,9 @@ def run_all(
     one concurrency run back to back (default first), so each comparison is made under the
     same background load (this machine is shared).
     """
-    from graphstrata.bindings.cli_serve import server_process
+    from graphstrata.bindings.server_process import server_process
 
-    settings = [(DEFAULT_SETTING, [])]
+    settings: list[tuple[str, list[str]]] = [(DEFAULT_SETTING, [])]
     if not args.no_ablation and "naive" in modes:
         settings += list(ABLATIONS)
     with contextlib.ExitStack() as stack:
@@ -215,7 +215,7 @@ def run_all(
 
 
 def markdown(data: dict[str, Any]) -> str:
-    from graphstrata.bindings.cli_serve import format_load_table
+    from graphstrata.bindings.loadgen import format_load_table
 
     emb = data.get("embedder_alone")
     lines = [
@@ -328,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/serve.py" + "".join(f" {a}" for a in (argv or sys.argv[1:]))
     wanted = [m for m in args.modes.split(",") if m]
     index, built_with = locate_index(args.index, wanted)
-    from graphstrata.bindings.cli_serve import server_process, service_modes
+    from graphstrata.bindings.loadgen import service_modes
+    from graphstrata.bindings.server_process import server_process
 
     with server_process(index, [], startup_timeout=600) as probe:
         served = service_modes(probe.url, None)

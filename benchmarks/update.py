@@ -8,7 +8,7 @@ that holds every other document. Each row reports LLM calls, prompt + completion
 embeddings computed, bytes written and seconds, all from the engine's ``OperationReport``.
 
 Retrieval quality: ``collapsed`` against ``naive`` (document recall and fact recall at a
-2,000-token budget on the 500 questions, measured by ``graphstrata.engine.evaluation``) on
+2,000-token budget on the 500 questions, measured by ``graphstrata.evaluation``) on
 the incrementally built index after the 10 inserts and on a static build of the full corpus
 (the 100% rebuild).
 
@@ -156,7 +156,7 @@ class Bench:
         return row
 
     def evaluate(self, index: Any, qa: Path) -> dict[str, dict[str, float]]:
-        from graphstrata.engine.evaluation import evaluate
+        from graphstrata.evaluation import evaluate
 
         result = evaluate(index, qa, modes=["naive", "collapsed"], budget=BUDGET)
         out = {}
@@ -168,7 +168,7 @@ class Bench:
 
 def pick_single_doc(docs: list[dict[str, Any]], config: Any) -> dict[str, Any]:
     """The document whose chunk count is the corpus median (first such in corpus order)."""
-    from graphstrata.engine.chunking import chunk_text
+    from graphstrata.engine.ingest.chunking import chunk_text
 
     counts = [len(chunk_text(d["text"], config.chunking)) for d in docs]
     median = sorted(counts)[len(counts) // 2]
@@ -486,7 +486,7 @@ def markdown(result: dict[str, Any]) -> str:
             "",
             f"## Retrieval quality at a {result['budget_tokens']}-token budget, 500 questions",
             "",
-            "Measured by `graphstrata.engine.evaluation` (doc R: a retrieved chunk cites a gold "
+            "Measured by `graphstrata.evaluation` (doc R: a retrieved chunk cites a gold "
             "document; +sum: any retrieved node cites it; fact R text: the gold fact is in a "
             "retrieved text; fact R chunk: a source chunk of the fact was retrieved).",
             "",

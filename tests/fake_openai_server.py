@@ -45,7 +45,27 @@ _TASK_HEADS = (
 
 
 #: Scripted outcomes that end in a 200 answer.
-_ANSWERING = frozenset({"ok", "malformed", "garbage", "wrong_keys", "slow"})
+def _with_message(reply: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    reply["choices"][0]["message"].update(fields)
+    return reply
+
+
+#: 200 answers whose shape is not a chat completion, as servers that claim compatibility
+#: send them: each must become a retried ``LLMError``, never a crash of the client.
+BAD_SHAPES: dict[str, Any] = {
+    "usage_string": lambda r: {**r, "usage": "12 tokens"},
+    "usage_list": lambda r: {**r, "usage": [1, 2]},
+    "usage_bool": lambda r: {**r, "usage": {"prompt_tokens": True, "completion_tokens": "3"}},
+    "content_list": lambda r: _with_message(r, content=[{"type": "text", "text": "x"}]),
+    "content_number": lambda r: _with_message(r, content=42),
+    "message_string": lambda r: {**r, "choices": [{"index": 0, "message": "hello"}]},
+    "choices_empty": lambda r: {**r, "choices": []},
+    "choices_dict": lambda r: {**r, "choices": {"0": r["choices"][0]}},
+    "body_list": lambda r: [r],
+    "body_string": lambda r: "ok",
+}
+
+_ANSWERING = frozenset({"ok", "malformed", "garbage", "wrong_keys", "slow", *BAD_SHAPES})
 
 
 def detect_task(prompt: str) -> str:
@@ -301,6 +321,8 @@ class FakeOpenAIServer:
                 "completion_tokens": ctok,
                 "total_tokens": ptok + ctok,
             }
+        if outcome in BAD_SHAPES:
+            reply = BAD_SHAPES[outcome](reply)
         with self._lock:
             self.seen.answered += 1
             self.seen.tasks[task] += 1

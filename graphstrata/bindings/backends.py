@@ -1,6 +1,9 @@
 """Backend specs -> backend objects, shared by the CLI, the Python API and the server.
 
-Specs (also read from ``GRAPHSTRATA_LLM`` / ``GRAPHSTRATA_EMBEDDER``); options go after ``?``
+Which spec an index gets (argument > ``GRAPHSTRATA_LLM`` / ``GRAPHSTRATA_EMBEDDER`` > the
+index's > default, the embedder of an existing index being fixed) is decided in one place,
+:func:`graphstrata.bindings.backend_choice.resolve_backends`; :func:`make_llm` and
+:func:`make_embedder` called without a spec read the same variables. Options go after ``?``
 as ``key=value`` pairs joined by ``&``, or as keyword arguments of :func:`make_llm` /
 :func:`make_embedder` (those win):
 
@@ -19,7 +22,10 @@ as ``key=value`` pairs joined by ``&``, or as keyword arguments of :func:`make_l
   ``vllm`` and ``openai`` answers are cached in ``cache_path`` (the API passes
   ``INDEX/llm-cache.sqlite``) unless ``use_cache=False``.
 
-* Embedder: ``all-MiniLM-L6-v2`` (default, packaged), ``st:PATH_OR_NAME`` (any local
+* Embedder: ``minilm-onnx`` (default) / ``minilm-int8`` (the packaged all-MiniLM-L6-v2 on
+  ONNX Runtime, fp32 or int8, no torch at query time; options
+  ``threads``, ``batch_size``, ``spin``), ``all-MiniLM-L6-v2`` (the same packaged model
+  through sentence-transformers and torch), ``st:PATH_OR_NAME`` (any local
   sentence-transformers model; options ``batch_size``, ``device``), ``hashing[:DIM]``
   (feature hashing, no model), ``openai-embed:MODEL@URL`` (an OpenAI-compatible
   ``/v1/embeddings`` server; options ``dim``, ``batch_size``, ``max_input_tokens``,
@@ -36,8 +42,10 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from graphstrata.bindings.embedders import (
+    ONNX_SPECS,
     PACKAGED_MINILM,
     HashingEmbedder,
+    OnnxMiniLMEmbedder,
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
 )
@@ -48,12 +56,16 @@ from graphstrata.bindings.llm_vllm import VLLMBackend
 from graphstrata.engine.config import ConfigError
 from graphstrata.engine.interfaces import LLM, Embedder
 
-DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+#: ``IndexConfig.embedder``'s default (see there for the measurement behind it).
+DEFAULT_EMBEDDER = "minilm-onnx"
 DEFAULT_LLM = "extractive"
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
 LLM_SPECS = "extractive, vllm:MODEL_PATH[?opts], or openai:MODEL@URL[?opts]"
-EMBEDDER_SPECS = "all-MiniLM-L6-v2, st:PATH_OR_NAME, hashing[:DIM], or openai-embed:MODEL@URL"
+EMBEDDER_SPECS = (
+    "all-MiniLM-L6-v2, minilm-onnx, minilm-int8, st:PATH_OR_NAME, hashing[:DIM], "
+    "or openai-embed:MODEL@URL"
+)
 
 
 # --------------------------------------------------------------------------- option parsing
@@ -107,6 +119,12 @@ _RETRY_OPTIONS = ("max_retries", "base_delay", "max_delay")
 _ST_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "batch_size": ("batch_size", int),
     "device": ("device", str),
+}
+
+_ONNX_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "threads": ("threads", _optional_int),
+    "batch_size": ("batch_size", int),
+    "spin": ("spin", _to_bool),
 }
 
 _OPENAI_EMBED_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
@@ -174,7 +192,7 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
     Parameters
     ----------
     spec:
-        See the module docstring; default ``GRAPHSTRATA_EMBEDDER``, else all-MiniLM-L6-v2.
+        See the module docstring; default ``GRAPHSTRATA_EMBEDDER``, else minilm-onnx.
     options:
         Backend options (override those in the spec).
 
@@ -190,6 +208,12 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
     raw = {**raw, **options}
     if spec in PACKAGED_MINILM:
         return SentenceTransformerEmbedder(spec, **convert_options(spec, raw, _ST_OPTIONS))
+    if spec in ONNX_SPECS:
+        onnx_opts = convert_options(spec, raw, _ONNX_OPTIONS)
+        try:
+            return OnnxMiniLMEmbedder(ONNX_SPECS[spec], **onnx_opts)
+        except ValueError as exc:
+            raise ConfigError(f"bad options for embedder {spec!r}: {exc}") from exc
     if spec.startswith("hashing"):
         return _hashing_embedder(spec, raw)
     if spec.startswith("openai-embed:"):

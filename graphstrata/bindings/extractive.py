@@ -10,7 +10,9 @@ It does every LLM task of the engine by selecting and recombining sentences of i
 * ``attribute``, ``community``: central sentences about the entity / the community, with a
   title made of its most frequent names;
 * ``query_entities``: the same entity rules on the question;
-* ``answer``: the context sentence that best overlaps the question.
+* ``answer``: the few context sentences that best answer the question (BM25 against its
+  terms, not centrality), best first, each with its ``[n]`` marker in a numbered context,
+  under a length limit (:func:`answer_sentences`).
 
 Token counts are reported like a real LLM's ``usage`` (cl100k_base over prompt and answer), so
 cost comparisons between operations hold for any backend.
@@ -24,6 +26,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from graphstrata.engine.interfaces import LLMError, LLMRequest, LLMResponse
 from graphstrata.engine.tokens import count_tokens
@@ -85,6 +88,98 @@ _DATE = re.compile(
 _POSSESSIVE = re.compile(r"['’]s?$")
 _LINE_END_PUNCT = re.compile(r"[.!?:;\"”')\]]$")
 _LINE_START_NEW = re.compile(r"^[\"“'(\[]?[A-Z0-9#*•-]")
+
+
+# fmt: off
+# Words that open a sentence or a question but never start a name (adverbs, gerunds,
+# prepositions and news boilerplate); the "default" rules trim them like _NOT_NAMES.
+_OPENERS = frozenset(
+    ["Considering", "Following", "Regarding", "Including", "Concerning", "Given", "Based", "Compared", "Unlike", "Like", "Whether", "Besides", "Beyond", "Amid", "Amidst", "Against", "Along", "Around", "Across", "Through", "Throughout", "Toward", "Towards", "Via", "Per", "Ah", "Oh", "Well", "Now", "Please", "Note", "Indeed", "Instead", "Overall", "Finally", "Additionally", "Moreover", "Furthermore", "Notably", "Recently", "Previously", "Currently", "Initially", "Later", "Earlier", "Soon", "Often", "Sometimes", "Perhaps", "Maybe", "Actually", "Basically", "Clearly", "Obviously", "Certainly", "Really", "Together", "Elsewhere", "Nevertheless", "Nonetheless", "Otherwise", "Therefore", "Hence", "Accordingly", "Consequently", "Similarly", "Likewise", "Specifically", "Generally", "Typically", "Usually", "Ultimately", "Eventually", "Apparently", "Reportedly", "Fortunately", "Unfortunately", "Interestingly", "Importantly", "Surprisingly", "Thanks", "Sources", "Officials", "Experts", "Analysts", "Critics", "Fans", "Users", "Customers", "Investors", "Researchers", "Scientists", "People", "Watch", "Sign", "Follow", "Tickets", "Here's", "There's", "It's", "That's", "What's", "Let's", "Don't", "Isn't", "Doesn't", "Didn't", "Can't", "Won't", "Yes", "Okay", "OK", "Hey", "Wow", "Why", "Whatever", "Whoever", "Wherever", "Whenever", "Unless", "Once", "Except", "Nor", "Plus", "Still", "Already", "Never", "Always", "Again", "Almost", "Nearly", "About", "Above", "Below", "Behind", "Beside", "Near", "Off", "Out", "Up", "Down", "Back", "Meanwhile", "Speaking", "Asked", "Having", "Being", "Using", "Making", "Taking", "Getting", "Looking", "Going", "Coming", "Adding", "Saying", "Writing", "Starting", "Ending", "Beginning", "Although", "Despite", "Notwithstanding"]
+)
+# fmt: on
+_CAMEL_WORD = r"(?<![\w'’\-])[a-z]{1,3}[A-Z][\w'’\-]*"  # iPhone, eBay, macOS, xAI
+_CAP_WORD_V2 = rf"(?:{_CAMEL_WORD}|(?<![\w'’\-])[A-Z][\w'’\-]*\.?|(?<![\w'’\-])[A-Z]{{2,}}\d*)"
+_NAME_V2 = re.compile(rf"{_CAP_WORD_V2}(?:\s+(?:{_CONNECT}\s+)?{_CAP_WORD_V2})*")
+# An acronym followed by a number that is not a year names one thing ("BWV 1033").
+_ACRONYM_NUMBER = re.compile(r"\b([A-Z]{2,5})\s+(\d{1,4})\b(?![.,:/\-–]\d)(?!\s?%)")
+_MODERN_YEAR = re.compile(r"^(?:1[89]|20)\d\d$")
+_INNER_POSSESSIVE = re.compile(r"(?<=\w)['’]s\s+(?=\S)")
+_ISO_DATE = re.compile(r"\b(?:1[89]|20)\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])\b")
+
+
+@dataclass(frozen=True)
+class EntityRules:
+    """One set of the extractive backend's entity rules (``ENTITY_RULES``).
+
+    Parameters
+    ----------
+    name:
+        Its name (``ExtractiveLLM(entity_rules=name)``).
+    keep_acronyms:
+        An all-caps word of two or more letters is never trimmed as a stop word ("US",
+        "IT", "AI").
+    keep_trailing_capitals:
+        A name keeps its capitalized last words even when they are stop words ("Pick Me
+        Up"; only a final "I" is trimmed).
+    trim_openers:
+        Sentence-opening adverbs, gerunds and news boilerplate (``_OPENERS``) are not names
+        and are trimmed from the front of one ("Following Apple" -> "Apple").
+    camel_case:
+        Lower-case-initial brand words are names ("iPhone", "eBay"), and no name starts
+        inside a word.
+    acronym_numbers:
+        An acronym and the number after it (not a year) are one name ("BWV 1033").
+    iso_dates:
+        ISO dates ("2023-11-24") are entities.
+    split_possessives:
+        A possessive inside a capitalized run ends a name ("Google's Gemini" -> "Google",
+        "Gemini"; news names the owner and the owned thing).
+    """
+
+    name: str
+    keep_acronyms: bool = True
+    keep_trailing_capitals: bool = True
+    trim_openers: bool = True
+    camel_case: bool = True
+    acronym_numbers: bool = True
+    iso_dates: bool = True
+    split_possessives: bool = True
+
+
+#: The entity rule sets. ``default`` is what the backend uses; ``legacy`` is the rule set
+#: before issue #12 (kept to compare and to reproduce old indexes). Measured by their
+#: effect on ``graph`` recall in ``benchmarks/results/graph_tuning.md``.
+ENTITY_RULES: dict[str, EntityRules] = {
+    "default": EntityRules("default"),
+    "legacy": EntityRules(
+        "legacy",
+        keep_acronyms=False,
+        keep_trailing_capitals=False,
+        trim_openers=False,
+        camel_case=False,
+        acronym_numbers=False,
+        iso_dates=False,
+        split_possessives=False,
+    ),
+}
+
+
+def rules_named(rules: str | EntityRules = "default") -> EntityRules:
+    """The rule set named ``rules`` (a rule set passes as is).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+    """
+    if isinstance(rules, EntityRules):
+        return rules
+    try:
+        return ENTITY_RULES[rules]
+    except KeyError:
+        raise ValueError(
+            f"unknown entity rules {rules!r}; expected one of {sorted(ENTITY_RULES)}"
+        ) from None
 
 
 def _paragraphs(text: str) -> list[str]:
@@ -188,13 +283,28 @@ def central_sentences(
     return [sentences[i] for i in sorted(chosen)]
 
 
-def _clean_name(phrase: str) -> str:
+def _clean_name(phrase: str, rules: EntityRules = ENTITY_RULES["legacy"]) -> str:
     """Trim leading sentence words and titles, trailing stop words and a possessive."""
     words = phrase.strip().rstrip(".").split()
-    while words and (words[0] in _NOT_NAMES or words[0] in _TITLES or words[0].lower() in _STOP):
+
+    def stop(word: str) -> bool:
+        if rules.keep_acronyms and len(word) > 1 and word.isupper():
+            return False
+        return word.lower() in _STOP
+
+    def leading(word: str) -> bool:
+        if word in _NOT_NAMES or word in _TITLES or stop(word):
+            return True
+        return rules.trim_openers and word in _OPENERS
+
+    while words and leading(words[0]):
         words = words[1:]
-    while words and words[-1].lower() in _STOP:
-        words = words[:-1]
+    if rules.keep_trailing_capitals and len(words) > 1:
+        while len(words) > 1 and words[-1] == "I":
+            words = words[:-1]
+    else:
+        while words and stop(words[-1]):
+            words = words[:-1]
     if words:
         words[-1] = _POSSESSIVE.sub("", words[-1])
     return " ".join(w for w in words if w)
@@ -226,7 +336,9 @@ def _keep_number(value: str) -> bool:
 
 
 def _entity_spans(
-    sentence: str, lower_words: frozenset[str] | None = None
+    sentence: str,
+    lower_words: frozenset[str] | None = None,
+    rules: EntityRules = ENTITY_RULES["legacy"],
 ) -> list[tuple[int, int, str]]:
     """Every entity occurrence of a sentence as ``(start, end, phrase)``, by position."""
     found: list[tuple[int, int, str]] = []
@@ -236,14 +348,27 @@ def _entity_spans(
     def overlaps(start: int, end: int) -> bool:
         return any(start < e and s < end for s, e, _ in found)
 
-    for m in _NAME.finditer(sentence):
+    if rules.iso_dates:
+        for m in _ISO_DATE.finditer(sentence):
+            if not overlaps(m.start(), m.end()):
+                found.append((m.start(), m.end(), m.group(0)))
+    if rules.acronym_numbers:
+        for m in _ACRONYM_NUMBER.finditer(sentence):
+            if not _MODERN_YEAR.match(m.group(2)) and not overlaps(m.start(), m.end()):
+                found.append((m.start(), m.end(), m.group(0)))
+    names = _NAME_V2 if rules.camel_case else _NAME
+    not_single = _SINGLE_NOT_NAMES | _OPENERS if rules.trim_openers else _SINGLE_NOT_NAMES
+    for m in names.finditer(sentence):
         if overlaps(m.start(), m.end()):
             continue
         offset = m.start()
-        for part in _split_connectors(m.group(0)):
-            phrase = _clean_name(part)
+        parts = _split_connectors(m.group(0))
+        if rules.split_possessives:
+            parts = [p for part in parts for p in _INNER_POSSESSIVE.split(part)]
+        for part in parts:
+            phrase = _clean_name(part, rules)
             start = sentence.find(phrase, offset) if phrase else -1
-            if start < 0 or len(phrase) < 2 or phrase in _NOT_NAMES or phrase in _SINGLE_NOT_NAMES:
+            if start < 0 or len(phrase) < 2 or phrase in _NOT_NAMES or phrase in not_single:
                 continue
             offset = start + len(phrase)
             if (
@@ -262,7 +387,11 @@ def _entity_spans(
     return sorted(found)
 
 
-def extract_entities(sentence: str, lower_words: frozenset[str] | None = None) -> list[str]:
+def extract_entities(
+    sentence: str,
+    lower_words: frozenset[str] | None = None,
+    rules: str | EntityRules = "default",
+) -> list[str]:
     """Capitalized phrases, acronyms, dates and quantities of one sentence, in order, unique.
 
     Parameters
@@ -273,10 +402,12 @@ def extract_entities(sentence: str, lower_words: frozenset[str] | None = None) -
         Optional words seen in lower case in the surrounding text: a single capitalized word
         that opens the sentence and occurs there in lower case ("Logs were floated ...") is
         an ordinary word, not a name.
+    rules:
+        The entity rule set (``ENTITY_RULES``): ``"default"`` or ``"legacy"``.
     """
     seen: set[str] = set()
     out = []
-    for _, _, phrase in _entity_spans(sentence, lower_words):
+    for _, _, phrase in _entity_spans(sentence, lower_words, rules_named(rules)):
         key = phrase.lower()
         if key not in seen:
             seen.add(key)
@@ -284,22 +415,25 @@ def extract_entities(sentence: str, lower_words: frozenset[str] | None = None) -
     return out
 
 
-def decompose(text: str, sentences_per_unit: int = 2) -> dict[str, list[dict[str, object]]]:
+def decompose(
+    text: str, sentences_per_unit: int = 2, rules: str | EntityRules = "default"
+) -> dict[str, list[dict[str, object]]]:
     """Rule-based NodeRAG decomposition of one chunk.
 
     Groups of ``sentences_per_unit`` sentences are the semantic units; their entities are
-    the names, dates and quantities of :func:`extract_entities`; their relationships link
-    consecutive entities of one sentence by the words between them.
+    the names, dates and quantities of :func:`extract_entities` (with the entity ``rules``);
+    their relationships link consecutive entities of one sentence by the words between them.
     """
+    chosen = rules_named(rules)
     sentences = split_sentences(text)
     lower_words = frozenset(w for w in _WORD.findall(text) if w.islower())
-    units = []
+    units: list[dict[str, object]] = []
     for start in range(0, len(sentences), sentences_per_unit):
         group = sentences[start : start + sentences_per_unit]
         entities: list[str] = []
         relationships: list[list[str]] = []
         for sentence in group:
-            spans = _entity_spans(sentence, lower_words)
+            spans = _entity_spans(sentence, lower_words, chosen)
             for _, _, e in spans:
                 if e not in entities:
                     entities.append(e)
@@ -344,12 +478,12 @@ def _relations(
     return rels
 
 
-def _title(texts: Sequence[str], n: int = 3) -> str:
+def _title(texts: Sequence[str], n: int = 3, rules: str | EntityRules = "default") -> str:
     """A keyword title: the most frequent names of ``texts`` (else their most frequent terms)."""
     counts: Counter[str] = Counter()
     for t in texts:
         for sentence in split_sentences(t):
-            for e in extract_entities(sentence):
+            for e in extract_entities(sentence, rules=rules):
                 if not e[0].isdigit() and e[0] not in "$€£¥":
                     counts[e] += 1
     names = [name for name, _ in counts.most_common(n)]
@@ -360,10 +494,20 @@ def _title(texts: Sequence[str], n: int = 3) -> str:
 
 
 class ExtractiveLLM:
-    """Deterministic CPU backend that satisfies the ``LLM`` interface without a model."""
+    """Deterministic CPU backend that satisfies the ``LLM`` interface without a model.
 
-    def __init__(self, sentences_per_unit: int = 2):
+    Parameters
+    ----------
+    sentences_per_unit:
+        Sentences per semantic unit of ``decompose``.
+    entity_rules:
+        The entity rule set of ``decompose``, ``community`` titles and ``query_entities``
+        (``ENTITY_RULES``; ``"legacy"`` reproduces indexes built before issue #12).
+    """
+
+    def __init__(self, sentences_per_unit: int = 2, entity_rules: str = "default"):
         self.sentences_per_unit = sentences_per_unit
+        self.rules = rules_named(entity_rules)
 
     @property
     def name(self) -> str:
@@ -388,7 +532,8 @@ class ExtractiveLLM:
         return " ".join(central_sentences(sentences, request.max_tokens))
 
     def _task_decompose(self, request: LLMRequest) -> str:
-        return json.dumps(decompose(request.inputs[0], self.sentences_per_unit), ensure_ascii=False)
+        units = decompose(request.inputs[0], self.sentences_per_unit, self.rules)
+        return json.dumps(units, ensure_ascii=False)
 
     def _task_attribute(self, request: LLMRequest) -> str:
         entity, *rest = request.inputs
@@ -401,22 +546,131 @@ class ExtractiveLLM:
     def _task_community(self, request: LLMRequest) -> str:
         sentences = [s for t in request.inputs for s in split_sentences(t)]
         description = " ".join(central_sentences(sentences, max(request.max_tokens - 32, 16)))
-        element = {"title": _title(request.inputs), "description": description}
+        element = {"title": _title(request.inputs, rules=self.rules), "description": description}
         return json.dumps({"high_level_elements": [element]}, ensure_ascii=False)
 
     def _task_query_entities(self, request: LLMRequest) -> str:
-        return json.dumps({"entities": extract_entities(request.inputs[0])}, ensure_ascii=False)
+        entities = extract_entities(request.inputs[0], rules=self.rules)
+        return json.dumps({"entities": entities}, ensure_ascii=False)
 
     def _task_answer(self, request: LLMRequest) -> str:
         question, context = request.inputs
-        q_terms = set(_terms(question))
-        best, best_score = "", 0.0
-        for line in context.splitlines():
-            line = re.sub(r"^\s*-\s*", "", line)
-            line = re.sub(r"\s*\[[^\]]*\]\s*$", "", line)
-            for sentence in split_sentences(line):
-                terms = set(_terms(sentence))
-                score = len(q_terms & terms) / math.sqrt(len(terms) + 1)
-                if score > best_score:
-                    best, best_score = sentence, score
-        return best if best else "Insufficient information."
+        return answer_sentences(question, context, min(request.max_tokens, ANSWER_TOKENS))
+
+
+#: Token limit of an extractive answer (the request's ``max_tokens`` when smaller).
+ANSWER_TOKENS = 120
+#: Most sentences in an extractive answer.
+ANSWER_SENTENCES = 3
+#: A sentence after the first is kept only when it scores this share of the best one.
+RELATIVE_FLOOR = 0.4
+#: Weight of the retrieval rank: a sentence of the context's n-th entry (from 0) scores
+#: ``1 + RANK_PRIOR / (1 + n)`` times its BM25 score, so equal matches favour the best hit.
+RANK_PRIOR = 0.5
+_ENTRY_START = re.compile(r"^(?:-\s+|\[(\d+)\]\s*)")
+_ENTRY_DOCS = re.compile(r"\s*\[([^\]]*)\]\s*$")
+
+
+def context_entries(context: str) -> list[tuple[str, str]]:
+    """The entries of an answer context as ``(marker, text)``.
+
+    Two context formats are read: the numbered one of the chat API and of
+    ``graphstrata answer`` (entries ``[n] text``: the marker is ``[n]``) and the engine's
+    (``## Kind`` headings, entries ``- text [doc, ...]``: the trailing document list is
+    dropped and the marker is empty, so ``Engine.answer`` keeps its plain sentences; its
+    citations are the hits' ``docs``). Lines that do not start an entry
+    continue the previous one; Markdown heading lines inside an entry are dropped (titles
+    are not answers).
+    """
+    entries: list[tuple[str, list[str]]] = []
+    for raw in context.splitlines():
+        line = raw.strip()
+        start = _ENTRY_START.match(line)
+        if start:
+            marker = f"[{start.group(1)}]" if start.group(1) else ""
+            entries.append((marker, [line[start.end() :]]))
+        elif line.startswith("#") or not entries:
+            continue
+        else:
+            entries[-1][1].append(line)
+    out = []
+    for marker, lines in entries:
+        lines = [ln for ln in lines if not ln.lstrip().startswith("#")]
+        text = "\n".join(lines)
+        if not marker:
+            docs = _ENTRY_DOCS.search(text)
+            if docs:
+                text = text[: docs.start()]
+        out.append((marker, text))
+    return out
+
+
+def answer_sentences(
+    question: str,
+    context: str,
+    max_tokens: int = ANSWER_TOKENS,
+    max_sentences: int = ANSWER_SENTENCES,
+) -> str:
+    """The context sentences that best answer ``question``, each with its citation marker.
+
+    Sentences are ranked by BM25 against the question's terms (the sentences of the context
+    are the collection: a question term that is in every sentence counts little), not by
+    centrality; a sentence that is no sentence (no terminal punctuation and under five
+    words: a heading, a caption) or a repeat is skipped; the retrieval rank of a sentence's
+    entry breaks near ties (:data:`RANK_PRIOR`). The best ones (at most
+    ``max_sentences``, each scoring at least :data:`RELATIVE_FLOOR` of the best) that fit in
+    ``max_tokens`` are returned best first, each followed by its entry's marker (``[n]``
+    of a numbered context).
+
+    Returns
+    -------
+    str
+        ``"sentence [marker] sentence [marker]"``, or ``"Insufficient information."`` when
+        no sentence shares a term with the question.
+    """
+    q_terms = set(_terms(question))
+    candidates: list[tuple[str, str, list[str]]] = []
+    ranks: list[int] = []
+    seen: set[str] = set()
+    for rank, (marker, text) in enumerate(context_entries(context)):
+        for sentence in split_sentences(text):
+            key = " ".join(sentence.lower().split())
+            words = sentence.split()
+            if key in seen or (len(words) < 5 and not re.search(r"[.!?]$", sentence)):
+                continue
+            seen.add(key)
+            candidates.append((sentence, marker, _terms(sentence)))
+            ranks.append(rank)
+    if not q_terms or not candidates:
+        return "Insufficient information."
+    n = len(candidates)
+    df: Counter[str] = Counter()
+    for _, _, terms in candidates:
+        df.update(set(terms) & q_terms)
+    avg_len = sum(len(t) for _, _, t in candidates) / n or 1.0
+    k1, b = 1.2, 0.75
+    scored = []
+    for i, (_, _, terms) in enumerate(candidates):
+        tf = Counter(terms)
+        norm = k1 * (1 - b + b * len(terms) / avg_len)
+        score = sum(
+            math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) * tf[t] * (k1 + 1) / (tf[t] + norm)
+            for t in q_terms
+            if tf[t]
+        )
+        if score > 0:
+            scored.append((score * (1.0 + RANK_PRIOR / (1 + ranks[i])), i))
+    scored.sort(key=lambda si: (-si[0], si[1]))
+    parts: list[str] = []
+    used = 0
+    for score, i in scored[:max_sentences]:
+        if score < RELATIVE_FLOOR * scored[0][0]:
+            break
+        sentence, marker, _ = candidates[i]
+        part = f"{sentence} {marker}".strip()
+        cost = count_tokens(part)
+        if parts and used + cost > max_tokens:
+            break
+        parts.append(part)
+        used += cost
+    return " ".join(parts) if parts else "Insufficient information."

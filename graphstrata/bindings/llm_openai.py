@@ -323,9 +323,11 @@ class OpenAICompatibleLLM:
         tasks = [asyncio.create_task(answer(i, r)) for i, r in enumerate(requests)]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            for task in done:
-                if task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
+            # Read every finished task's exception (not only the first), so that none is
+            # left "never retrieved" when several requests failed together.
+            failures = [e for t in done if not t.cancelled() and (e := t.exception())]
+            if failures:
+                raise failures[0]
         finally:
             # Fail fast: one request that cannot be answered aborts the operation, so the
             # rest are not paid for (answers that already arrived are in the cache).
@@ -466,26 +468,42 @@ class OpenAICompatibleLLM:
             retry += 1
 
     def _parse(self, response: httpx.Response, prompt: str, mode: str) -> _Completion | None:
+        """The completion in a 200 response, or None when its shape is not a chat completion.
+
+        Every field is checked for its type: servers that claim compatibility answer with
+        ``usage`` as a string, ``content`` as a list or a number, and so on. None makes the
+        caller retry and then raise ``LLMError``; nothing else may escape.
+        """
         try:
             data = response.json()
-            choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        except ValueError:
             return None
-        usage: Mapping[str, Any] = data.get("usage") or {}
+        choices = data.get("choices") if isinstance(data, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            return None
+        text = message.get("content")
+        if text is None:
+            text = ""
+        if not isinstance(text, str):
+            return None
+        raw_usage = data.get("usage")
+        usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         prompt_tokens = usage.get("prompt_tokens")
         completion_tokens = usage.get("completion_tokens")
-        if not isinstance(prompt_tokens, int):
+        finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+        if not isinstance(prompt_tokens, int) or isinstance(prompt_tokens, bool):
             # The server does not report usage: count like the engine does (cl100k_base).
             prompt_tokens = count_tokens(prompt) + (
                 count_tokens(self.system_prompt) if self.system_prompt else 0
             )
-        if not isinstance(completion_tokens, int):
+        if not isinstance(completion_tokens, int) or isinstance(completion_tokens, bool):
             completion_tokens = count_tokens(text)
         return _Completion(
             text=text,
-            prompt_tokens=int(prompt_tokens),
-            completion_tokens=int(completion_tokens),
+            prompt_tokens=max(int(prompt_tokens), 0),
+            completion_tokens=max(int(completion_tokens), 0),
             json_mode=mode,
-            finish_reason=choice.get("finish_reason"),
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         )

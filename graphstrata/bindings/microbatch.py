@@ -45,9 +45,11 @@ class BatchStats:
 
     @property
     def mean_batch(self) -> float:
+        """Items per batch so far (0 before the first batch)."""
         return self.items / self.batches if self.batches else 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """The statistics as JSON (``sizes`` left out)."""
         return {
             "batches": self.batches,
             "items": self.items,

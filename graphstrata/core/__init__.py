@@ -1,1 +1,8 @@
-"""Compiled kernels: pure functions over numpy arrays. No I/O, no models."""
+"""Compiled kernels: pure functions over numpy arrays. No I/O, no models.
+
+Conventions (docs/architecture.md, "Kernels"): each public function checks and converts its
+inputs in Python, then calls small ``@njit(cache=True, nogil=True)`` kernels over arrays of
+explicit dtypes, so query-time kernels (``ppr``, ``budget``) run in parallel from the
+server's thread pool. Kernel state that travels between kernels is a ``typing.NamedTuple``
+of arrays (Numba compiles them), never a positional tuple.
+"""

@@ -1,19 +1,29 @@
-"""Packing ranked nodes under a token budget."""
+"""Packing ranked nodes under a token budget (docs/architecture.md, "Kernels")."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+__all__ = ["pack"]
 
-@njit(cache=True)
-def _pack_sorted(order: np.ndarray, tokens: np.ndarray, budget: np.int64) -> np.ndarray:
-    selected = np.empty(order.shape[0], dtype=np.int64)
+
+@njit(cache=True, nogil=True)
+def _pack(scores: np.ndarray, tokens: np.ndarray, budget: int) -> np.ndarray:
+    # Rank by descending score (NaN last, as -inf; a stable sort keeps input order on
+    # ties), then fill greedily: a node that does not fit is skipped.
+    n = scores.shape[0]
+    neg = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        x = scores[i]
+        neg[i] = np.inf if np.isnan(x) else -x
+    order = np.argsort(neg, kind="mergesort")
+    selected = np.empty(n, dtype=np.int64)
     n_selected = 0
-    used = np.int64(0)
-    for j in range(order.shape[0]):
+    used = 0
+    for j in range(n):
         i = order[j]
-        t = np.int64(tokens[i])
+        t = tokens[i]
         if used + t <= budget:
             selected[n_selected] = i
             n_selected += 1
@@ -27,7 +37,8 @@ def pack(scores: np.ndarray, tokens: np.ndarray, budget: int) -> np.ndarray:
     Greedy fill in rank order: a node that does not fit is skipped and smaller, lower-ranked
     nodes may still fill the rest (the "ranked prefix" generalized so one long node does not
     waste the budget). Ties in score keep input order (stable sort), so callers that pass
-    nodes already ranked get a deterministic result.
+    nodes already ranked get a deterministic result. The ranking and the fill run in one
+    compiled kernel that releases the GIL.
 
     Parameters
     ----------
@@ -55,6 +66,4 @@ def pack(scores: np.ndarray, tokens: np.ndarray, budget: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if np.any(tokens < 0):
         raise ValueError("token counts must be >= 0")
-    keys = np.where(np.isnan(scores), -np.inf, scores.astype(np.float64))
-    order = np.argsort(-keys, kind="stable").astype(np.int64)
-    return _pack_sorted(order, tokens.astype(np.int64), np.int64(budget))
+    return _pack(scores.astype(np.float64), tokens.astype(np.int64), int(budget))

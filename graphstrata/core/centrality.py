@@ -22,8 +22,19 @@ __all__ = ["sampled_betweenness"]
 _PARALLEL_MIN = 1 << 20  # sources x CSR entries below which one thread does it all
 
 
-@njit(cache=True)
-def _single_source(indptr, indices, s, dist, sigma, delta, order, pv, pw, out) -> None:
+@njit(cache=True, nogil=True)
+def _single_source(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    s: int,
+    dist: np.ndarray,
+    sigma: np.ndarray,
+    delta: np.ndarray,
+    order: np.ndarray,
+    pv: np.ndarray,
+    pw: np.ndarray,
+    out: np.ndarray,
+) -> None:
     # Brandes from s. The forward BFS records every shortest-path edge (v -> w) as it is
     # found, in BFS order of v; walking that list backwards visits each w's out-edges
     # before any edge into w, so delta[w] is final when it is read: the reverse sweep
@@ -68,8 +79,10 @@ def _single_source(indptr, indices, s, dist, sigma, delta, order, pv, pw, out) -
         delta[v] = 0.0
 
 
-@njit(cache=True)
-def _sources_serial(indptr, indices, sources, lo, hi, out) -> None:
+@njit(cache=True, nogil=True)
+def _sources_serial(
+    indptr: np.ndarray, indices: np.ndarray, sources: np.ndarray, lo: int, hi: int, out: np.ndarray
+) -> None:
     n = indptr.shape[0] - 1
     nnz = indices.shape[0]
     dist = np.full(n, -1, dtype=np.int32)
@@ -82,8 +95,10 @@ def _sources_serial(indptr, indices, sources, lo, hi, out) -> None:
         _single_source(indptr, indices, sources[i], dist, sigma, delta, order, pv, pw, out)
 
 
-@njit(cache=True, parallel=True)
-def _accumulate(indptr, indices, sources, n_slots):
+@njit(cache=True, nogil=True, parallel=True)
+def _accumulate(
+    indptr: np.ndarray, indices: np.ndarray, sources: np.ndarray, n_slots: int
+) -> np.ndarray:
     # One contiguous chunk of sources per thread, each with its own scratch and its own
     # accumulator row (no atomics); rows are summed at the end.
     n = indptr.shape[0] - 1
@@ -122,7 +137,7 @@ def _rescale(
     else:
         s_src = big_n / ((k - 1) * 2.0) if k > 1 else np.nan
         s_non = big_n / (k * 2.0)
-    scale = np.full(n, s_non)
+    scale = np.full(n, s_non, dtype=np.float64)
     scale[sources] = s_src
     return bc * scale
 

@@ -17,8 +17,10 @@ __all__ = ["csr_from_edges", "merge_edges"]
 _INSERTION_MAX = 32  # rows up to this length are sorted by insertion (no allocation)
 
 
-@njit(cache=True)
-def _scatter(src, dst, weight, n):
+@njit(cache=True, nogil=True)
+def _scatter(
+    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # Directed entries of the symmetric matrix, grouped by row in input order.
     counts = np.zeros(n + 1, dtype=np.int64)
     for e in range(src.shape[0]):
@@ -44,8 +46,8 @@ def _scatter(src, dst, weight, n):
     return indptr, cols, vals
 
 
-@njit(cache=True)
-def _sort_merge_row(cols, vals, a, b) -> np.int64:
+@njit(cache=True, nogil=True)
+def _sort_merge_row(cols: np.ndarray, vals: np.ndarray, a: int, b: int) -> int:
     # Sort cols[a:b] (carrying vals) and merge equal columns by summing, in place; returns
     # the merged length. Stable, so equal columns are summed in input order.
     n = b - a
@@ -79,14 +81,26 @@ def _sort_merge_row(cols, vals, a, b) -> np.int64:
     return k - a + 1
 
 
-@njit(cache=True)
-def _sort_rows(indptr, cols, vals, lengths, lo, hi) -> None:
+@njit(cache=True, nogil=True)
+def _sort_rows(
+    indptr: np.ndarray, cols: np.ndarray, vals: np.ndarray, lengths: np.ndarray, lo: int, hi: int
+) -> None:
     for i in range(lo, hi):
         lengths[i] = _sort_merge_row(cols, vals, indptr[i], indptr[i + 1])
 
 
-@njit(cache=True)
-def _compact_rows(indptr, cols, vals, lengths, out_ptr, out_cols, out_vals, lo, hi) -> None:
+@njit(cache=True, nogil=True)
+def _compact_rows(
+    indptr: np.ndarray,
+    cols: np.ndarray,
+    vals: np.ndarray,
+    lengths: np.ndarray,
+    out_ptr: np.ndarray,
+    out_cols: np.ndarray,
+    out_vals: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
     for i in range(lo, hi):
         a = indptr[i]
         o = out_ptr[i]
@@ -95,16 +109,27 @@ def _compact_rows(indptr, cols, vals, lengths, out_ptr, out_cols, out_vals, lo, 
             out_vals[o + j] = vals[a + j]
 
 
-@njit(cache=True, parallel=True)
-def _sort_rows_par(indptr, cols, vals, lengths, n_chunks) -> None:
+@njit(cache=True, nogil=True, parallel=True)
+def _sort_rows_par(
+    indptr: np.ndarray, cols: np.ndarray, vals: np.ndarray, lengths: np.ndarray, n_chunks: int
+) -> None:
     n = lengths.shape[0]
     step = (n + n_chunks - 1) // n_chunks
     for c in prange(n_chunks):
         _sort_rows(indptr, cols, vals, lengths, c * step, min(n, (c + 1) * step))
 
 
-@njit(cache=True, parallel=True)
-def _compact_rows_par(indptr, cols, vals, lengths, out_ptr, out_cols, out_vals, n_chunks):
+@njit(cache=True, nogil=True, parallel=True)
+def _compact_rows_par(
+    indptr: np.ndarray,
+    cols: np.ndarray,
+    vals: np.ndarray,
+    lengths: np.ndarray,
+    out_ptr: np.ndarray,
+    out_cols: np.ndarray,
+    out_vals: np.ndarray,
+    n_chunks: int,
+) -> None:
     n = lengths.shape[0]
     step = (n + n_chunks - 1) // n_chunks
     for c in prange(n_chunks):
@@ -112,7 +137,9 @@ def _compact_rows_par(indptr, cols, vals, lengths, out_ptr, out_cols, out_vals, 
         _compact_rows(indptr, cols, vals, lengths, out_ptr, out_cols, out_vals, lo, hi)
 
 
-def _finish(indptr, cols, vals, n):
+def _finish(
+    indptr: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # Sort and merge every row, then compact. Rows are independent: large graphs use the
     # thread pool, small ones stay serial (waking the pool costs more than the work).
     lengths = np.empty(n, dtype=np.int64)
@@ -141,8 +168,17 @@ def _n_chunks(work: int) -> int:
     return 4 * max(1, get_num_threads())  # a few chunks per thread balance skewed rows
 
 
-@njit(cache=True)
-def _count_union(ip1, ix1, n1, ip2, ix2, lengths, lo, hi) -> None:
+@njit(cache=True, nogil=True)
+def _count_union(
+    ip1: np.ndarray,
+    ix1: np.ndarray,
+    n1: int,
+    ip2: np.ndarray,
+    ix2: np.ndarray,
+    lengths: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
     # Row-wise union sizes of two CSRs with sorted, duplicate-free rows (ip1 may have
     # fewer rows: rows >= n1 are empty there).
     for i in range(lo, hi):
@@ -161,8 +197,21 @@ def _count_union(ip1, ix1, n1, ip2, ix2, lengths, lo, hi) -> None:
         lengths[i] = cnt + (b - a) + (d - c)
 
 
-@njit(cache=True)
-def _fill_union(ip1, ix1, w1, n1, ip2, ix2, w2, out_ptr, out_ix, out_w, lo, hi) -> None:
+@njit(cache=True, nogil=True)
+def _fill_union(
+    ip1: np.ndarray,
+    ix1: np.ndarray,
+    w1: np.ndarray,
+    n1: int,
+    ip2: np.ndarray,
+    ix2: np.ndarray,
+    w2: np.ndarray,
+    out_ptr: np.ndarray,
+    out_ix: np.ndarray,
+    out_w: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
     # Write the row-wise union; equal columns sum.
     for i in range(lo, hi):
         a, b = (ip1[i], ip1[i + 1]) if i < n1 else (0, 0)
@@ -185,8 +234,22 @@ def _fill_union(ip1, ix1, w1, n1, ip2, ix2, w2, out_ptr, out_ix, out_w, lo, hi) 
             o += 1
 
 
-@njit(cache=True, parallel=True)
-def _union_par(ip1, ix1, w1, n1, ip2, ix2, w2, out_ptr, out_ix, out_w, lengths, phase, chunks):
+@njit(cache=True, nogil=True, parallel=True)
+def _union_par(
+    ip1: np.ndarray,
+    ix1: np.ndarray,
+    w1: np.ndarray,
+    n1: int,
+    ip2: np.ndarray,
+    ix2: np.ndarray,
+    w2: np.ndarray,
+    out_ptr: np.ndarray,
+    out_ix: np.ndarray,
+    out_w: np.ndarray,
+    lengths: np.ndarray,
+    phase: int,
+    chunks: int,
+) -> None:
     n = lengths.shape[0]
     step = (n + chunks - 1) // chunks
     for c in prange(chunks):
@@ -197,7 +260,16 @@ def _union_par(ip1, ix1, w1, n1, ip2, ix2, w2, out_ptr, out_ix, out_w, lengths, 
             _fill_union(ip1, ix1, w1, n1, ip2, ix2, w2, out_ptr, out_ix, out_w, lo, hi)
 
 
-def _merge_sorted(ip1, ix1, w1, n1, ip2, ix2, w2, n):
+def _merge_sorted(
+    ip1: np.ndarray,
+    ix1: np.ndarray,
+    w1: np.ndarray,
+    n1: int,
+    ip2: np.ndarray,
+    ix2: np.ndarray,
+    w2: np.ndarray,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lengths = np.empty(n, dtype=np.int64)
     chunks = _n_chunks(ix1.shape[0] + ix2.shape[0])
     e64 = np.zeros(0, dtype=np.int64)
@@ -330,7 +402,19 @@ def merge_edges(
 
 
 def check_csr(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Validate a CSR structure; return ``(indptr, indices)`` as int64 arrays."""
+    """Validate a CSR structure (shapes, integer dtypes, ``indptr`` ends).
+
+    Parameters
+    ----------
+    indptr : integer array [n + 1]
+    indices : integer array [nnz]
+
+    Returns
+    -------
+    indptr : int64 array [n + 1]
+    indices : int64 array [nnz]
+        The inputs as int64 (no copy when they already are).
+    """
     indptr = np.asarray(indptr)
     indices = np.asarray(indices)
     if indptr.ndim != 1 or indptr.shape[0] < 1 or indices.ndim != 1:

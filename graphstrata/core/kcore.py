@@ -15,6 +15,16 @@ def igraph_from_csr(indptr: np.ndarray, indices: np.ndarray) -> ig.Graph:
 
     Self-loops (diagonal entries) are dropped; the CSR is assumed duplicate-free (as from
     :func:`graphstrata.core.graph.csr_from_edges`).
+
+    Parameters
+    ----------
+    indptr : int64 array [n + 1]
+    indices : int64 array [nnz]
+
+    Returns
+    -------
+    igraph.Graph
+        ``n`` vertices, one undirected edge per entry ``(u, v)`` with ``u < v``.
     """
     indptr, indices = check_csr(indptr, indices)
     n = indptr.shape[0] - 1

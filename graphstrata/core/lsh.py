@@ -56,7 +56,7 @@ def sample_hyperplanes(dim: int, n_bits: int, seed: int) -> np.ndarray:
     return rng.standard_normal((n_bits, dim)).astype(np.float32)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pack_signs(proj: np.ndarray, out: np.ndarray) -> None:
     # proj: float32 [b, n_bits] (C order). One pass, no temporaries: bit j = proj[i, j] > 0.
     # Serial on purpose: the pass costs ~1% of the GEMM, and a Numba thread pool woken
@@ -130,17 +130,37 @@ def project_codes(X: np.ndarray, H: np.ndarray, block_rows: int = 65536) -> np.n
 
 
 def popcount64(x: np.ndarray) -> np.ndarray:
-    """Number of set bits of each element of a uint64 array (vectorized, any shape)."""
+    """Number of set bits of each element of a uint64 array (vectorized, any shape).
+
+    Parameters
+    ----------
+    x : uint64 array, any shape
+        Codes (other integer dtypes are converted to uint64).
+
+    Returns
+    -------
+    int64 array, same shape
+    """
     x = np.asarray(x, dtype=np.uint64)
     return np.bitwise_count(x).astype(np.int64)
 
 
 def hamming(a: int | np.integer, b: int | np.integer) -> int:
-    """Hamming distance between two codes (number of differing bits)."""
+    """Hamming distance between two codes (number of differing bits).
+
+    Parameters
+    ----------
+    a, b : int
+        Non-negative codes.
+
+    Returns
+    -------
+    int
+    """
     return (int(a) ^ int(b)).bit_count()
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _popcount(x: np.uint64) -> np.int64:
     # SWAR popcount: Numba has no portable popcnt intrinsic for uint64 scalars.
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
@@ -149,7 +169,7 @@ def _popcount(x: np.uint64) -> np.int64:
     return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _hamming_matrix(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     for i in prange(a.shape[0]):
         ai = a[i]

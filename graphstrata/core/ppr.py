@@ -13,6 +13,11 @@ After ``iters`` steps only the ``iters``-hop neighbourhood of the seeds can be n
 the kernel pushes from the seeds through a hash map local to the call: it never touches
 the other nodes and allocates in proportion to the edges it touches, whatever the graph
 size (no O(n) scratch, nothing kept between calls, safe to call from many threads).
+
+The kernels are compiled with ``nogil=True``: the HTTP server runs queries from a thread
+pool, and a thread inside the push or the top-k selection does not hold the GIL, so
+queries overlap (``benchmarks/concurrent_graph.py`` measures it). See
+docs/architecture.md, "Kernels".
 """
 
 from __future__ import annotations
@@ -28,8 +33,8 @@ __all__ = ["shallow_ppr", "shallow_ppr_stats", "top_k_by_kind"]
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads consecutive ids
 
 
-@njit(cache=True, inline="always")
-def _slot_of(node: np.int64, shift: np.uint64, mask: np.int64) -> np.int64:
+@njit(cache=True, nogil=True, inline="always")
+def _slot_of(node: int, shift: np.uint64, mask: np.int64) -> np.int64:
     return np.int64((np.uint64(node) * _HASH_MUL) >> shift) & mask
 
 
@@ -38,8 +43,21 @@ def _slot_of(node: np.int64, shift: np.uint64, mask: np.int64) -> np.int64:
 _LOW = np.int64(0xFFFFFFFF)
 
 
-@njit(cache=True)
-def _step(indptr, indices, weights, table, shift, tab_mask, nodes, cur, nxt, pv, count, alpha):
+@njit(cache=True, nogil=True)
+def _step(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    table: np.ndarray,
+    shift: np.uint64,
+    tab_mask: np.int64,
+    nodes: np.ndarray,
+    cur: np.ndarray,
+    nxt: np.ndarray,
+    pv: np.ndarray,
+    count: int,
+    alpha: float,
+) -> tuple[int, int]:
     # One step nxt = alpha * p + (1 - alpha) * P^T cur over the reached nodes. Capacity
     # for every node this step can reach was reserved by the caller, so nothing is
     # reallocated here (reassigning arrays inside the loop costs Numba reference counting
@@ -47,7 +65,7 @@ def _step(indptr, indices, weights, table, shift, tab_mask, nodes, cur, nxt, pv,
     n_seed = pv.shape[0]
     for i in range(count):
         nxt[i] = alpha * pv[i] if i < n_seed else 0.0
-    edges = np.int64(0)
+    edges = 0
     one_minus = 1.0 - alpha
     active = count  # nodes first reached in this step have cur == 0: nothing to push
     for i in range(active):
@@ -84,16 +102,16 @@ def _step(indptr, indices, weights, table, shift, tab_mask, nodes, cur, nxt, pv,
     return count, edges
 
 
-@njit(cache=True)
-def _table_bits(n: np.int64) -> np.int64:
+@njit(cache=True, nogil=True)
+def _table_bits(n: int) -> int:
     bits = 4
     while (1 << bits) < 2 * n:  # load factor <= 1/2
         bits += 1
     return bits
 
 
-@njit(cache=True)
-def _rehash(nodes, count, bits):
+@njit(cache=True, nogil=True)
+def _rehash(nodes: np.ndarray, count: int, bits: int) -> np.ndarray:
     tab_mask = np.int64((1 << bits) - 1)
     shift = np.uint64(64 - bits)
     table = np.full(1 << bits, -1, dtype=np.int64)
@@ -105,15 +123,23 @@ def _rehash(nodes, count, bits):
     return table
 
 
-@njit(cache=True)
-def _grow(a, n, cap):
+@njit(cache=True, nogil=True)
+def _grow(a: np.ndarray, n: int, cap: int) -> np.ndarray:
     b = np.empty(cap, dtype=a.dtype)
     b[:n] = a[:n]
     return b
 
 
-@njit(cache=True)
-def _push(indptr, indices, weights, seeds, seed_p, alpha, iters):
+@njit(cache=True, nogil=True)
+def _push(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    seeds: np.ndarray,
+    seed_p: np.ndarray,
+    alpha: float,
+    iters: int,
+) -> tuple[np.ndarray, np.ndarray, int]:
     # Sparse push. Reached nodes live in dense arrays (nodes/cur/nxt, in discovery order)
     # found through an open-addressing table (node -> dense index). Before each step both
     # are sized for the worst case of that step (count + degrees of the nodes pushed from),
@@ -141,7 +167,7 @@ def _push(indptr, indices, weights, seeds, seed_p, alpha, iters):
     cur = np.empty(cap, dtype=np.float64)
     nxt = np.empty(cap, dtype=np.float64)
     cur[:count] = pv
-    edges = np.int64(0)
+    edges = 0
     for _ in range(iters):
         need = count
         for i in range(count):
@@ -165,8 +191,10 @@ def _push(indptr, indices, weights, seeds, seed_p, alpha, iters):
     return nodes[:count], cur[:count], edges
 
 
-@njit(cache=True)
-def _seed_distribution(seeds, sw, n):
+@njit(cache=True, nogil=True)
+def _seed_distribution(
+    seeds: np.ndarray, sw: np.ndarray, n: int
+) -> tuple[int, np.ndarray, np.ndarray]:
     # -> (status, seeds with weight > 0, their weights normalized to sum 1); status 1: a
     # seed out of range, 2: a negative or non-finite weight. Empty when no weight.
     total = 0.0
@@ -201,6 +229,11 @@ def shallow_ppr_stats(
     iters: int = 2,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """:func:`shallow_ppr` that also returns the number of CSR entries read (edges touched).
+
+    Parameters
+    ----------
+    indptr, indices, weights, seeds, seed_weights, alpha, iters
+        As in :func:`shallow_ppr`.
 
     Returns
     -------
@@ -297,6 +330,112 @@ def shallow_ppr(
     return nodes, scores
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _worse(ka: float, pa: int, kb: float, pb: int) -> bool:
+    # Rank order of the selection: higher key first, then earlier position.
+    return ka < kb or (ka == kb and pa > pb)
+
+
+@njit(cache=True, nogil=True)
+def _sift_up(hk: np.ndarray, hp: np.ndarray, lo: int, j: int) -> None:
+    # Heap hk/hp[lo:lo + n] with the worst entry at the root.
+    while j > 0:
+        p = (j - 1) // 2
+        if not _worse(hk[lo + j], hp[lo + j], hk[lo + p], hp[lo + p]):
+            break
+        hk[lo + j], hk[lo + p] = hk[lo + p], hk[lo + j]
+        hp[lo + j], hp[lo + p] = hp[lo + p], hp[lo + j]
+        j = p
+
+
+@njit(cache=True, nogil=True)
+def _sift_down(hk: np.ndarray, hp: np.ndarray, lo: int, n: int, j: int) -> None:
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        if c + 1 < n and _worse(hk[lo + c + 1], hp[lo + c + 1], hk[lo + c], hp[lo + c]):
+            c += 1
+        if not _worse(hk[lo + c], hp[lo + c], hk[lo + j], hp[lo + j]):
+            break
+        hk[lo + j], hk[lo + c] = hk[lo + c], hk[lo + j]
+        hp[lo + j], hp[lo + c] = hp[lo + c], hp[lo + j]
+        j = c
+
+
+@njit(cache=True, nogil=True)
+def _top_k_positions(
+    scores: np.ndarray, kinds: np.ndarray, offset: int, k_of: np.ndarray
+) -> np.ndarray:
+    # Positions of the k_of[kind - offset] best scores of each kind (NaN as -inf; ties:
+    # earlier position), ordered by descending score, ties by position. One pass with a
+    # bounded heap per kind (worst entry at the root): O(t log k), no full sort.
+    t = scores.shape[0]
+    n_kinds = k_of.shape[0]
+    count = np.zeros(n_kinds, dtype=np.int64)
+    for i in range(t):
+        count[np.int64(kinds[i]) - offset] += 1
+    start = np.zeros(n_kinds + 1, dtype=np.int64)  # heap of kind c: [start[c], start[c + 1])
+    for c in range(n_kinds):
+        start[c + 1] = start[c] + max(0, min(k_of[c], count[c]))
+    hk = np.empty(start[n_kinds], dtype=np.float64)
+    hp = np.empty(start[n_kinds], dtype=np.int64)
+    fill = np.zeros(n_kinds, dtype=np.int64)
+    for i in range(t):
+        kd = np.int64(kinds[i]) - offset
+        lo = start[kd]
+        kc = start[kd + 1] - lo
+        if kc == 0:
+            continue
+        x = scores[i]
+        if np.isnan(x):
+            x = -np.inf
+        n = fill[kd]
+        if n < kc:
+            hk[lo + n] = x
+            hp[lo + n] = i
+            fill[kd] = n + 1
+            _sift_up(hk, hp, lo, n)
+        elif x > hk[lo]:  # i comes after every position in the heap: ties lose
+            hk[lo] = x
+            hp[lo] = i
+            _sift_down(hk, hp, lo, kc, 0)
+    sel = np.sort(hp)  # every heap is full (kc <= count): sel holds the selection
+    neg = np.empty(sel.shape[0], dtype=np.float64)
+    for j in range(sel.shape[0]):
+        x = scores[sel[j]]
+        neg[j] = np.inf if np.isnan(x) else -x
+    order = np.argsort(neg, kind="mergesort")  # stable: ties keep position order
+    return sel[order]
+
+
+def _kind_table(
+    kinds: np.ndarray, k_per_kind: int | dict[int, int]
+) -> tuple[np.ndarray, int, np.ndarray]:
+    # (kind index array, offset, k of each kind index): kinds - offset index k_of.
+    kmin, kmax = int(kinds.min()), int(kinds.max())
+    if kmax - kmin < 1 << 16:  # a small range (uint8 kinds in practice): no remapping
+        kind_ix, offset = kinds, kmin
+        values = None
+        n_kinds = kmax - kmin + 1
+    else:
+        values, inverse = np.unique(kinds.astype(np.int64), return_inverse=True)
+        kind_ix, offset = inverse.astype(np.int64).reshape(-1), 0
+        n_kinds = values.shape[0]
+    if not isinstance(k_per_kind, dict):
+        return kind_ix, offset, np.full(n_kinds, k_per_kind, dtype=np.int64)
+    k_of = np.zeros(n_kinds, dtype=np.int64)
+    for kind, k in k_per_kind.items():
+        if values is None:
+            if kmin <= kind <= kmax:
+                k_of[kind - kmin] = k
+        else:
+            j = int(np.searchsorted(values, kind))
+            if j < n_kinds and values[j] == kind:
+                k_of[j] = k
+    return kind_ix, offset, k_of
+
+
 def top_k_by_kind(
     nodes: np.ndarray,
     scores: np.ndarray,
@@ -305,16 +444,17 @@ def top_k_by_kind(
 ) -> np.ndarray:
     """The ``k`` best-scored nodes of each kind, without sorting everything.
 
-    Each kind's candidates are cut with ``np.argpartition`` (O(t)); only the selected nodes
-    are sorted. Ties at a kind's cut keep the earlier input position, so the result is
-    deterministic.
+    One pass keeps a bounded heap of the ``k`` best per kind (O(t log k)); only the
+    selected nodes are sorted. Ties at a kind's cut keep the earlier input position, so
+    the result is deterministic. NaN scores rank last (as ``-inf``). The selection runs in
+    one compiled kernel that releases the GIL.
 
     Parameters
     ----------
     nodes : int64 array [t]
     scores : float array [t]
     kinds : uint8 array [t]
-        Kind of each node.
+        Kind of each node (any integer dtype).
     k_per_kind : int or mapping kind -> int
         One ``k`` for every kind, or a ``k`` per kind (kinds not in the mapping are dropped).
 
@@ -330,10 +470,11 @@ def top_k_by_kind(
         raise ValueError("nodes, scores and kinds must be 1-d of equal length")
     if kinds.size and not np.issubdtype(kinds.dtype, np.integer):
         raise ValueError(f"kinds must be integers, got {kinds.dtype}")
+    wanted: int | dict[int, int]
     if isinstance(k_per_kind, numbers.Integral):
-        if k_per_kind < 0:
+        wanted = int(k_per_kind)
+        if wanted < 0:
             raise ValueError(f"k must be >= 0, got {k_per_kind}")
-        wanted = None
     elif isinstance(k_per_kind, Mapping):
         wanted = {int(kd): int(kk) for kd, kk in k_per_kind.items()}
         if any(kk < 0 for kk in wanted.values()):
@@ -342,30 +483,6 @@ def top_k_by_kind(
         raise ValueError("k_per_kind must be an int or a mapping kind -> int")
     if nodes.size == 0:
         return np.zeros(0, dtype=np.int64)
-    # Group positions by kind with one stable argsort of the (small-integer) kinds.
-    by_kind = np.argsort(kinds, kind="stable")
-    kv = kinds[by_kind]
-    starts = np.flatnonzero(np.r_[True, kv[1:] != kv[:-1]])
-    ends = np.r_[starts[1:], kv.shape[0]]
-    picked: list[np.ndarray] = []
-    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-        kind = int(kv[a])
-        k = int(k_per_kind) if wanted is None else wanted.get(kind, 0)
-        if k <= 0:
-            continue
-        idx = by_kind[a:b]  # positions of this kind, ascending
-        if idx.shape[0] > k:
-            s = scores[idx]
-            part = np.argpartition(-s, k - 1)[:k]
-            cut = s[part].min()
-            # argpartition is not stable: keep everything above the cut, then the earliest
-            # positions at the cut.
-            above = idx[s > cut]
-            at_cut = idx[s == cut][: k - above.shape[0]]
-            idx = np.concatenate([above, at_cut])
-        picked.append(idx)
-    if not picked:
-        return np.zeros(0, dtype=np.int64)
-    sel = np.concatenate(picked)
-    order = np.lexsort((sel, -scores[sel]))
-    return nodes[sel[order]].astype(np.int64)
+    kind_ix, offset, k_of = _kind_table(kinds, wanted)
+    pos = _top_k_positions(scores, kind_ix, offset, k_of)
+    return nodes[pos].astype(np.int64)

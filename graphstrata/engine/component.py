@@ -3,13 +3,18 @@
 A component turns chunk changes into node/edge/vector changes of its own (``update``) and
 serves the search modes it owns from a per-version view (``view``). The engine owns the
 transaction: components only write into the ``Delta`` of the context, so a failure anywhere
-aborts the whole operation with nothing committed.
+aborts the whole operation with nothing committed (docs/architecture.md, "Write path" and
+"Adding a mode or a backend").
+
+Every new vector goes through ``UpdateContext.embed_nodes`` (one embedding path: dedupe,
+reuse, batches), and every view cites documents through the one ``DocNames`` of its version.
 """
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -20,7 +25,11 @@ from graphstrata.engine.interfaces import LLM, Embedder, LLMError, LLMRequest, L
 from graphstrata.engine.params import ModeParams
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.types import EMBEDDED_KINDS, NodeKind
 from graphstrata.engine.vectors import VectorIndex
+
+#: ``progress(stage, done, total)``: called as long operations advance.
+ProgressFn = Callable[[str, int, int], None]
 
 
 class MeteredLLM:
@@ -32,9 +41,17 @@ class MeteredLLM:
 
     @property
     def name(self) -> str:
+        """The wrapped backend's name."""
         return self.llm.name
 
     def complete(self, stage: str, requests: Sequence[LLMRequest]) -> list[LLMResponse]:
+        """Answer one stage's whole batch; cached answers are counted apart from calls.
+
+        Raises
+        ------
+        LLMError
+            When the backend fails or returns another number of answers than prompts.
+        """
         if not requests:
             return []
         with self.report.stage(f"llm:{stage}"):
@@ -62,9 +79,14 @@ class MeteredEmbedder:
 
     @property
     def dim(self) -> int:
+        """The embedding dimension."""
         return self.embedder.dim
 
     def embed(self, texts: Sequence[str], stage: str = "embed") -> np.ndarray:
+        """float32 ``[len(texts), dim]``, timed under ``stage`` and counted in ``embedded``.
+
+        Components call ``UpdateContext.embed_nodes`` instead, which dedupes and reuses.
+        """
         if len(texts) == 0:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         with self.report.stage(stage):
@@ -97,12 +119,64 @@ class ChangeSet:
 
     @property
     def empty(self) -> bool:
+        """True when the operation neither adds nor removes a chunk."""
         return self.added_chunk_ids.size == 0 and self.removed_chunk_ids.size == 0
+
+
+#: Texts embedded per call to the embedder (bounds memory; progress is reported per batch).
+EMBED_BATCH = 256
+
+
+def text_key(text: str) -> str:
+    """The key of a text in the reuse indexes: its SHA-1 (hex)."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+class TextIndex:
+    """``(kind, text_key(text)) -> id`` of a live node of one version that has a vector.
+
+    Built lazily, one kind at a time, and held by the engine's per-version state, so the
+    operations of one version share it instead of re-hashing every text each time.
+
+    Parameters
+    ----------
+    snapshot:
+        The committed version whose nodes are indexed.
+    """
+
+    def __init__(self, snapshot: Snapshot):
+        self.snapshot = snapshot
+        self._by_kind: dict[int, dict[str, int]] = {}
+
+    def of_kind(self, kind: int) -> dict[str, int]:
+        """The index of one kind (built on first use); a repeated text maps to its last id."""
+        kind = int(kind)
+        if kind not in self._by_kind:
+            nodes = self.snapshot.nodes
+            ids = nodes.ids_of_kind(kind)
+            ids = ids[self.snapshot.vectors.has(ids)]
+            texts = nodes.text_of(ids)
+            self._by_kind[kind] = {
+                text_key(t): int(i) for t, i in zip(texts, ids.tolist(), strict=True)
+            }
+        return self._by_kind[kind]
+
+    def lookup(self, kinds: Sequence[int], key: str) -> int | None:
+        """The id of a node of the first of ``kinds`` that holds the text, else None."""
+        for kind in kinds:
+            node = self.of_kind(kind).get(key)
+            if node is not None:
+                return node
+        return None
 
 
 @dataclass
 class UpdateContext:
-    """What a component may read and write during one operation."""
+    """What a component may read and write during one operation.
+
+    ``text_index`` is the per-version reuse index (``TextIndex``); the engine passes the
+    one of its state, and a context made without it builds its own.
+    """
 
     snapshot: Snapshot
     delta: Delta
@@ -111,24 +185,114 @@ class UpdateContext:
     llm: MeteredLLM
     report: OperationReport
     hyperplanes: np.ndarray
+    text_index: TextIndex | None = None
     _pending_vectors: dict[int, np.ndarray] = field(default_factory=dict)
+    _pending_texts: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.text_index is None:
+            self.text_index = TextIndex(self.snapshot)
 
     def embed_nodes(
-        self, ids: np.ndarray, kind: int, texts: Sequence[str], stage: str = "embed"
+        self,
+        ids: np.ndarray,
+        kind: int,
+        texts: Sequence[str],
+        stage: str = "embed",
+        *,
+        reuse_kinds: Sequence[int] | None = None,
+        progress: ProgressFn | None = None,
     ) -> np.ndarray:
-        """Embed new nodes once and record their vectors in the delta."""
-        mat = self.embedder.embed(texts, stage=stage)
-        self.delta.add_vectors(ids, kind, mat)
-        for i, node_id in enumerate(np.asarray(ids, dtype=np.int64)):
-            self._pending_vectors[int(node_id)] = mat[i]
-        return mat
+        """Vectors of new nodes, each distinct text embedded at most once, recorded in the delta.
 
-    def remember_vectors(self, ids: np.ndarray, matrix: np.ndarray) -> None:
-        for i, node_id in enumerate(np.asarray(ids, dtype=np.int64)):
-            self._pending_vectors[int(node_id)] = matrix[i]
+        A text already embedded earlier in this operation, or held by a live committed node,
+        reuses that vector (the embedder is deterministic, so the vector is the same); the
+        others are embedded in batches of ``EMBED_BATCH``. For chunks (kind T) the report
+        counts the texts embedded (``chunks_embedded``) and notes how many chunk vectors
+        were reused.
+
+        Parameters
+        ----------
+        ids:
+            The new nodes' ids (int64), one per text.
+        kind:
+            Their node kind (one of ``EMBEDDED_KINDS``).
+        texts:
+            Their texts.
+        stage:
+            Report stage of the embedder calls.
+        reuse_kinds:
+            Kinds whose vectors may be reused, in order of preference; default ``(kind,)``.
+            Summaries also reuse chunks: an extractive summary often repeats a child's text.
+        progress:
+            Called as ``progress("embed", done, total)`` after each batch.
+
+        Returns
+        -------
+        numpy.ndarray
+            float32 ``[len(texts), dim]``, row i the vector of ``ids[i]``.
+        """
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.shape[0] != len(texts):
+            raise ValueError(f"embed_nodes: {ids.shape[0]} ids but {len(texts)} texts")
+        if int(kind) not in EMBEDDED_KINDS:
+            raise ValueError(f"embed_nodes: kind {int(kind)} carries no embedding")
+        kinds = tuple(int(k) for k in (reuse_kinds if reuse_kinds is not None else (kind,)))
+        out = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
+        if not texts:
+            return out
+        assert self.text_index is not None
+        keys = [text_key(t) for t in texts]
+        todo: dict[str, list[int]] = {}
+        reuse_rows: list[int] = []
+        reuse_ids: list[int] = []
+        for i, key in enumerate(keys):
+            pending = next(
+                (self._pending_texts[(k, key)] for k in kinds if (k, key) in self._pending_texts),
+                None,
+            )
+            if pending is not None:
+                out[i] = pending
+                continue
+            node = self.text_index.lookup(kinds, key)
+            if node is not None:
+                reuse_rows.append(i)
+                reuse_ids.append(node)
+            else:
+                todo.setdefault(key, []).append(i)
+        if reuse_rows:
+            out[reuse_rows] = self.snapshot.vectors.get(np.asarray(reuse_ids, dtype=np.int64))
+        unique = list(todo)
+        for start in range(0, len(unique), EMBED_BATCH):
+            part = unique[start : start + EMBED_BATCH]
+            mat = self.embedder.embed([texts[todo[k][0]] for k in part], stage=stage)
+            for key, row in zip(part, mat, strict=True):
+                out[todo[key]] = row
+            if progress:
+                progress("embed", min(start + EMBED_BATCH, len(unique)), len(unique))
+        if int(kind) == int(NodeKind.T):
+            self.report.chunks_embedded += len(unique)
+            if reuse_rows:
+                self.report.notes.append(f"reused {len(reuse_rows)} chunk vectors")
+        self.delta.add_vectors(ids, int(kind), out)
+        for node_id, key, row in zip(ids.tolist(), keys, out, strict=True):
+            self._pending_vectors[node_id] = row
+            self._pending_texts[(int(kind), key)] = row
+        return out
 
     def vectors_of(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
-        """Vectors of nodes that are committed or added earlier in this operation."""
+        """Vectors of nodes that are committed or were embedded earlier in this operation.
+
+        Parameters
+        ----------
+        ids:
+            Node ids.
+
+        Returns
+        -------
+        numpy.ndarray
+            float32 ``[len(ids), dim]``.
+        """
         ids = np.asarray(ids, dtype=np.int64)
         out = np.empty((ids.shape[0], self.embedder.dim), dtype=np.float32)
         if ids.size == 0:
@@ -139,6 +303,25 @@ class UpdateContext:
         for j in np.nonzero(pending)[0]:
             out[j] = self._pending_vectors[int(ids[j])]
         return out
+
+
+class DocNames:
+    """doc key -> user ``doc_id`` of one version; the engine builds one per version.
+
+    Parameters
+    ----------
+    snapshot:
+        The version whose documents are named.
+    """
+
+    def __init__(self, snapshot: Snapshot):
+        keys = snapshot.docs.column("key").to_pylist()
+        names = snapshot.docs.column("doc_id").to_pylist()
+        self._names = dict(zip(keys, names, strict=True))
+
+    def __call__(self, keys: Sequence[int]) -> list[str]:
+        """The doc_ids of ``keys``, in order; keys of deleted documents are skipped."""
+        return [self._names[k] for k in keys if k in self._names]
 
 
 @dataclass
@@ -154,6 +337,7 @@ class Hit:
     docs: list[str]
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form (score rounded to 6 decimals)."""
         return {
             "id": self.id,
             "kind": self.kind,
@@ -182,7 +366,25 @@ class ComponentView(ABC):
     """Per-version, read-only search structures of a component."""
 
     @abstractmethod
-    def search(self, mode: str, query: Query) -> list[Hit]: ...
+    def search(self, mode: str, query: Query) -> list[Hit]:
+        """The hits of ``query`` in ``mode`` (one of the component's modes), best first."""
+
+    def carry_over(self, previous: ComponentView, delta: Delta) -> None:  # noqa: B027 (a hook)
+        """Take over, advanced by ``delta``, what the previous version's view has built.
+
+        Called by ``Component.advance`` right after this view was constructed for the
+        version committed after ``previous``'s, before any query sees it. Structures that
+        can be updated from a delta (e.g. ``engine.search.sparse_index.SparseIndex``) are
+        derived here instead of rebuilt; the default takes over nothing. ``previous`` is
+        still served to readers pinned to its version: it must not be modified.
+
+        Parameters
+        ----------
+        previous:
+            The view of the same component for the previous version (any class: check it).
+        delta:
+            What the commit between the two versions wrote (node rows, tombstones, ...).
+        """
 
 
 class Component(ABC):
@@ -196,12 +398,55 @@ class Component(ABC):
     mode_params: ClassVar[dict[str, type[ModeParams]]] = {}
 
     def enabled(self, config: IndexConfig) -> bool:
+        """Whether an index with ``config`` keeps this component (default: always)."""
         return True
 
     @abstractmethod
     def update(self, ctx: UpdateContext, change: ChangeSet) -> None:
         """Apply a chunk change (inserts and deletes of one operation, together)."""
 
+    def advance(
+        self,
+        previous: ComponentView,
+        snapshot: Snapshot,
+        vectors: VectorIndex,
+        config: IndexConfig,
+        doc_names: DocNames,
+        delta: Delta,
+    ) -> ComponentView:
+        """The view of the version a commit just made, derived from the previous view.
+
+        The engine calls this after each of its own commits (``view`` on open, refresh and
+        compaction). The default builds ``view(...)`` and lets it ``carry_over`` from
+        ``previous``; a component may override either.
+
+        Parameters
+        ----------
+        previous:
+            This component's view of the version the commit was written on.
+        snapshot, vectors, config, doc_names:
+            As for ``view``, of the new version.
+        delta:
+            The committed ``Delta``.
+        """
+        view = self.view(snapshot, vectors, config, doc_names)
+        view.carry_over(previous, delta)
+        return view
+
     @abstractmethod
-    def view(self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig) -> ComponentView:
-        """Build the in-memory structures of one committed version (called once per version)."""
+    def view(
+        self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
+    ) -> ComponentView:
+        """Build the in-memory structures of one committed version (called once per version).
+
+        Parameters
+        ----------
+        snapshot:
+            The committed version.
+        vectors:
+            Its vector index.
+        config:
+            The index's configuration.
+        doc_names:
+            The version's doc key -> doc_id names, shared by every view of the version.
+        """

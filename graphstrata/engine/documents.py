@@ -8,19 +8,36 @@ so the index never holds half of a batch. Decisions for the cases users hit:
 * a document over ``IngestConfig.max_doc_bytes`` (default 4 MiB of UTF-8): invalid, split it;
 * the same ``doc_id`` twice in one batch: invalid (which version is meant is ambiguous);
 * a JSONL line without ``doc_id`` or ``text``, or not a JSON object: invalid, with its line;
+* a ``doc_id`` with control characters (U+0000-U+001F, U+007F-U+009F: tabs and newlines
+  included), line or paragraph separators (U+2028, U+2029), or lone surrogates (a file name
+  that is not UTF-8): invalid, each one named with its file, since a ``doc_id`` is printed,
+  logged and matched by ``delete``;
 * re-inserting a ``doc_id`` with identical content: a no-op; with other content: an update.
+
+Folder input (:func:`read_folder`) reads the ``.txt``/``.md``/``.markdown`` files under the
+folder, ``doc_id`` = the path relative to it. Symbolic links: a link to a file inside the
+folder is read like a file (its ``doc_id`` is the link's own path); a link whose target lies
+outside the folder, a dangling link, and any link to a directory are not followed, and the
+skipped links are named in one warning (logger ``graphstrata.engine.documents``). So an index
+of a folder never holds the content of a file outside it.
+
+(docs/architecture.md, "Write path".)
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from graphstrata.engine.config import IngestConfig
+
+log = logging.getLogger(__name__)
 
 
 class DocumentError(ValueError):
@@ -108,6 +125,10 @@ def validate_batch(docs: list[Document], config: IngestConfig) -> None:
             problems.append(
                 f"{label[:60]}...: doc_id longer than {config.max_doc_id_chars} characters"
             )
+        bad_id = doc_id_problem(doc.doc_id)
+        if bad_id:
+            where = f" (file {doc.source!r})" if doc.source else ""
+            problems.append(f"{label[:80]}{where}: {bad_id}")
         if doc.doc_id in seen:
             problems.append(
                 f"{label}: duplicate doc_id in one batch (entries #{seen[doc.doc_id]} and #{i})"
@@ -132,6 +153,33 @@ def validate_batch(docs: list[Document], config: IngestConfig) -> None:
         raise DocumentError(problems)
 
 
+#: Control characters, line and paragraph separators, lone surrogates.
+_BAD_ID_CATEGORIES = frozenset({"Cc", "Zl", "Zp", "Cs"})
+
+
+def doc_id_problem(doc_id: str) -> str | None:
+    """Why ``doc_id`` may not be used, or None: control characters, line breaks, surrogates.
+
+    Parameters
+    ----------
+    doc_id:
+        The document's id.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"doc_id contains control character U+000A"``.
+    """
+    bad = sorted({ch for ch in doc_id if unicodedata.category(ch) in _BAD_ID_CATEGORIES})
+    if not bad:
+        return None
+    if any(unicodedata.category(ch) == "Cs" for ch in bad):
+        return "doc_id is not valid Unicode (a file name that is not UTF-8?); rename it"
+    codes = ", ".join(f"U+{ord(ch):04X}" for ch in bad)
+    plural = "s" if len(bad) > 1 else ""
+    return f"doc_id contains control character{plural} {codes}; rename it"
+
+
 def read_jsonl(path: str | Path) -> Iterator[Document]:
     """Documents from JSONL: ``{"doc_id", "text", "title"?, "metadata"?}`` per line."""
     path = Path(path)
@@ -152,12 +200,67 @@ def read_jsonl(path: str | Path) -> Iterator[Document]:
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 
 
-def read_folder(path: str | Path) -> Iterator[Document]:
-    """Documents from a folder of ``.txt``/``.md`` files; ``doc_id`` = the relative path."""
+def folder_files(path: str | Path) -> tuple[list[Path], list[str]]:
+    """The text files a folder contributes, and the symlinks that were not followed.
+
+    Parameters
+    ----------
+    path:
+        The folder.
+
+    Returns
+    -------
+    tuple
+        ``(files, skipped)``: the files to read, sorted, and one ``"REL -> TARGET (why)"`` per
+        link left out (see the module docstring for the rule).
+    """
     root = Path(path)
-    for file in sorted(
-        p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES
-    ):
+    real_root = root.resolve()
+    files: list[Path] = []
+    skipped: list[str] = []
+    # rglob does not descend into symlinked directories; links to files are checked here.
+    for p in root.rglob("*"):
+        text_file = p.suffix.lower() in TEXT_SUFFIXES
+        if not p.is_symlink():
+            if text_file and p.is_file():
+                files.append(p)
+            continue
+        rel = p.relative_to(root).as_posix()
+        try:
+            target = p.resolve()
+        except (OSError, RuntimeError):
+            skipped.append(f"{rel} (a symlink loop)")
+            continue
+        if p.is_dir():
+            skipped.append(f"{rel} -> {target} (a directory)")
+        elif not text_file:
+            continue
+        elif not p.exists():
+            skipped.append(f"{rel} -> {target} (dangling)")
+        elif not target.is_relative_to(real_root):
+            skipped.append(f"{rel} -> {target} (outside the folder)")
+        elif p.is_file():
+            files.append(p)
+    return sorted(files), sorted(skipped)
+
+
+def read_folder(path: str | Path) -> Iterator[Document]:
+    """Documents from a folder of ``.txt``/``.md`` files; ``doc_id`` = the relative path.
+
+    Symlinks that lead outside the folder are not followed (module docstring); the skipped
+    ones are named in one warning.
+    """
+    root = Path(path)
+    files, skipped = folder_files(root)
+    if skipped:
+        log.warning(
+            "%s: not following %d symbolic link(s): %s",
+            root,
+            len(skipped),
+            "; ".join(skipped[:10])
+            + (f" (and {len(skipped) - 10} more)" if len(skipped) > 10 else ""),
+        )
+    for file in files:
         rel = file.relative_to(root).as_posix()
         raw = file.read_bytes()
         try:
@@ -188,6 +291,7 @@ def read_documents(source: str | Path) -> Iterator[Document]:
 
 
 def read_folder_file(path: Path) -> Iterator[Document]:
+    """The one document of a single ``.txt``/``.md`` file; ``doc_id`` = its file name."""
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -196,4 +300,5 @@ def read_folder_file(path: Path) -> Iterator[Document]:
 
 
 def as_documents(docs: Iterable[Any]) -> list[Document]:
+    """``coerce_document`` over a batch, naming each problem by its position."""
     return [coerce_document(d, f"document #{i}") for i, d in enumerate(docs)]

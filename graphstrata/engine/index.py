@@ -3,44 +3,44 @@
 Writes are transactions: validate -> chunk -> embed -> components update -> commit. Any
 exception before the commit leaves the index at its last committed version. Reads use an
 immutable ``EngineState`` (snapshot + vector index + per-mode views) that is swapped
-atomically after a commit, so concurrent queries never see a half-applied change.
+atomically after a commit, so concurrent queries never see a half-applied change
+(docs/architecture.md, "Write path" and "Query path").
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from graphstrata.core.lsh import sample_hyperplanes
-from graphstrata.engine.chunking import chunk_text
 from graphstrata.engine.component import (
-    ChangeSet,
     Component,
     ComponentView,
+    DocNames,
     Hit,
     MeteredEmbedder,
     MeteredLLM,
+    ProgressFn,
     Query,
+    TextIndex,
     UpdateContext,
 )
 from graphstrata.engine.config import ConfigError, IndexConfig
 from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
+from graphstrata.engine.ingest import add_docs, doc_lookup, remove_docs
 from graphstrata.engine.interfaces import LLM, Embedder, LLMRequest
 from graphstrata.engine.params import ModeParams, NoParams, QueryError
 from graphstrata.engine.prompts import answer_request
 from graphstrata.engine.report import OperationReport
-from graphstrata.engine.schema import DOC_SCHEMA
-from graphstrata.engine.search import DocNames, NaiveView
-from graphstrata.engine.store import Snapshot, Store
+from graphstrata.engine.search.naive import NaiveView
+from graphstrata.engine.store import Delta, Snapshot, Store
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
@@ -48,13 +48,25 @@ from graphstrata.engine.vectors import VectorIndex
 DEFAULT_COMPONENTS: tuple[tuple[str, str], ...] = (
     ("graphstrata.engine.hierarchy", "HierarchyComponent"),
     ("graphstrata.engine.heterograph", "HeterographComponent"),
-    ("graphstrata.engine.sparse", "SparseComponent"),
+    ("graphstrata.engine.search.bm25", "SparseComponent"),
+    ("graphstrata.engine.search.hybrid", "HybridComponent"),
 )
 
-ProgressFn = Callable[[str, int, int], None]
+__all__ = [
+    "DEFAULT_COMPONENTS",
+    "Engine",
+    "EngineState",
+    "ProgressFn",
+    "QueryResult",
+    "check_embedder",
+    "default_components",
+    "format_context",
+    "tokens_by_kind",
+]
 
 
 def default_components(config: IndexConfig) -> list[Component]:
+    """One instance of each shipped component that ``config`` enables (missing ones skipped)."""
     comps: list[Component] = []
     for module_name, class_name in DEFAULT_COMPONENTS:
         try:
@@ -78,6 +90,7 @@ class QueryResult:
     answer: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form: the hits, the report and the answer when there is one."""
         out: dict[str, Any] = {"nodes": [h.to_dict() for h in self.nodes], "report": self.report}
         if self.answer is not None:
             out["answer"] = self.answer
@@ -100,6 +113,7 @@ KIND_TITLES = {
 
 
 def format_context(hits: Sequence[Hit]) -> str:
+    """Hits grouped by kind under Markdown headings, each line with its citations."""
     groups: dict[str, list[Hit]] = {}
     for h in hits:
         groups.setdefault(h.kind, []).append(h)
@@ -115,19 +129,22 @@ def format_context(hits: Sequence[Hit]) -> str:
 
 @dataclass
 class EngineState:
+    """One committed version as the engine serves it; never changed once published.
+
+    ``doc_names`` and ``text_index`` are built once per version and shared by every view
+    and every operation written on top of it.
+    """
+
     snapshot: Snapshot
     vectors: VectorIndex
     doc_names: DocNames
+    text_index: TextIndex
     views: dict[str, ComponentView] = field(default_factory=dict)
-    text_index: dict[str, int] | None = None
 
     @property
     def version(self) -> int:
+        """The committed version number."""
         return self.snapshot.version
-
-
-def _text_key(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
 class Engine:
@@ -169,6 +186,7 @@ class Engine:
         llm: LLM,
         components: list[Component] | None = None,
     ) -> Engine:
+        """Create an empty index at ``path`` (see ``Store.create``)."""
         config.validate()
         if (
             embedder.max_input_tokens
@@ -200,20 +218,32 @@ class Engine:
         version: int | None = None,
         components: list[Component] | None = None,
     ) -> Engine:
+        """Open an index (its current or a pinned ``version``) with the embedder that built it."""
         store = Store.open(path, version=version)
         config = IndexConfig.from_dict(store.manifest["config"])
         check_embedder(store.manifest, embedder)
         return cls(store, config, embedder, llm, components)
 
     # ------------------------------------------------------------------ state
-    def _load_state(self, snapshot: Snapshot, vectors: VectorIndex | None = None) -> EngineState:
+    def _load_state(
+        self,
+        snapshot: Snapshot,
+        vectors: VectorIndex | None = None,
+        previous: EngineState | None = None,
+        delta: Delta | None = None,
+    ) -> EngineState:
+        """The state of ``snapshot``; after a commit, views advance from ``previous``'s."""
         if vectors is None:
             vectors = self._open_vectors(snapshot)
         doc_names = DocNames(snapshot)
-        state = EngineState(snapshot=snapshot, vectors=vectors, doc_names=doc_names)
+        state = EngineState(snapshot, vectors, doc_names, TextIndex(snapshot))
         state.views["naive"] = NaiveView(snapshot, vectors, doc_names)
         for comp in self.components:
-            view = comp.view(snapshot, vectors, self.config)
+            before = previous.views.get(comp.modes[0]) if previous and comp.modes else None
+            if before is not None and delta is not None:
+                view = comp.advance(before, snapshot, vectors, self.config, doc_names, delta)
+            else:
+                view = comp.view(snapshot, vectors, self.config, doc_names)
             for mode in comp.modes:
                 state.views[mode] = view
         return state
@@ -230,14 +260,17 @@ class Engine:
 
     @property
     def state(self) -> EngineState:
+        """The version queries are served from now."""
         return self._state
 
     @property
     def version(self) -> int:
+        """The version served now."""
         return self._state.version
 
     @property
     def modes(self) -> list[str]:
+        """The search modes this index serves."""
         return list(self._state.views)
 
     def refresh(self) -> bool:
@@ -259,7 +292,7 @@ class Engine:
         with self._write_lock, self.store.writer():
             state = self._fresh_state()
             snapshot = state.snapshot
-            existing = _doc_lookup(snapshot)
+            existing = doc_lookup(snapshot)
             to_add: list[Document] = []
             to_remove: list[int] = []
             for doc in batch:
@@ -283,7 +316,7 @@ class Engine:
         start = time.perf_counter()
         with self._write_lock, self.store.writer():
             state = self._fresh_state()
-            existing = _doc_lookup(state.snapshot)
+            existing = doc_lookup(state.snapshot)
             unknown = [d for d in doc_ids if d not in existing]
             if unknown and not missing_ok:
                 raise DocumentError([f"doc {d!r}: not in the index" for d in unknown])
@@ -322,9 +355,10 @@ class Engine:
             llm=MeteredLLM(self.llm, report),
             report=report,
             hyperplanes=snapshot.hyperplanes,
+            text_index=state.text_index,
         )
-        removed_chunks = self._remove_docs(ctx, remove_keys)
-        change = self._add_docs(ctx, state, to_add, removed_chunks, remove_keys, progress)
+        removed_chunks = remove_docs(ctx, remove_keys)
+        change = add_docs(ctx, to_add, self.config.chunking, removed_chunks, remove_keys, progress)
         for comp in self.components:
             if progress:
                 progress(comp.name, 0, 1)
@@ -333,134 +367,6 @@ class Engine:
             if progress:
                 progress(comp.name, 1, 1)
         self._commit(state, ctx, report)
-
-    def _remove_docs(self, ctx: UpdateContext, keys: np.ndarray) -> np.ndarray:
-        if keys.size == 0:
-            return np.zeros(0, np.int64)
-        nodes = ctx.snapshot.nodes
-        chunk_ids = nodes.ids_of_kind(int(NodeKind.T))
-        chunk_docs = nodes.docs_of(chunk_ids)
-        wanted = set(keys.tolist())
-        removed = np.asarray(
-            [cid for cid, d in zip(chunk_ids.tolist(), chunk_docs, strict=True) if wanted & set(d)],
-            dtype=np.int64,
-        )
-        ctx.delta.delete_nodes(removed)
-        ctx.delta.delete_docs(keys)
-        ctx.report.chunks_removed += int(removed.size)
-        return removed
-
-    def _add_docs(
-        self,
-        ctx: UpdateContext,
-        state: EngineState,
-        docs: list[Document],
-        removed_chunks: np.ndarray,
-        removed_keys: np.ndarray,
-        progress: ProgressFn | None,
-    ) -> ChangeSet:
-        cfg = self.config
-        keys = ctx.delta.new_doc_keys(len(docs))
-        texts: list[str] = []
-        tokens: list[int] = []
-        chunk_docs: list[int] = []
-        n_chunks: list[int] = []
-        with ctx.report.stage("chunk"):
-            for key, doc in zip(keys.tolist(), docs, strict=True):
-                chunks = chunk_text(doc.text, cfg.chunking)
-                n_chunks.append(len(chunks))
-                for c in chunks:
-                    texts.append(c.text)
-                    tokens.append(c.tokens)
-                    chunk_docs.append(key)
-        ids = ctx.delta.new_node_ids(len(texts))
-        vectors = self._embed_chunks(ctx, state, texts, removed_chunks, progress)
-        ctx.delta.add_nodes(
-            ids=ids,
-            kind=int(NodeKind.T),
-            text=texts,
-            tokens=np.asarray(tokens, dtype=np.int32),
-            docs=[[k] for k in chunk_docs],
-        )
-        ctx.delta.add_vectors(ids, int(NodeKind.T), vectors)
-        ctx.remember_vectors(ids, vectors)
-        ctx.delta.add_docs(
-            pa.table(
-                {
-                    "key": keys,
-                    "doc_id": [d.doc_id for d in docs],
-                    "title": [d.title for d in docs],
-                    "source": [d.source for d in docs],
-                    "sha256": [d.sha256 for d in docs],
-                    "metadata": [_json(d.metadata) for d in docs],
-                    "n_chars": np.asarray([len(d.text) for d in docs], dtype=np.int64),
-                    "n_chunks": np.asarray(n_chunks, dtype=np.int32),
-                    "version": np.full(len(docs), ctx.delta.version, np.int64),
-                },
-                schema=DOC_SCHEMA,
-            )
-        )
-        ctx.report.chunks_added += len(texts)
-        return ChangeSet(
-            added_chunk_ids=ids,
-            added_chunk_texts=texts,
-            added_chunk_tokens=np.asarray(tokens, dtype=np.int32),
-            added_chunk_docs=np.asarray(chunk_docs, dtype=np.int64),
-            added_chunk_vectors=vectors,
-            removed_chunk_ids=removed_chunks,
-            removed_doc_keys=removed_keys,
-            added_doc_keys=keys,
-        )
-
-    def _embed_chunks(
-        self,
-        ctx: UpdateContext,
-        state: EngineState,
-        texts: list[str],
-        removed_chunks: np.ndarray,
-        progress: ProgressFn | None,
-    ) -> np.ndarray:
-        """Embed each distinct text once; reuse vectors of identical committed chunks."""
-        dim = self.embedder.dim
-        out = np.empty((len(texts), dim), dtype=np.float32)
-        if not texts:
-            return out
-        known = self._text_index(state)
-        todo: dict[str, list[int]] = {}
-        reuse_rows: list[int] = []
-        reuse_ids: list[int] = []
-        for i, text in enumerate(texts):
-            key = _text_key(text)
-            if key in known:
-                reuse_rows.append(i)
-                reuse_ids.append(known[key])
-            else:
-                todo.setdefault(text, []).append(i)
-        if reuse_rows:
-            out[reuse_rows] = state.snapshot.vectors.get(np.asarray(reuse_ids, dtype=np.int64))
-        unique = list(todo)
-        batch = 256
-        for start in range(0, len(unique), batch):
-            part = unique[start : start + batch]
-            mat = ctx.embedder.embed(part, stage="embed_chunks")
-            ctx.report.chunks_embedded += len(part)
-            for text, row in zip(part, mat, strict=True):
-                out[todo[text]] = row
-            if progress:
-                progress("embed", min(start + batch, len(unique)), len(unique))
-        if reuse_rows:
-            ctx.report.notes.append(f"reused {len(reuse_rows)} chunk vectors")
-        return out
-
-    def _text_index(self, state: EngineState) -> dict[str, int]:
-        if state.text_index is None:
-            nodes = state.snapshot.nodes
-            chunk_ids = nodes.ids_of_kind(int(NodeKind.T))
-            texts = nodes.text_of(chunk_ids)
-            state.text_index = {
-                _text_key(t): int(i) for t, i in zip(texts, chunk_ids.tolist(), strict=True)
-            }
-        return state.text_index
 
     def _commit(self, state: EngineState, ctx: UpdateContext, report: OperationReport) -> None:
         delta = ctx.delta
@@ -487,13 +393,20 @@ class Engine:
         report.nodes_removed = int(delta.dead_nodes.size)
         report.edges_added = int(delta.edges.num_rows)
         with report.stage("reload"):
-            self._state = self._load_state(self.store.load(verify=False), vectors)
+            self._state = self._load_state(self.store.load(verify=False), vectors, state, delta)
 
-    def compact(self) -> OperationReport:
-        """Merge all segments into one per table and rewrite the vector cache."""
+    def compact(self, wait: float = 0.0) -> OperationReport:
+        """Merge all segments into one per table and rewrite the vector cache.
+
+        Parameters
+        ----------
+        wait:
+            Seconds to wait for the writer lock when another process (a running service)
+            holds it; 0 fails at once with ``IndexLockedError``.
+        """
         report = OperationReport("compact")
         start = time.perf_counter()
-        with self._write_lock, self.store.writer():
+        with self._write_lock, self.store.writer(wait=wait):
             state = self._fresh_state()
             before = self.store.size_bytes()
             path = self.store.root / "vcache" / f"usearch-v{state.version + 1:08d}.npz"
@@ -590,6 +503,7 @@ class Engine:
                 "version": state.version,
                 "nodes": len(hits),
                 "tokens": int(sum(h.tokens for h in hits)),
+                "tokens_by_kind": tokens_by_kind(hits),
                 "budget_tokens": budget,
                 "embed_seconds": round(embed_seconds, 6),
                 "search_seconds": round(search_seconds, 6),
@@ -632,6 +546,7 @@ class Engine:
         return state.views[mode]
 
     def stats(self) -> dict[str, Any]:
+        """Sizes, layout and settings of the version served now (``graphstrata stats``)."""
         state = self._state
         snap = state.snapshot
         kinds, counts = np.unique(snap.nodes.kind, return_counts=True)
@@ -658,6 +573,15 @@ class Engine:
         }
 
 
+def tokens_by_kind(hits: Sequence[Hit]) -> dict[str, int]:
+    """Retrieved tokens per node kind letter (``{"T": 1650, "L": 310}``), kinds in first-hit
+    order: how a mode spent its budget."""
+    out: dict[str, int] = {}
+    for h in hits:
+        out[h.kind] = out.get(h.kind, 0) + int(h.tokens)
+    return out
+
+
 def _check_queries(texts: Sequence[str]) -> None:
     if isinstance(texts, str):
         raise QueryError("expected a sequence of query strings, got one string")
@@ -666,34 +590,40 @@ def _check_queries(texts: Sequence[str]) -> None:
             raise QueryError("query text must be a non-empty string")
 
 
-def check_embedder(manifest: dict[str, Any], embedder: Embedder) -> None:
-    """Opening an index with another embedder than the one that built it is an error."""
+def check_embedder(manifest: dict[str, Any], embedder: Embedder, given_by: str = "") -> None:
+    """Opening an index with another embedder than the one that built it is an error.
+
+    An embedder that computes the same function under another name says so in
+    ``compatible_names`` (the packaged all-MiniLM-L6-v2 on torch and its fp32 ONNX export
+    ``minilm-onnx`` list each other; the int8 export lists only itself, since its vectors
+    differ). ``getattr`` keeps user embedders without the attribute working.
+
+    Parameters
+    ----------
+    manifest:
+        The index manifest (its ``embedder`` entry: ``name``, ``dim``).
+    embedder:
+        The embedder offered.
+    given_by:
+        Where the embedder came from, for the message (e.g. ``"GRAPHSTRATA_EMBEDDER"``).
+
+    Raises
+    ------
+    ConfigError
+        When the embedder is neither the recorded one nor compatible with it.
+    """
     want = manifest["embedder"]
-    if want["name"] != embedder.name or int(want["dim"]) != int(embedder.dim):
+    compatible = getattr(embedder, "compatible_names", None) or frozenset({embedder.name})
+    same = want["name"] == embedder.name or want["name"] in compatible
+    if not same or int(want["dim"]) != int(embedder.dim):
+        allowed = ", ".join(sorted(compatible | {embedder.name}))
         raise ConfigError(
             f"this index was built with embedder {want['name']!r} (dim {want['dim']}), "
-            f"but {embedder.name!r} (dim {embedder.dim}) was given; open it with the same embedder"
+            f"but {given_by or 'the caller'} gives {embedder.name!r} (dim {embedder.dim}), "
+            "which is compatible only "
+            f"with {allowed}; open it with the embedder that built it"
         )
 
 
-def _doc_lookup(snapshot: Snapshot) -> dict[str, tuple[int, str]]:
-    docs = snapshot.docs
-    return {
-        d: (int(k), s)
-        for d, k, s in zip(
-            docs.column("doc_id").to_pylist(),
-            docs.column("key").to_pylist(),
-            docs.column("sha256").to_pylist(),
-            strict=True,
-        )
-    }
-
-
-def _json(obj: Any) -> str:
-    import json
-
-    return json.dumps(dict(obj), ensure_ascii=False, sort_keys=True, default=str)
-
-
-def _counts_after(snapshot: Snapshot, delta: Any) -> dict[str, Any]:
+def _counts_after(snapshot: Snapshot, delta: Delta) -> dict[str, Any]:
     return {"documents_before": snapshot.docs.num_rows, "nodes_before": len(snapshot.nodes)}

@@ -93,7 +93,9 @@ class Embedder(Protocol):
         ...
 
     @property
-    def dim(self) -> int: ...
+    def dim(self) -> int:
+        """Length of every vector."""
+        ...
 
     @property
     def max_input_tokens(self) -> int:

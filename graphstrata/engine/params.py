@@ -40,6 +40,9 @@ class ModeParams:
 
     #: Mode names this class applies to (documentation and error messages).
     modes: ClassVar[tuple[str, ...]] = ()
+    #: Inclusive ``(minimum, maximum)`` of numeric fields: checked by ``parse`` and published
+    #: in ``json_schema``, so clients see the same ranges the engine enforces.
+    bounds: ClassVar[dict[str, tuple[float, float]]] = {}
 
     @classmethod
     def field_names(cls) -> list[str]:
@@ -73,6 +76,8 @@ class ModeParams:
             )
         hints = typing.get_type_hints(cls)
         kwargs = {name: _coerce(where, name, hints[name], v) for name, v in values.items()}
+        for name, (lo, hi) in cls.bounds.items():
+            range_check(where, name, kwargs.get(name), lo, hi)
         params = cls(**kwargs)
         params.check()
         return params
@@ -97,6 +102,10 @@ class ModeParams:
         props: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             schema = _type_schema(hints[f.name])
+            if f.name in cls.bounds:
+                lo, hi = cls.bounds[f.name]
+                target = schema["anyOf"][0] if "anyOf" in schema else schema
+                target["minimum"], target["maximum"] = lo, hi
             if f.name in docs:
                 schema["description"] = docs[f.name]
             props[f.name] = schema
@@ -149,7 +158,13 @@ def _coerce(where: str, name: str, tp: Any, value: Any) -> Any:
     if base is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise QueryError(f"{where}: {name} must be a number, got {value!r}")
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond the float range, e.g. 10**400
+            raise QueryError(f"{where}: {name} is out of range, got {value!r}") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise QueryError(f"{where}: {name} must be a finite number, got {value!r}")
+        return number
     raise TypeError(f"unsupported parameter type {tp!r} for {name}")  # a defect, not input
 
 
@@ -166,18 +181,25 @@ def _type_schema(tp: Any) -> dict[str, Any]:
 
 
 def _field_docs(cls: type) -> dict[str, str]:
-    """Descriptions from the class docstring's ``Parameters`` section (numpy style)."""
+    """Descriptions from the ``Parameters`` sections (numpy style) of the class and its bases.
+
+    A subclass that only narrows ``modes`` inherits its base's descriptions.
+    """
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     out: dict[str, str] = {}
-    current: str | None = None
-    for line in (cls.__doc__ or "").splitlines():
-        stripped = line.strip()
-        head = stripped.split(":", 1)[0].strip()
-        if stripped.endswith(":") and head in names:
-            current = head
-            out[current] = ""
-        elif current is not None and stripped:
-            out[current] = (out[current] + " " + stripped).strip()
-        elif not stripped:
-            current = None
+    for klass in cls.__mro__:
+        current: str | None = None
+        found: dict[str, str] = {}
+        for line in (klass.__dict__.get("__doc__") or "").splitlines():
+            stripped = line.strip()
+            head = stripped.split(":", 1)[0].strip()
+            if stripped.endswith(":") and head in names:
+                current = head
+                found[current] = ""
+            elif current is not None and stripped:
+                found[current] = (found[current] + " " + stripped).strip()
+            elif not stripped:
+                current = None
+        for name, text in found.items():
+            out.setdefault(name, text)
     return out

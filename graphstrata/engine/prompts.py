@@ -19,6 +19,7 @@ SUMMARY_PROMPT = (
 
 
 def summarize_request(texts: Sequence[str], max_tokens: int) -> LLMRequest:
+    """EraRAG: summarize one segment (its members' texts, in anchor order)."""
     context = "\n\n".join(texts)
     return LLMRequest(
         task="summarize",
@@ -72,6 +73,7 @@ Text:
 
 
 def decompose_request(text: str, max_tokens: int) -> LLMRequest:
+    """NodeRAG: decompose one chunk into semantic units with their entities and relations."""
     return LLMRequest(
         task="decompose",
         prompt=DECOMPOSE_PROMPT.format(text=text),
@@ -95,6 +97,7 @@ Relationships:
 def attribute_request(
     entity: str, facts: Sequence[str], relationships: Sequence[str], max_tokens: int
 ) -> LLMRequest:
+    """NodeRAG: profile one important entity from its units and relationships."""
     return LLMRequest(
         task="attribute",
         prompt=ATTRIBUTE_PROMPT.format(
@@ -132,6 +135,7 @@ Texts:
 
 
 def community_request(texts: Sequence[str], max_tokens: int) -> LLMRequest:
+    """NodeRAG: the high-level elements (description and title) of one community."""
     return LLMRequest(
         task="community",
         prompt=COMMUNITY_PROMPT.format(texts="\n".join(f"- {t}" for t in texts)),
@@ -154,6 +158,7 @@ Question: {question}"""
 
 
 def query_entities_request(question: str) -> LLMRequest:
+    """The named entities of a question (``graph`` mode's exact-match entry points)."""
     return LLMRequest(
         task="query_entities",
         prompt=QUERY_ENTITIES_PROMPT.format(question=question),
@@ -176,6 +181,7 @@ Answer:"""
 
 
 def answer_request(question: str, context: str, max_tokens: int = 256) -> LLMRequest:
+    """The one answer prompt of every mode: the question and the retrieved context."""
     return LLMRequest(
         task="answer",
         prompt=ANSWER_PROMPT.format(context=context, question=question),

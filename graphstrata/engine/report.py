@@ -11,7 +11,7 @@ from typing import Any
 
 @dataclass
 class OperationReport:
-    """Costs of one operation (DESIGN §6 "Accounting")."""
+    """Costs of one operation (docs/architecture.md, "Write path")."""
 
     operation: str
     version: int = 0
@@ -50,6 +50,7 @@ class OperationReport:
     def add_llm(
         self, stage: str, calls: int, prompt_tokens: int, completion_tokens: int, cached: int
     ) -> None:
+        """Count one LLM batch of ``stage`` (cached answers are not calls)."""
         self.llm_calls += calls
         self.llm_batches += 1
         self.llm_cached += cached
@@ -65,9 +66,11 @@ class OperationReport:
 
     @property
     def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
         return self.prompt_tokens + self.completion_tokens
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form (seconds rounded to 0.1 ms)."""
         data = asdict(self)
         data["stages"] = {k: round(v, 4) for k, v in self.stages.items()}
         data["seconds"] = round(self.seconds, 4)

@@ -40,12 +40,3 @@ def count_tokens_batch(texts: Sequence[str], encoding: str = "cl100k_base") -> n
     enc = get_encoding(encoding)
     encoded = enc.encode_ordinary_batch(list(texts), num_threads=2)
     return np.fromiter((len(t) for t in encoded), dtype=np.int32, count=len(encoded))
-
-
-def truncate_to_tokens(text: str, max_tokens: int, encoding: str = "cl100k_base") -> str:
-    """Cut ``text`` to at most ``max_tokens`` tokens."""
-    enc = get_encoding(encoding)
-    ids = enc.encode(text, disallowed_special=())
-    if len(ids) <= max_tokens:
-        return text
-    return enc.decode(ids[:max_tokens])

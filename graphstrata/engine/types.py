@@ -22,19 +22,11 @@ class NodeKind(IntEnum):
 
     @property
     def letter(self) -> str:
+        """The one-letter name users see (``"T"``, ``"L"``, ...)."""
         return self.name
 
-    @classmethod
-    def from_letter(cls, letter: str) -> NodeKind:
-        try:
-            return cls[letter.upper()]
-        except KeyError as exc:
-            raise ValueError(
-                f"unknown node kind {letter!r}; expected one of T,S,N,R,A,H,O,L"
-            ) from exc
 
-
-#: Kinds that carry an embedding (DESIGN §3: T, S, A, H, L).
+#: Kinds that carry an embedding: T, S, A, H, L (docs/architecture.md, "Data model").
 EMBEDDED_KINDS: tuple[NodeKind, ...] = (NodeKind.T, NodeKind.S, NodeKind.A, NodeKind.H, NodeKind.L)
 
 #: Kinds whose text may be handed to a user or an LLM as context (NodeRAG keeps T, S, A, H, R).

@@ -7,7 +7,6 @@ consistent index while a writer adds and removes the changed nodes only.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -46,6 +45,7 @@ class VectorIndex:
     def build(
         cls, vectors: VectorTable, dtype: str = "f32", expansion_search: int = 128
     ) -> VectorIndex:
+        """Index every live vector of a version from scratch."""
         vi = cls(vectors.dim, dtype, expansion_search)
         for kind in np.unique(vectors.kinds):
             ids, mat = vectors.of_kind(int(kind))
@@ -70,7 +70,8 @@ class VectorIndex:
                     raise ValueError(
                         f"vector cache {path} holds an unreadable index for kind {name}"
                     )
-                index.expansion_search = expansion_search
+                # usearch declares this setter apart from its getter, which mypy misreads.
+                index.expansion_search = expansion_search  # type: ignore[misc]
                 vi.by_kind[int(name)] = index
         live = np.sort(vectors.ids)
         for index in vi.by_kind.values():
@@ -85,12 +86,15 @@ class VectorIndex:
         return vi
 
     def save(self, path: Path) -> None:
-        blobs = {
-            str(kind): np.frombuffer(bytes(index.save()), dtype=np.uint8)
-            for kind, index in self.by_kind.items()
-        }
+        """Write every kind's index into one ``.npz`` file (``restore`` reads it back)."""
+        blobs: dict[str, np.ndarray] = {}
+        for kind, index in self.by_kind.items():
+            blob = index.save()  # no path given: usearch returns the serialized bytes
+            assert blob is not None
+            blobs[str(kind)] = np.frombuffer(bytes(blob), dtype=np.uint8)
         with open(path, "wb") as fh:
-            np.savez(fh, **blobs)
+            # numpy's stub types **kwds like its keyword options; the names here are kinds.
+            np.savez(fh, **blobs)  # type: ignore[arg-type]
 
     def _index_for(self, kind: int) -> UsearchIndex:
         if kind not in self.by_kind:
@@ -131,6 +135,7 @@ class VectorIndex:
 
     # search ---------------------------------------------------------------------------------
     def count(self, kinds: Iterable[int] | None = None) -> int:
+        """How many vectors the indexes of ``kinds`` (default: all) hold."""
         kinds = self.by_kind.keys() if kinds is None else kinds
         return sum(len(self.by_kind[k]) for k in kinds if k in self.by_kind)
 
@@ -174,13 +179,3 @@ class VectorIndex:
             out_ids.append(ids[order])
             out_scores.append(scores[order])
         return out_ids, out_scores
-
-
-def to_bytes(index: VectorIndex) -> bytes:
-    buf = io.BytesIO()
-    blobs = {
-        str(kind): np.frombuffer(bytes(ix.save()), dtype=np.uint8)
-        for kind, ix in index.by_kind.items()
-    }
-    np.savez(buf, **blobs)
-    return buf.getvalue()

@@ -90,3 +90,22 @@ def test_failures_exit_nonzero_with_one_line(tmp_path):
     assert proc.returncode == 1 and "already holds an index" in proc.stderr
     proc = run("query", str(out), "x", "--mode", "nonexistent", check=False)
     assert proc.returncode == 1 and "not available" in proc.stderr
+
+
+def test_bad_mode_params_exit_1_with_one_line_naming_the_allowed_ones(tmp_path):
+    out = tmp_path / "ix"
+    run("index", str(REPO / "examples" / "sample" / "city"), "--out", str(out), "--no-heterograph")
+    for mode, allowed in (("naive", "none"), ("detailed", "bias_share")):
+        proc = run(
+            "query", str(out), "ferry", "--mode", mode, "--params", '{"nonsense":1}', check=False
+        )
+        assert proc.returncode == 1, proc.stderr
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, proc.stderr
+        assert "nonsense" in lines[0] and f"allowed parameters: {allowed}" in lines[0]
+    for bad in ("[1]", "{not json", '{"bias_share": "half"}'):
+        proc = run("query", str(out), "ferry", "--mode", "detailed", "--params", bad, check=False)
+        assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    params = '{"bias_share": 0.5}'
+    ok = run("query", str(out), "ferry", "--mode", "detailed", "--params", params, "--json")
+    assert json.loads(ok.stdout)["report"]["mode"] == "detailed"

@@ -77,6 +77,7 @@ def test_sigkill_at_each_commit_point(tmp_path, sample_docs, point):
     after = before | {d["doc_id"] for d in sample_docs[15:]}
     proc = _writer(path, batch, point)
     proc.wait(timeout=120)
+    assert proc.stderr is not None
     assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
     version = _assert_consistent(path, before, after)
     assert version == (2 if point == "after_manifest" else 1)
@@ -91,6 +92,7 @@ def test_sigkill_at_random_moments(tmp_path, sample_docs):
     rng = random.Random(7)
     for _ in range(6):
         proc = _writer(path, batch, None)
+        assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.0, 0.4))
         proc.send_signal(signal.SIGKILL)
@@ -98,3 +100,72 @@ def test_sigkill_at_random_moments(tmp_path, sample_docs):
         _assert_consistent(path, before, after)
         if Index.open(path, embedder=HashingEmbedder(64)).version > 1:
             break  # the insert had committed before the kill; still consistent
+
+
+def test_a_full_disk_during_an_insert_leaves_the_last_version_and_no_partial_files(
+    tmp_path, sample_docs, monkeypatch
+):
+    import pyarrow.parquet as pq
+
+    from graphstrata.engine.store import StoreWriteError
+
+    path, before, _ = _base_index(tmp_path, sample_docs)
+    files_before = sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file())
+    real_write = pq.write_table
+    calls = []
+
+    def full_disk(table, where, **kwargs):
+        calls.append(where)
+        if len(calls) < 3:
+            return real_write(table, where, **kwargs)
+        Path(where).write_bytes(b"PAR1 truncated")
+        raise OSError("6528 requested and 5088 written")
+
+    monkeypatch.setattr(pq, "write_table", full_disk)
+    index = Index.open(path, embedder=HashingEmbedder(64))
+    with pytest.raises(StoreWriteError, match="no space left on device while writing") as err:
+        index.insert(sample_docs[15:])
+    assert str(calls[-1]) in str(err.value) and "stays at version 1" in str(err.value)
+    files_after = sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file())
+    assert files_after == files_before
+    assert index.version == 1
+    assert _assert_consistent(path, before, before) == 1
+
+    monkeypatch.setattr(pq, "write_table", real_write)
+    index.insert(sample_docs[15:])
+    after = before | {d["doc_id"] for d in sample_docs[15:]}
+    assert _assert_consistent(path, before, after) == 2
+
+
+def test_a_real_short_write_in_the_cli_leaves_the_last_version(tmp_path):
+    """A per-process file-size limit makes the kernel refuse the write, as a full disk does."""
+    import resource
+
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(repo), GRAPHSTRATA_EMBEDDER="hashing:64")
+    env.pop("GRAPHSTRATA_CRASH_AT", None)
+    cli = [sys.executable, "-m", "graphstrata.bindings.cli"]
+    out = tmp_path / "ix"
+    city = repo / "examples" / "sample" / "city"
+    subprocess.run([*cli, "index", str(city), "--out", str(out), "--no-heterograph"],
+                   env=env, check=True, capture_output=True)  # fmt: skip
+    files_before = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+
+    def limit_file_size() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+
+    proc = subprocess.run(
+        [*cli, "insert", str(out), str(repo / "examples" / "sample")],
+        env=env,
+        capture_output=True,
+        text=True,
+        preexec_fn=limit_file_size,
+        timeout=300,
+    )
+    assert proc.returncode == 1
+    assert "StoreWriteError: file too large while writing" in proc.stderr
+    assert "partial files removed; the index stays at version 1" in proc.stderr
+    assert sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()) == files_before
+    index = Index.open(out, embedder=HashingEmbedder(64))
+    assert index.version == 1 and index.stats()["documents"] == 7

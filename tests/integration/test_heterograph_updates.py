@@ -10,7 +10,7 @@ import pytest
 from graphstrata.bindings.api import Index
 from graphstrata.bindings.embedders import HashingEmbedder
 from graphstrata.engine.config import IndexConfig
-from graphstrata.engine.heterograph_parse import normalize_name
+from graphstrata.engine.heterograph.parse import normalize_name
 from graphstrata.engine.types import EdgeKind, NodeKind
 
 pytestmark = pytest.mark.integration

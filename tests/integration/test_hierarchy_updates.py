@@ -56,7 +56,7 @@ def test_vector_index_follows_changed_summaries_only(tmp_path, hashing_embedder,
     unique = [i for i in sorted(added) if texts.count(nodes.text_of([i])[0]) == 1]
     newest = unique[-1]  # (extractive summaries may repeat a child's text one layer up)
     (text,) = nodes.text_of([newest])
-    hits = index.query(text, mode="summarized", budget_tokens=400, p=1.0).nodes
+    hits = index.query(text, mode="summarized", budget_tokens=400, bias_share=1.0).nodes
     assert hits[0].id == newest
     result = index.query(text, mode="collapsed", budget_tokens=4000, top_k=200)
     assert not {h.id for h in result.nodes} & removed

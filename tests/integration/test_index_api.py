@@ -118,6 +118,35 @@ def test_opening_with_another_embedder_is_a_clear_error(make_index, sample_docs)
         Index.open(index.path, embedder=HashingEmbedder(32))
 
 
+def test_backend_precedence_on_create_and_open(tmp_path, sample_docs, monkeypatch):
+    """Argument > environment > index > default; an index keeps the embedder that built it."""
+    for name in ("GRAPHSTRATA_EMBEDDER", "GRAPHSTRATA_LLM"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GRAPHSTRATA_EMBEDDER", "hashing:32")
+    index = Index.create(tmp_path / "env")  # the environment beats the config's default
+    assert index.engine.store.manifest["embedder"] == {"name": "hashing-32", "dim": 32}
+    index.insert(sample_docs[:2])
+    explicit = Index.create(tmp_path / "arg", embedder="hashing:16")  # the argument beats both
+    assert explicit.engine.store.manifest["embedder"]["name"] == "hashing-16"
+
+    assert Index.open(index.path).engine.embedder.name == "hashing-32"  # compatible env spec
+    monkeypatch.setenv("GRAPHSTRATA_EMBEDDER", "hashing:16")
+    with pytest.raises(
+        ConfigError, match=r"built with embedder 'hashing-32'.*GRAPHSTRATA_EMBEDDER"
+    ):
+        Index.open(index.path)
+    monkeypatch.delenv("GRAPHSTRATA_EMBEDDER")
+    reopened = Index.open(index.path)  # no spec anywhere: the one recorded in the index
+    assert (
+        reopened.engine.embedder.name == "hashing-32" and reopened.engine.llm.name == "extractive"
+    )
+
+    url = "http://127.0.0.1:9/v1"  # never contacted: nothing is generated here
+    monkeypatch.setenv("GRAPHSTRATA_LLM", f"openai:m@{url}")
+    assert Index.open(index.path).engine.llm.name == f"openai:m@{url}"  # env beats the manifest
+    assert Index.open(index.path, llm="extractive").engine.llm.name == "extractive"
+
+
 def test_hyperplanes_and_chunking_are_recorded(make_index):
     cfg = IndexConfig()
     cfg.chunking.chunk_tokens = 120

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from graphstrata.bindings.cli_serve import ServerHandle, server_process
+from graphstrata.bindings.server_process import ServerHandle, server_process
 
 pytestmark = pytest.mark.integration
 
@@ -198,6 +198,8 @@ def test_concurrent_queries_are_embedded_together(server):
         ({"query": "ok", "budget_tokens": -1}, 422, "bad_request"),
         ({"query": "ok", "top_k": 0}, 422, "bad_request"),
         ({"query": "ok", "params": {"mode": "graph"}}, 422, "bad_request"),
+        ({"query": "ok", "params": {"nonsense": 1}}, 422, "bad_request"),
+        ({"query": "ok", "params": []}, 422, "bad_request"),
         ({"query": "ok", "unknown": 1}, 422, "bad_request"),
         ({"query": "ok", "mode": "no-such-mode"}, 400, "mode_unavailable"),
         ({"query": "lone \ud800 surrogate"}, 422, "bad_request"),
@@ -209,6 +211,8 @@ def test_concurrent_queries_are_embedded_together(server):
         "budget",
         "top_k",
         "reserved-param",
+        "unknown-param",
+        "params-not-object",
         "extra",
         "mode",
         "surrogate",
@@ -221,6 +225,49 @@ def test_bad_retrieve_requests_get_json_errors(server, body, status, code):
     assert resp.status_code == status, resp.text
     assert error_code(resp) == code
     assert resp.json()["error"]["message"]
+
+
+def test_mode_params_are_typed_and_named_in_errors(server, base_index):
+    """Unknown or ill-typed ``params`` are 422 naming the allowed parameters, checked per mode."""
+    from graphstrata.bindings.api import Index
+
+    mode_params = Index.open(base_index).engine.mode_params
+    with client(server) as c:
+        schema = c.get("/openapi.json").json()["components"]["schemas"]
+        for mode, cls in mode_params.items():
+            allowed = cls.field_names()
+            resp = c.post(
+                "/v1/retrieve", json={"query": "lidar", "mode": mode, "params": {"nonsense": 1}}
+            )
+            assert resp.status_code == 422, resp.text
+            assert error_code(resp) == "bad_request"
+            message = resp.json()["error"]["message"]
+            assert "nonsense" in message and "allowed parameters" in message
+            assert all(name in message for name in allowed), (mode, message)
+        if "detailed" in mode_params:
+            ok = {"query": "lidar", "mode": "detailed", "params": {"bias_share": 0.5}}
+            assert c.post("/v1/retrieve", json=ok).status_code == 200
+            assert c.post("/v1/answer", json=ok).status_code == 200
+            for bad in ({"bias_share": "0.5"}, {"bias_share": True}, {"bias_share": 2.0}):
+                for path, body in (
+                    ("/v1/retrieve", {"query": "lidar", "mode": "detailed", "params": bad}),
+                    ("/v1/answer", {"query": "lidar", "mode": "detailed", "params": bad}),
+                    (
+                        "/v1/retrieve/batch",
+                        {"queries": ["lidar"], "mode": "detailed", "params": bad},
+                    ),
+                ):
+                    resp = c.post(path, json=body)
+                    assert resp.status_code == 422, (path, bad, resp.text)
+                    assert error_code(resp) == "bad_request" and "bias_share" in resp.text
+    # The documented schema of ``params`` is generated from the same classes.
+    for name in ("RetrieveRequest", "BatchRetrieveRequest"):
+        params = schema[name]["properties"]["params"]
+        assert params["type"] == "object" and params["additionalProperties"] is False
+        expected = {f for cls in mode_params.values() for f in cls.field_names()}
+        assert set(params["properties"]) == expected
+    if "detailed" in mode_params:
+        assert "bias_share" in schema["RetrieveRequest"]["properties"]["params"]["properties"]
 
 
 def test_malformed_json_unknown_routes_and_methods(server):
@@ -260,6 +307,88 @@ def test_oversized_bodies_are_refused(server):
     with client(server) as c:
         # The service is still healthy and a body under the limit is served.
         assert c.post("/v1/retrieve", json={"query": "lidar"}).status_code == 200
+
+
+# ---------------------------------------------------------------------------- error mapping
+@pytest.fixture
+def in_process(base_index) -> Iterator[tuple[Any, Any]]:
+    """The app in this process (so a test can break the engine), with its open index."""
+    from fastapi.testclient import TestClient
+
+    from graphstrata.bindings.api import Index
+    from graphstrata.bindings.server import ServerSettings, create_app
+
+    index = Index.open(base_index)
+    app = create_app(base_index, index=index, settings=ServerSettings(microbatch_wait_ms=0))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        yield c, index
+
+
+def test_an_engine_defect_is_a_500_with_a_logged_error_id(in_process, monkeypatch, caplog):
+    """A ValueError/TypeError that is not a QueryError is a bug, not bad input: 500, not 422."""
+    c, index = in_process
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("vectors of the wrong shape")
+
+    monkeypatch.setattr(index.engine, "query_vectors", broken)
+    for path, body in (
+        ("/v1/retrieve", {"query": "lidar"}),
+        ("/v1/retrieve/batch", {"queries": ["lidar", "ferry"]}),
+        ("/v1/answer", {"query": "lidar"}),
+    ):
+        caplog.clear()
+        with caplog.at_level("ERROR", logger="graphstrata.server"):
+            resp = c.post(path, json=body)
+        assert resp.status_code == 500, (path, resp.text)
+        error = resp.json()["error"]
+        assert error["code"] == "internal" and error["error_id"] in error["message"]
+        logged = [r for r in caplog.records if error["error_id"] in r.getMessage()]
+        assert logged and logged[0].exc_info is not None, path
+        assert logged[0].exc_info[0] is ValueError
+        assert "wrong shape" not in error["message"]  # the details stay in the log
+    monkeypatch.undo()
+    assert c.post("/v1/retrieve", json={"query": "lidar"}).status_code == 200
+
+
+def test_backend_failures_are_502_and_timeouts_504(in_process, monkeypatch):
+    from graphstrata.engine.interfaces import EmbedderError, LLMError
+
+    c, index = in_process
+    failure: list[Exception] = []
+
+    def embed(texts: Any) -> Any:
+        raise failure[0]
+
+    def complete(*args: Any, **kwargs: Any) -> Any:
+        raise failure[0]
+
+    monkeypatch.setattr(index.engine.embedder, "embed", embed)
+    failure[:] = [EmbedderError("hashing: HTTP 500 from the embedding server")]
+    resp = c.post("/v1/retrieve", json={"query": "lidar"})
+    assert resp.status_code == 502 and error_code(resp) == "backend_error", resp.text
+    assert resp.json()["error"]["error_id"]
+    failure[:] = [EmbedderError("no embeddings after 3 attempts; last error: ReadTimeout: ")]
+    for path, body in (
+        ("/v1/retrieve", {"query": "lidar"}),
+        ("/v1/retrieve/batch", {"queries": ["lidar", "ferry"]}),
+    ):
+        resp = c.post(path, json=body)
+        assert resp.status_code == 504 and error_code(resp) == "backend_timeout", resp.text
+    monkeypatch.undo()
+
+    monkeypatch.setattr(index.engine.llm, "complete", complete)
+    failure[:] = [LLMError("openai:m: HTTP 400 from http://127.0.0.1:1/v1: context too long")]
+    resp = c.post("/v1/answer", json={"query": "lidar"})
+    assert resp.status_code == 502 and error_code(resp) == "backend_error", resp.text
+    try:
+        raise LLMError("the model did not answer") from TimeoutError("read timed out")
+    except LLMError as exc:
+        failure[:] = [exc]
+    resp = c.post("/v1/answer", json={"query": "lidar"})
+    assert resp.status_code == 504 and error_code(resp) == "backend_timeout", resp.text
+    monkeypatch.undo()
+    assert c.post("/v1/answer", json={"query": "lidar"}).status_code == 200
 
 
 # ---------------------------------------------------------------------------- documents

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from graphstrata.bindings.backend_choice import choose_spec, resolve_backends
 from graphstrata.bindings.backends import make_embedder, make_llm, split_options
 from graphstrata.bindings.embedders import HashingEmbedder, OpenAIEmbedder
 from graphstrata.bindings.extractive import ExtractiveLLM
@@ -66,6 +67,63 @@ def test_env_vars_choose_the_backends(monkeypatch):
     assert isinstance(make_llm(), OpenAICompatibleLLM)
     assert make_embedder().dim == 24
     assert isinstance(make_llm("extractive"), ExtractiveLLM)  # an explicit spec wins
+
+
+def test_precedence_is_argument_then_environment_then_index_then_default():
+    assert choose_spec("a", "e", "i", "d") == ("a", "argument")
+    assert choose_spec(None, "e", "i", "d") == ("e", "environment")
+    assert choose_spec(None, "", "i", "d") == ("i", "index")  # empty variable = unset
+    assert choose_spec(None, None, None, "d") == ("d", "default")
+    emb = HashingEmbedder(8)
+    assert choose_spec(emb, "e", "i", "d") == (emb, "argument")  # objects count as arguments
+
+
+def test_resolve_backends_for_a_new_index():
+    env = {"GRAPHSTRATA_EMBEDDER": "hashing:24", "GRAPHSTRATA_LLM": f"openai:m@{URL}"}
+    chosen = resolve_backends(
+        None, None, recorded_embedder="hashing:8", recorded_llm=None, environ=env
+    )
+    assert (chosen.embedder.dim, chosen.embedder_source) == (24, "environment")
+    assert isinstance(chosen.llm, OpenAICompatibleLLM) and chosen.llm_source == "environment"
+    chosen = resolve_backends(
+        "hashing:16", "extractive", recorded_embedder="hashing:8", recorded_llm=None, environ=env
+    )
+    assert (chosen.embedder.dim, chosen.embedder_source) == (16, "argument")
+    assert isinstance(chosen.llm, ExtractiveLLM) and chosen.llm_source == "argument"
+    chosen = resolve_backends(
+        None, None, recorded_embedder="hashing:8", recorded_llm=None, environ={}
+    )
+    assert (chosen.embedder.dim, chosen.embedder_source) == (8, "index")
+    assert isinstance(chosen.llm, ExtractiveLLM) and chosen.llm_source == "default"
+
+
+def test_resolve_backends_keeps_the_embedder_that_built_an_index():
+    built = {"name": "hashing-64", "dim": 64}
+
+    def resolve(embedder=None, env=None):
+        return resolve_backends(
+            embedder,
+            None,
+            recorded_embedder="hashing-64",
+            recorded_llm=f"openai:m@{URL}",
+            built_with=built,
+            environ=env or {},
+        )
+
+    chosen = resolve()
+    assert (chosen.embedder.name, chosen.embedder_source) == ("hashing-64", "index")
+    assert chosen.llm_source == "index" and isinstance(chosen.llm, OpenAICompatibleLLM)
+    # A compatible spec from the environment or the argument is accepted ...
+    assert resolve(env={"GRAPHSTRATA_EMBEDDER": "hashing:64"}).embedder_source == "environment"
+    assert resolve(HashingEmbedder(64)).embedder_source == "argument"
+    # ... another embedder is an error that says where it came from.
+    with pytest.raises(ConfigError, match="GRAPHSTRATA_EMBEDDER gives 'hashing-32'"):
+        resolve(env={"GRAPHSTRATA_EMBEDDER": "hashing:32"})
+    with pytest.raises(ConfigError, match=r"built with embedder 'hashing-64'.*argument"):
+        resolve("hashing:32", env={"GRAPHSTRATA_EMBEDDER": "hashing:64"})
+    # The LLM of an index is not fixed: the environment beats the manifest.
+    env_llm = resolve(env={"GRAPHSTRATA_LLM": "extractive"})
+    assert isinstance(env_llm.llm, ExtractiveLLM) and env_llm.llm_source == "environment"
 
 
 def test_api_key_comes_from_the_environment_never_the_spec(monkeypatch):

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from graphstrata.engine.chunking import chunk_text
 from graphstrata.engine.config import ChunkingConfig, ConfigError
+from graphstrata.engine.ingest.chunking import chunk_text
 from graphstrata.engine.tokens import count_tokens, get_encoding
 
 

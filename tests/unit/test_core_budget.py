@@ -61,3 +61,9 @@ def test_pack_property(items, budget: int) -> None:
     got = pack(scores, tokens, budget)
     assert got.tolist() == oracle_pack(scores, tokens, budget)
     assert tokens[got].sum() <= budget
+
+
+def test_pack_kernel_releases_the_gil() -> None:
+    from graphstrata.core import budget
+
+    assert budget._pack.targetoptions.get("nogil") is True

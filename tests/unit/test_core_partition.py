@@ -332,7 +332,7 @@ def test_assign_new_is_hamming_nearest_on_wide_codes() -> None:
     root = old[cs.order].astype(np.int32)
     new_k = np.unique(cs.code_k[400:])
     size = np.bincount(old[:400]).astype(np.int32)
-    target = _assign_new(new_k, root, size, cs.as_tuple())
+    target = _assign_new(new_k, root, size, cs.code_index)
     for k, t in zip(new_k, target, strict=True):
         c = cs.ucodes[k]
         best = min(hamming(c, x) for x in old_codes)

@@ -237,3 +237,36 @@ def test_top_k_by_kind_property(items, k: int) -> None:
     nodes = np.arange(len(items), dtype=np.int64) * 3
     got = top_k_by_kind(nodes, scores, kinds, k)
     np.testing.assert_array_equal(got, oracle_top_k(nodes, scores, kinds, k))
+
+
+def test_top_k_by_kind_nan_ranks_last() -> None:
+    nodes = np.arange(100, 106, dtype=np.int64)
+    scores = np.array([np.nan, 1.0, np.nan, 0.5, -np.inf, 2.0])
+    kinds = np.zeros(6, np.uint8)
+    # NaN ranks as -inf: ties with the -inf node keep input order
+    np.testing.assert_array_equal(top_k_by_kind(nodes, scores, kinds, 4), [105, 101, 103, 100])
+    np.testing.assert_array_equal(
+        top_k_by_kind(nodes, scores, kinds, 6), [105, 101, 103, 100, 102, 104]
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint16])
+def test_top_k_by_kind_any_integer_kinds(dtype) -> None:
+    # negative and widely spread kinds (a remapped kind table) agree with the oracle
+    rng = np.random.default_rng(3)
+    t = 500
+    nodes = rng.permutation(10_000)[:t].astype(np.int64)
+    scores = rng.integers(0, 20, t).astype(float)
+    values = {np.int8: [-7, 0, 3], np.int64: [-(10**9), 5, 10**12], np.uint16: [0, 40_000]}
+    kinds = rng.choice(np.asarray(values[dtype], dtype=dtype), t)
+    for k in (2, {int(values[dtype][0]): 3, int(values[dtype][-1]): 7, 123: 4}):
+        got = top_k_by_kind(nodes, scores, kinds, k)
+        np.testing.assert_array_equal(got, oracle_top_k(nodes, scores, kinds, k))
+
+
+def test_query_kernels_release_the_gil() -> None:
+    # the server calls these from a thread pool (benchmarks/concurrent_graph.py)
+    from graphstrata.core import ppr
+
+    for kernel in (ppr._seed_distribution, ppr._push, ppr._top_k_positions):
+        assert kernel.targetoptions.get("nogil") is True, kernel

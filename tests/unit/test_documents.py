@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +84,91 @@ def test_content_hash_ignores_doc_id_but_not_text_or_metadata():
     assert a.sha256 == Document("b", "text", metadata={"k": 1}).sha256
     assert a.sha256 != Document("a", "text!", metadata={"k": 1}).sha256
     assert a.sha256 != Document("a", "text", metadata={"k": 2}).sha256
+
+
+def test_folder_symlinks_inside_are_read_and_those_leading_out_are_not(tmp_path, caplog):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("private")
+    (outside / "sub").mkdir()
+    (outside / "sub" / "deep.md").write_text("private too")
+    root = tmp_path / "corpus"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "a.md").write_text("# A\n\nInside.")
+    (root / "link-inside.md").symlink_to(root / "real" / "a.md")
+    (root / "relative-inside.md").symlink_to(Path("real") / "a.md")
+    (root / "leak.txt").symlink_to(outside / "secret.txt")
+    (root / "sneaky.md").symlink_to(Path("..") / "outside" / "secret.txt")
+    (root / "dir-link").symlink_to(outside / "sub")
+    (root / "dangling.md").symlink_to(root / "nowhere.md")
+    (root / "binary-link.bin").symlink_to(outside / "secret.txt")  # not a text file: ignored
+    with caplog.at_level("WARNING", logger="graphstrata.engine.documents"):
+        docs = list(read_documents(root))
+    assert [d.doc_id for d in docs] == ["link-inside.md", "real/a.md", "relative-inside.md"]
+    assert all(d.text == "# A\n\nInside." for d in docs)
+    (record,) = caplog.records
+    message = record.getMessage()
+    assert "not following 4 symbolic link(s)" in message
+    for part in (
+        "leak.txt -> ",
+        "sneaky.md -> ",
+        "(outside the folder)",
+        "dir-link -> ",
+        "(a directory)",
+        "dangling.md",
+        "(dangling)",
+    ):
+        assert part in message
+    assert "binary-link" not in message
+
+
+def test_a_symlinked_corpus_root_is_fine(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "a.md").write_text("Text.")
+    (real / "b.md").symlink_to(real / "a.md")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    assert [d.doc_id for d in read_documents(link)] == ["a.md", "b.md"]
+
+
+@pytest.mark.parametrize(
+    "doc_id, code",
+    [
+        ("tab\there", "U+0009"),
+        ("new\nline", "U+000A"),
+        ("bell\x07", "U+0007"),
+        ("esc\x1b[31m", "U+001B"),
+        ("del\x7f", "U+007F"),
+        ("c1\x85", "U+0085"),
+        ("sep\u2028", "U+2028"),
+    ],
+)
+def test_control_characters_in_doc_ids_are_rejected(doc_id, code):
+    with pytest.raises(DocumentError, match=re.escape(f"control character {code};")):
+        validate_batch(as_documents([{"doc_id": doc_id, "text": "x"}]), IngestConfig())
+
+
+def test_every_bad_file_name_is_listed_with_its_file(tmp_path):
+    for name in ("ok.md", "a\x01.md", "b\x02.md", "c\r.md"):
+        (tmp_path / name).write_text("text")
+    (tmp_path / "latin-\udce9.md").write_text("text")  # the bytes b"latin-\xe9.md": not UTF-8
+    docs = list(read_documents(tmp_path))
+    with pytest.raises(DocumentError) as err:
+        validate_batch(docs, IngestConfig())
+    problems = err.value.problems
+    assert len(problems) == 4
+    assert [p.split(":")[0].split(" (file")[0] for p in problems] == [
+        "doc 'a\\x01.md'",
+        "doc 'b\\x02.md'",
+        "doc 'c\\r.md'",
+        "doc 'latin-\\udce9.md'",
+    ]
+    assert all(str(tmp_path) in p for p in problems)  # the file is named
+    assert "not valid Unicode" in problems[3]
+    assert "\n" not in str(err.value) and "\x01" not in str(err.value)
+
+
+def test_ordinary_unicode_doc_ids_are_fine():
+    docs = as_documents([{"doc_id": "notes/Ærøskøbing — 北京 🚲.md", "text": "x"}])
+    validate_batch(docs, IngestConfig())

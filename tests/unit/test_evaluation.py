@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from graphstrata.engine.chunking import chunk_text
 from graphstrata.engine.component import Hit
 from graphstrata.engine.config import ChunkingConfig, IndexConfig
-from graphstrata.engine.evaluation import (
+from graphstrata.engine.ingest.chunking import chunk_text
+from graphstrata.evaluation import (
     QUESTION_KEYS,
     ChunkMap,
     QAError,

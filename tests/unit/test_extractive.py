@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from graphstrata.bindings.extractive import ExtractiveLLM, central_sentences, split_sentences
 from graphstrata.engine.interfaces import LLM
 from graphstrata.engine.prompts import answer_request, summarize_request
@@ -66,3 +68,18 @@ def test_json_tasks_return_valid_json(sample_docs):
     assert units and all({"text", "entities", "relationships"} <= set(u) for u in units)
     assert json.loads(out[1].text)["high_level_elements"][0]["title"]
     assert "Meridian Optics" in json.loads(out[2].text)["entities"]
+
+
+def test_entity_rules_apply_to_decomposition_and_query_entities():
+    from graphstrata.engine.prompts import decompose_request, query_entities_request
+
+    question = query_entities_request("Did the US regulator fine Apple's iPhone unit?")
+    chunk = decompose_request("The US regulator fined Apple's iPhone unit in 2023.", 512)
+    new = ExtractiveLLM().complete([question, chunk])
+    old = ExtractiveLLM(entity_rules="legacy").complete([question, chunk])
+    assert json.loads(new[0].text)["entities"] == ["US", "Apple", "iPhone"]
+    assert "US" not in json.loads(old[0].text)["entities"]
+    (unit,) = json.loads(new[1].text)["semantic_units"]
+    assert {"US", "Apple", "iPhone", "2023"} <= set(unit["entities"])
+    with pytest.raises(ValueError, match="unknown entity rules"):
+        ExtractiveLLM(entity_rules="nope")

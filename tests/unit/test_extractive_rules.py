@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from graphstrata.bindings.extractive import (
+    ENTITY_RULES,
     ExtractiveLLM,
     decompose,
     extract_entities,
+    rules_named,
     split_sentences,
 )
-from graphstrata.engine.heterograph_parse import parse_decomposition
+from graphstrata.engine.heterograph.parse import parse_decomposition
 from graphstrata.engine.prompts import decompose_request
 
 
@@ -84,3 +88,56 @@ def test_backend_answer_is_valid_decomposition_json(sample_docs):
         units = parse_decomposition(answer.text)
         assert units and all(u.text for u in units)
         assert json.loads(answer.text)["semantic_units"]
+
+
+# ------------------------------------------------------------------ rule sets
+def test_default_rules_keep_acronyms_and_capitalized_title_words():
+    assert extract_entities("IT workers in the US use AI tools.") == ["IT", "US", "AI"]
+    assert extract_entities("IT workers in the US use AI tools.", rules="legacy") == ["AI"]
+    ents = extract_entities("Are the Woman's Viewpoint and Pick Me Up, both British, magazines?")
+    assert "Pick Me Up" in ents
+    assert "Pick" in extract_entities(
+        "Are the Woman's Viewpoint and Pick Me Up, both British, magazines?", rules="legacy"
+    )
+
+
+def test_default_rules_drop_sentence_openers():
+    sentence = "Considering the report, Recently Google and Following Apple's lead, FTX fell."
+    ents = extract_entities(sentence)
+    assert "Considering" not in ents and "Recently" not in ents
+    assert "Google" in ents and "Apple" in ents and "FTX" in ents
+    assert "Considering" in extract_entities(sentence, rules="legacy")
+    # An opener is trimmed only at the front of a name; a name that merely ends in -ly stays.
+    assert extract_entities("Italy beat Sicily.") == ["Italy", "Sicily"]
+
+
+def test_default_rules_brands_acronym_numbers_iso_dates_and_possessives():
+    ents = extract_entities("Apple's iPhone sold on eBay from 2023-11-24, per BWV 1033 notes.")
+    assert ents == ["Apple", "iPhone", "eBay", "2023-11-24", "BWV 1033"]
+    legacy = extract_entities(
+        "Apple's iPhone sold on eBay from 2023-11-24, per BWV 1033 notes.", rules="legacy"
+    )
+    assert "Phone" in legacy and "Bay" in legacy and "BWV" in legacy
+    # A year after an acronym stays a year of its own.
+    assert extract_entities("The NFL 2023 season began.") == ["NFL", "2023"]
+
+
+def test_the_old_examples_hold_under_both_rule_sets():
+    for rules in ENTITY_RULES:
+        ents = extract_entities(
+            "In September 2023 Google's unit paid $5 billion, 14,200 people and 28 staff, "
+            "at 19:00.",
+            rules=rules,
+        )
+        assert "September 2023" in ents and "Google" in ents and "28" not in ents
+        assert extract_entities("The telescope saw first light in 1963.", rules=rules) == ["1963"]
+        units = decompose("Tomas Veld founded Meridian Optics in Brekkvik.", rules=rules)
+        (unit,) = units["semantic_units"]
+        assert ["Tomas Veld", "founded", "Meridian Optics"] in unit["relationships"]
+
+
+def test_rule_sets_are_named():
+    assert rules_named("legacy") is ENTITY_RULES["legacy"]
+    assert rules_named(ENTITY_RULES["default"]) is ENTITY_RULES["default"]
+    with pytest.raises(ValueError, match="unknown entity rules 'v9'"):
+        rules_named("v9")

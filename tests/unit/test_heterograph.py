@@ -13,8 +13,15 @@ from graphstrata.bindings.api import Index
 from graphstrata.bindings.embedders import HashingEmbedder
 from graphstrata.bindings.extractive import ExtractiveLLM
 from graphstrata.engine.config import IndexConfig
-from graphstrata.engine.heterograph import HeterographComponent
-from graphstrata.engine.heterograph_search import GraphParams
+from graphstrata.engine.heterograph import GraphParams, HeterographComponent
+from graphstrata.engine.heterograph.parse import query_name_candidates, title_key
+from graphstrata.engine.heterograph.ranking import (
+    Packer,
+    kinds_of_letters,
+    maximal_keys,
+    merge_seeds,
+    minmax,
+)
 from graphstrata.engine.interfaces import LLMRequest, LLMResponse
 from graphstrata.engine.types import EdgeKind, NodeKind
 
@@ -256,3 +263,167 @@ def test_graph_parameters_are_typed_and_checked(built):
     one_step = built.query(q, mode="graph", ppr_iters=1)
     default = built.query(q, mode="graph")
     assert one_step.report["touched_nodes"] < default.report["touched_nodes"]
+
+
+# ------------------------------------------------------------------ hybrid entry points
+
+
+def test_merge_seeds_gives_each_group_its_share_and_adds_overlaps():
+    pos, w = merge_seeds(
+        [
+            (np.array([5, 7]), np.array([1.0, 3.0]), 0.5),  # -> 0.125, 0.375
+            (np.array([7, 9]), np.array([2.0, 2.0]), 1.5),  # -> 0.75, 0.75
+            (np.array([11]), np.array([4.0]), 0.0),  # no share: dropped
+            (np.array([13]), np.array([0.0]), 1.0),  # no weight: dropped
+        ]
+    )
+    assert pos.tolist() == [5, 7, 9]
+    assert np.allclose(w, [0.125, 0.375 + 0.75, 0.75])
+    empty_pos, empty_w = merge_seeds([])
+    assert empty_pos.size == empty_w.size == 0
+
+
+def test_minmax_maximal_keys_and_kind_letters():
+    assert minmax(np.array([2.0, 4.0, 3.0])).tolist() == [0.0, 1.0, 0.5]
+    assert minmax(np.array([3.0, 3.0])).tolist() == [1.0, 1.0]
+    assert minmax(np.zeros(0)).size == 0
+    keys = ["haymo", "haymo of faversham", "faversham", "kent"]
+    assert maximal_keys(keys) == ["haymo of faversham", "kent"]
+    assert kinds_of_letters("TS", (K["T"], K["S"], K["A"])) == (K["T"], K["S"])
+    with pytest.raises(ValueError, match="not among"):
+        kinds_of_letters("TN", (K["T"], K["S"]))
+
+
+def test_query_name_candidates_are_capitalized_spans_and_titles_drop_articles():
+    keys = query_name_candidates("What did the Haymo of Faversham era bring to The Exies in 1999?")
+    assert "haymo of faversham" in keys and "haymo" in keys and "faversham" in keys
+    assert "the exies" in keys and "exies" in keys and "1999" in keys
+    assert "era" not in keys and "what did" not in keys
+    assert title_key("The Lake Sundra Ferry") == "lake sundra ferry"
+    assert title_key("Meridian Optics") == "meridian optics"
+
+
+def _packer(budget: int, tokens: list[int], kinds: list[str], chunk_of: list[int], share=1.0):
+    return Packer(
+        budget,
+        np.asarray(tokens),
+        np.asarray([K[k] for k in kinds], np.uint8),
+        np.asarray(chunk_of),
+        K["T"],
+        (K["A"], K["H"], K["R"]),
+        share,
+    )
+
+
+def test_packer_never_packs_a_unit_inside_a_packed_chunk():
+    # 0: chunk (50 tokens) with units 1 and 2; 3: a unit of another chunk; 4: an attribute.
+    tokens, kinds, chunk_of = [50, 20, 25, 10, 30], list("TSSSA"), [-1, 0, 0, 9, -1]
+    p = _packer(200, tokens, kinds, chunk_of)
+    p.offer(np.array([1, 3]), np.array([0.9, 0.8]))
+    assert p.used == 30
+    p.offer(np.array([0, 2, 4]), np.array([0.7, 0.6, 0.5]))  # the chunk replaces unit 1
+    positions, scores = p.packed()
+    assert positions.tolist() == [3, 0, 4] and scores.tolist() == [0.8, 0.7, 0.5]
+    assert p.used == 10 + 50 + 30
+    # A unit whose chunk is packed is skipped; a packed node is not packed twice.
+    assert p.offer(np.array([2, 0, 3]), np.array([1.0, 1.0, 1.0])) == 0
+
+
+def test_packer_limits_and_structured_share():
+    tokens, kinds, chunk_of = [40, 40, 30, 30, 10], list("TTARS"), [-1, -1, -1, -1, -1]
+    p = _packer(100, tokens, kinds, chunk_of, share=0.3)
+    assert p.offer(np.array([0, 1]), np.array([2.0, 1.0]), limit=50) == 1  # chunk 1 > limit
+    p.offer(np.array([2, 3, 4]), np.array([0.9, 0.8, 0.7]))
+    positions, _ = p.packed()
+    # A (30) fits the 30-token structured cap, R (30) no longer does; S is not capped.
+    assert positions.tolist() == [0, 2, 4] and p.structured_used == 30
+    # A chunk that does not fit even after refunding its units is skipped.
+    q = _packer(60, [50, 20, 30], list("TST"), [-1, 0, -1])
+    q.offer(np.array([1, 2]), np.array([1.0, 0.9]))
+    assert q.offer(np.array([0]), np.array([0.8])) == 0 and q.used == 50
+
+
+def test_graph_search_seeds_from_exact_vector_and_sparse_entry_points(built):
+    q = "Who founded Meridian Optics?"
+    report = built.query(q, mode="graph").report
+    assert report["exact_nodes"] > 0 and report["vector_nodes"] > 0
+    assert report["sparse_nodes"] > 0
+    assert report["entry_nodes"] <= (
+        report["exact_nodes"] + report["vector_nodes"] + report["sparse_nodes"]
+    )
+    no_sparse = built.query(q, mode="graph", sparse_top_k=0).report
+    assert no_sparse["sparse_nodes"] == 0 and no_sparse["vector_nodes"] > 0
+    no_vector = built.query(q, mode="graph", entry_top_k=0).report
+    assert no_vector["vector_nodes"] == 0 and no_vector["sparse_nodes"] > 0
+    only_exact = built.query(q, mode="graph", entry_top_k=0, sparse_top_k=0)
+    assert only_exact.nodes and only_exact.report["entry_nodes"] == report["exact_nodes"]
+
+
+def test_graph_search_returns_chunks_and_never_a_unit_of_a_returned_chunk(built):
+    view = built.engine.state.views["graph"]
+    nodes = built.engine.state.snapshot.nodes
+    for question in QUESTIONS:
+        result = built.query(question, mode="graph", budget_tokens=2000)
+        kinds = [h.kind for h in result.nodes]
+        assert "T" in kinds and result.report["text_nodes"] == kinds.count("T")
+        chunks = {h.id for h in result.nodes if h.kind == "T"}
+        units = np.asarray([h.id for h in result.nodes if h.kind == "S"], np.int64)
+        if units.size:
+            parents = view.ids[view.chunk_of[nodes.rows(units)]]
+            assert not set(parents.tolist()) & chunks
+
+
+@pytest.mark.parametrize("share", [0.0, 0.1, 0.5])
+def test_structured_share_caps_attributes_elements_and_relationships(built, share):
+    for question in QUESTIONS:
+        result = built.query(question, mode="graph", budget_tokens=1000, structured_share=share)
+        structured = sum(h.tokens for h in result.nodes if h.kind in "AHR")
+        assert structured <= 1000 * share
+
+
+def test_text_share_packs_chunks_first(built):
+    q = QUESTIONS[3]
+
+    def chunk_tokens(**params: float) -> int:
+        nodes = built.query(q, mode="graph", budget_tokens=1000, **params).nodes
+        return sum(h.tokens for h in nodes if h.kind == "T")
+
+    assert chunk_tokens(text_share=1.0) >= chunk_tokens(text_share=0.0) > 0
+
+
+def test_document_titles_link_entities_to_their_chunks(built):
+    view = built.engine.state.views["graph"]
+    assert view.title_links > 0
+    # "Brekkvik" is an entity and the title of a document: the question seeds its chunks.
+    chunks = view.title_chunks[title_key("Brekkvik")]
+    assert chunks.size and set(view.kinds[chunks].tolist()) == {K["T"]}
+    result = built.query("Brekkvik?", mode="graph", entry_top_k=0, sparse_top_k=0)
+    assert result.report["exact_nodes"] >= chunks.size
+    assert {int(i) for i in view.ids[chunks]} & {h.id for h in result.nodes}
+
+
+def test_bridge_walk_seeds_entities_of_the_first_hop(built):
+    q = QUESTIONS[3]
+    with_bridge = built.query(q, mode="graph")
+    assert with_bridge.report["bridge_nodes"] > 0
+    one_walk = built.query(q, mode="graph", bridge_weight=0.0)
+    assert one_walk.report["bridge_nodes"] == 0
+    assert one_walk.report["touched_nodes"] <= with_bridge.report["touched_nodes"]
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"text_share": 1.5}, "text_share must be in"),
+        ({"structured_share": -0.1}, "structured_share must be in"),
+        ({"token_exponent": 3.0}, "token_exponent must be in"),
+        ({"sparse_top_k": -1}, "sparse_top_k must be in"),
+        ({"sparse_match_weight": -1.0}, "sparse_match_weight must be >= 0"),
+        ({"bridge_weight": -0.5}, "bridge_weight must be >= 0"),
+        ({"bridge_sources": 1.5}, "bridge_sources must be an integer"),
+        ({"match_query_ngrams": 1}, "match_query_ngrams must be true or false"),
+    ],
+)
+def test_new_graph_parameters_are_checked(values, message):
+    with pytest.raises(ValueError, match=message):
+        GraphParams.parse(values, "graph")

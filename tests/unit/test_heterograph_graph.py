@@ -1,59 +1,21 @@
-"""Graph helpers of the heterograph: sampling, communities, clusters, neighbours."""
+"""Graph helpers of the heterograph: importance, communities, cluster count."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from graphstrata.engine.heterograph_graph import (
+from graphstrata.engine.heterograph.graph import (
     cluster_count,
-    consistent_sample,
     group_by,
     important_entities,
     initial_membership,
-    kmeans_assign,
-    kmeans_fit,
     leiden,
     match_communities,
-    nearest_neighbours,
 )
 
 
-def test_consistent_sample_is_stable_when_nodes_are_added():
-    ids = np.arange(1000, 3000, dtype=np.int64)
-    picked = set(ids[consistent_sample(ids, 10, seed=7)].tolist())
-    grown = np.concatenate([ids, np.arange(5000, 5020, dtype=np.int64)])
-    again = set(grown[consistent_sample(grown, 10, seed=7)].tolist())
-    assert len(picked) == 10 and len(picked & again) >= 9
-    assert picked != set(ids[consistent_sample(ids, 10, seed=8)].tolist())
-    assert consistent_sample(ids[:4], 10, seed=7).tolist() == [0, 1, 2, 3]
-
-
-def test_nearest_neighbours_equal_brute_force_and_skip_self():
-    rng = np.random.default_rng(0)
-    base = rng.standard_normal((300, 16)).astype(np.float32)
-    base /= np.linalg.norm(base, axis=1, keepdims=True)
-    base_ids = np.arange(100, 400, dtype=np.int64)
-    new = base[-40:]
-    new_ids = base_ids[-40:]
-    src, dst = nearest_neighbours(new, new_ids, base, base_ids, m=5, block_rows=7)
-    assert src.size == 40 * 5 and not np.any(src == dst)
-    sims = new @ base.T
-    sims[np.arange(40), np.arange(260, 300)] = -np.inf
-    want = np.argsort(-sims, axis=1)[:, :5]
-    for i, node in enumerate(new_ids.tolist()):
-        assert set(dst[src == node].tolist()) == set(base_ids[want[i]].tolist())
-    empty = nearest_neighbours(new[:0], new_ids[:0], base, base_ids, m=5)
-    assert empty[0].size == 0
-
-
-def test_kmeans_is_seeded_and_assignment_picks_the_nearest_centroid():
-    rng = np.random.default_rng(1)
-    x = np.concatenate([rng.normal(c, 0.05, (50, 4)) for c in (0.0, 1.0, 2.0)]).astype(np.float32)
-    c1, l1 = kmeans_fit(x, 3, seed=5)
-    c2, l2 = kmeans_fit(x, 3, seed=5)
-    assert np.array_equal(l1, l2) and np.allclose(c1, c2)
-    assert np.array_equal(kmeans_assign(x, c1), l1)
+def test_cluster_count_is_ceil_sqrt_and_at_least_one():
     assert cluster_count(100) == 10 and cluster_count(101) == 11 and cluster_count(0) == 1
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from graphstrata.engine.heterograph_parse import (
+from graphstrata.engine.heterograph.parse import (
     normalize_name,
     parse_decomposition,
     parse_elements,

@@ -1,4 +1,4 @@
-"""EraRAG hierarchy: structure, bounds, local updates and biased search (engine/hierarchy.py).
+"""EraRAG hierarchy: structure, bounds, local updates and biased search (engine/hierarchy/).
 
 Most tests use the sample corpus (30 documents, 60 chunks) with the hashing embedder and the
 extractive LLM, and small segment bounds (3..5) so the hierarchy has three layers.
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from graphstrata.bindings.api import Index
 from graphstrata.bindings.extractive import ExtractiveLLM
 from graphstrata.core.lsh import project_codes
-from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.config import FusionConfig, IndexConfig
 from graphstrata.engine.hierarchy import HierarchyComponent, HierarchyTree, tiebreak_direction
 from graphstrata.engine.index import Engine
 from graphstrata.engine.interfaces import LLMError, LLMRequest, LLMResponse
@@ -37,6 +37,9 @@ def small_config(s_min: int = 3, s_max: int = 5, max_layers: int = 5) -> IndexCo
     config.hierarchy = dataclasses.replace(
         config.hierarchy, s_min=s_min, s_max=s_max, max_layers=max_layers
     )
+    # The search tests check EraRAG's own ranking (Algorithm 2: dense only, plain greedy
+    # packing); the fused default (dense + BM25, duplicates skipped) is tested at the end.
+    config.fusion = FusionConfig(method="dense", max_overlap=2.0)
     return config
 
 
@@ -319,7 +322,7 @@ def test_new_items_that_fill_segments_are_grouped_first(tmp_path, hashing_embedd
 def test_membership_changes_come_from_the_assignments():
     """Changed and vanished segments are derived from the seats before and after (a segment
     emptied by a merge must be reported even if the partition's own report misses it)."""
-    from graphstrata.engine.hierarchy import _membership_changes
+    from graphstrata.engine.hierarchy.update import _membership_changes
 
     seats = np.array([0, 1, 0, 2, 2, -1, 5, 5])  # 5 is untouched; 0 lost a deleted item
     after = np.array([0, 1, 0, 1, 6, 6, 5, 5])  # 2 emptied, 6 is new
@@ -419,7 +422,7 @@ def test_hyperplanes_and_tiebreak_survive_reopen_and_are_never_regenerated(
         raise AssertionError("hyperplanes regenerated")
 
     monkeypatch.setattr("graphstrata.engine.index.sample_hyperplanes", no_sampling)
-    monkeypatch.setattr("graphstrata.engine.hierarchy.tiebreak_direction", no_sampling)
+    monkeypatch.setattr("graphstrata.engine.hierarchy.update.tiebreak_direction", no_sampling)
     reopened = Index.open(path, embedder=hashing_embedder, llm="extractive")
     reopened.insert(sample_docs[20:25])
     reopened.delete([sample_docs[0]["doc_id"]])
@@ -515,3 +518,114 @@ def test_hierarchy_modes_are_absent_when_disabled(tmp_path, hashing_embedder):
     assert "collapsed" not in index.modes and "naive" in index.modes
     enabled = Index.create(tmp_path / "on", small_config(), embedder=hashing_embedder)
     assert {"collapsed", "detailed", "summarized"} <= set(enabled.modes)
+
+
+# ------------------------------------------------------------------------------ fused search
+@pytest.fixture
+def fused_built(tmp_path, hashing_embedder, sample_docs):
+    """The ``built`` index with the shipped fusion defaults (dense + BM25, dedup)."""
+    config = small_config()
+    config.fusion = FusionConfig()
+    index = new_index(tmp_path / "fused", hashing_embedder, config)
+    index.insert(sample_docs[:25])
+    return index
+
+
+def fused_oracle(index: Index, kinds: Sequence[int], budget: int, before=()) -> list[int]:
+    """The fusion (as configured) of the dense and BM25 top-k of ``kinds``, packed greedily
+    skipping candidates whose shingles are mostly packed already."""
+    from graphstrata.core.fusion import rrf, score_fusion, shingles
+    from graphstrata.engine.search.sparse_index import SparseIndex
+
+    engine = index.engine
+    state, fusion, k = engine.state, engine.config.fusion, engine.config.search.top_k
+    q = np.asarray(engine.embedder.embed([QUESTION]), np.float32)
+    d_ids, _ = state.vectors.search(q, kinds, k)
+    nodes = state.snapshot.nodes
+    all_ids = nodes.ids_of_kind(T, L)
+    fresh = SparseIndex.from_texts(all_ids, nodes.kind[nodes.rows(all_ids)], nodes.text_of(all_ids))
+    s_ids, _ = fresh.search(QUESTION, kinds, k)
+    w = fusion.dense_weight
+    union = np.union1d(d_ids[0], s_ids)  # complete scores: both sides score the union
+    lists = [
+        (union, state.snapshot.vectors.get(union) @ q[0]),
+        (union, fresh.score(QUESTION, union)),
+    ]
+    if fusion.method == "score":
+        fused, _ = score_fusion(lists, [w, 1 - w])
+    else:
+        rankings = [i[np.lexsort((i, -np.asarray(s, np.float64)))] for i, s in lists]
+        fused, _ = rrf(rankings, [w, 1 - w], fusion.rrf_k)
+    n = fusion.shingle_words
+    seen = {h for text in before for h in shingles(text, n)}
+    out, used = [], 0
+    for i in fused.tolist():
+        t = int(nodes.tokens[nodes.rows([i])[0]])
+        if used + t > budget:
+            continue
+        sh = shingles(nodes.text_of([i])[0], n)
+        if sh and len(sh & seen) >= fusion.max_overlap * len(sh):
+            continue
+        seen |= sh
+        out.append(i)
+        used += t
+    return out
+
+
+def test_fused_collapsed_packs_distinct_fused_chunks_and_summaries(fused_built):
+    index = fused_built
+    result = index.query(QUESTION, mode="collapsed", budget_tokens=1200)
+    assert [h.id for h in result.nodes] == fused_oracle(index, [T, L], 1200)
+    assert result.report["fusion"]["method"] == index.engine.config.fusion.method
+    assert result.report["fusion"]["sparse"] > 0
+    by_kind = result.report["tokens_by_kind"]
+    assert sum(by_kind.values()) == result.report["tokens"] <= 1200
+    # no packed text is (almost) all inside the texts packed before it
+    from graphstrata.core.fusion import shingles
+
+    seen: set[int] = set()
+    for h in result.nodes:
+        sh = shingles(h.text, 5)
+        assert not sh or len(sh & seen) < 0.8 * len(sh)
+        seen |= sh
+
+
+@pytest.mark.parametrize("mode", ["detailed", "summarized"])
+def test_fused_biased_search_takes_its_share_first_without_repeats(fused_built, mode):
+    index = fused_built
+    budget, p = 900, 0.6
+    result = index.query(QUESTION, mode=mode, budget_tokens=budget, bias_share=p)
+    first, second = ([T], [L]) if mode == "detailed" else ([L], [T])
+    letter = "T" if mode == "detailed" else "L"
+    n_first = sum(h.kind == letter for h in result.nodes)
+    head = [h.id for h in result.nodes[:n_first]]
+    assert head == fused_oracle(index, first, int(p * budget))
+    used = sum(h.tokens for h in result.nodes[:n_first])
+    texts = [h.text for h in result.nodes[:n_first]]
+    tail = fused_oracle(index, second, budget - used, before=texts)
+    assert [h.id for h in result.nodes[n_first:]] == tail
+    assert sum(h.tokens for h in result.nodes) <= budget
+    # the fusion parameters of detailed/summarized override the config
+    dense = index.query(QUESTION, mode=mode, budget_tokens=budget, method="dense", max_overlap=2.0)
+    assert dense.report["fusion"]["method"] == "dense" and dense.report["fusion"]["sparse"] == 0
+
+
+def test_summary_postings_follow_inserts_and_deletes(fused_built, sample_docs):
+    from graphstrata.engine.search.sparse_index import SparseIndex
+
+    index = fused_built
+    index.query(QUESTION, mode="collapsed")  # builds the T and L postings of this version
+    index.insert(sample_docs[25:28])
+    index.delete([sample_docs[1]["doc_id"]])
+    view = index.engine.state.views["collapsed"]
+    assert view.sparse.built(T) and view.sparse.built(L)  # advanced, not rebuilt lazily
+    nodes = index.engine.state.snapshot.nodes
+    ids = nodes.ids_of_kind(T, L)
+    fresh = SparseIndex.from_texts(ids, nodes.kind[nodes.rows(ids)], nodes.text_of(ids))
+    for query in (QUESTION, "ferry fjord harbour", "lake ice winter"):
+        got = view.sparse.search(query, [T, L], 40)
+        want = fresh.search(query, [T, L], 40)
+        assert got[0].tolist() == want[0].tolist()
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+    result = index.query(QUESTION, mode="collapsed", budget_tokens=1200)
+    assert [h.id for h in result.nodes] == fused_oracle(index, [T, L], 1200)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import ClassVar
+
 import pytest
 
-from graphstrata.engine.heterograph_search import GraphParams
+from graphstrata.engine.heterograph import GraphParams
 from graphstrata.engine.hierarchy import HierarchyParams
-from graphstrata.engine.params import NoParams, QueryError
+from graphstrata.engine.params import ModeParams, NoParams, QueryError
 
 
 def test_parse_known_values_and_defaults():
@@ -61,3 +64,27 @@ def test_schema_is_generated_from_the_fields():
     h = HierarchyParams.json_schema()
     assert h["properties"]["bias_share"]["anyOf"][0] == {"type": "number"}
     assert NoParams.json_schema()["properties"] == {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounded(ModeParams):
+    bounds: ClassVar[dict[str, tuple[float, float]]] = {"share": (0.0, 1.0), "k": (1, 100)}
+    share: float | None = None
+    k: int | None = None
+
+
+def test_bounds_are_checked_and_published():
+    assert Bounded.parse({"share": 1, "k": 100}) == Bounded(1.0, 100)
+    with pytest.raises(QueryError, match=r"share must be in \[0.0, 1.0\], got 1.5"):
+        Bounded.parse({"share": 1.5})
+    with pytest.raises(QueryError, match=r"k must be in \[1, 100\], got 0"):
+        Bounded.parse({"k": 0})
+    schema = Bounded.json_schema()["properties"]
+    assert schema["share"]["anyOf"][0] == {"type": "number", "minimum": 0.0, "maximum": 1.0}
+    assert schema["k"]["anyOf"][0] == {"type": "integer", "minimum": 1, "maximum": 100}
+
+
+@pytest.mark.parametrize("value", [10**400, float("nan"), float("inf")])
+def test_numbers_beyond_floats_are_query_errors(value):
+    with pytest.raises(QueryError, match="ppr_alpha"):
+        GraphParams.parse({"ppr_alpha": value}, "graph")

@@ -11,7 +11,7 @@ from graphstrata.bindings.extractive import ExtractiveLLM
 from graphstrata.engine.component import Query
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.index import Engine
-from graphstrata.engine.sparse import BM25Chunks, SparseComponent, make_tokenizer
+from graphstrata.engine.search.bm25 import BM25Chunks, SparseComponent, make_tokenizer
 
 TEXTS = [
     "The observatory was running a new spectrograph.",

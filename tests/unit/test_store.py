@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -180,3 +181,104 @@ def test_delta_for_a_stale_version_is_refused(tmp_path):
     _commit_nodes(store, 1)
     with store.writer(), pytest.raises(StoreError, match="prepared for version 0"):
         store.commit(stale)
+
+
+def _commit_nodes_and_edges(store, n=4):
+    with store.writer():
+        delta = store.new_delta()
+        ids = delta.new_node_ids(n)
+        delta.add_nodes(ids, int(NodeKind.T), [f"t {i}" for i in ids], np.ones(n), [[0]] * n)
+        delta.add_edges(ids[:-1], ids[1:], int(EdgeKind.SEMANTIC))
+        delta.add_vectors(ids, int(NodeKind.T), np.ones((n, DIM), dtype=np.float32))
+        return store.commit(delta)
+
+
+def _files(root):
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def test_a_full_disk_mid_commit_says_so_and_removes_the_partial_files(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from graphstrata.engine.store import StoreWriteError
+
+    store = _create(tmp_path)
+    _commit_nodes(store, 3)
+    root = tmp_path / "ix"
+    before = _files(root)
+    real_write = pq.write_table
+    calls = []
+
+    def full_disk(table, where, **kwargs):
+        calls.append(where)
+        if len(calls) == 1:
+            return real_write(table, where, **kwargs)
+        Path(where).write_bytes(b"PAR1 half a segment")  # what a short write leaves behind
+        raise OSError("6528 requested and 5088 written")  # pyarrow's words for ENOSPC
+
+    monkeypatch.setattr(pq, "write_table", full_disk)
+    with pytest.raises(StoreWriteError) as err:
+        _commit_nodes_and_edges(store)
+    message = str(err.value)
+    assert message.startswith("no space left on device while writing ")
+    assert str(calls[1]) in message and "stays at version 1" in message
+    assert _files(root) == before  # the partial edges file and the nodes segment are gone
+    assert store.version == 1 and Store.open(root).version == 1
+    assert len(Store.open(root).load().nodes) == 3
+
+    monkeypatch.setattr(pq, "write_table", real_write)
+    assert _commit_nodes_and_edges(store).version == 2  # room again: the next commit works
+    assert len(Store.open(root).load().nodes) == 7
+
+
+def test_a_full_disk_while_switching_the_manifest_keeps_the_last_version(tmp_path, monkeypatch):
+    import errno
+
+    from graphstrata.engine.store import StoreWriteError
+    from graphstrata.engine.store import store as store_module
+
+    store = _create(tmp_path)
+    _commit_nodes(store, 3)
+    root = tmp_path / "ix"
+    before = _files(root)
+    real_atomic = store_module.write_atomic
+
+    def no_room_for_manifest(path, data):
+        if path.name == "manifest.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_atomic(path, data)
+
+    monkeypatch.setattr(store_module, "write_atomic", no_room_for_manifest)
+    with pytest.raises(StoreWriteError, match=r"no space left on device while writing .*manifest"):
+        _commit_nodes(store, 2)
+    assert _files(root) == before  # manifests/v00000002.json and the v2 segments removed
+    assert Store.open(root).version == 1
+
+
+def test_write_atomic_leaves_no_temporary_file_on_a_full_disk(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from graphstrata.engine.store.files import write_atomic
+
+    def fsync(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError):
+        write_atomic(tmp_path / "manifest.json", b"{}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_while_creating_leaves_nothing(tmp_path, monkeypatch):
+    import errno
+
+    from graphstrata.engine.store import StoreWriteError
+
+    def no_room(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(np, "save", no_room)
+    with pytest.raises(StoreWriteError, match="no space left on device while creating"):
+        _create(tmp_path)
+    assert not (tmp_path / "ix").exists()

@@ -1,0 +1,563 @@
+"""Tuning ``graph`` (NodeRAG search) against ``naive`` and ``bm25`` (issue #12, part B).
+
+    python benchmarks/graph_tuning.py --dataset hotpotqa
+    python benchmarks/graph_tuning.py --dataset multihop_rag --docs 200
+    python benchmarks/graph_tuning.py --dataset hotpotqa --rules legacy --variants default
+    python benchmarks/graph_tuning.py --dataset hotpotqa --variants default,no_bm25 --budget 2000
+
+For one dataset of ``../shared/data`` it builds (or reuses) an index with the heterograph and
+the sparse component (the hierarchy is switched off: ``graph`` does not read it), default
+``IndexConfig`` otherwise, CPU backends: the extractive LLM with the entity rules named by
+``--rules`` and the embedder named by ``--embedder`` (default ``minilm-onnx``: the packaged
+all-MiniLM-L6-v2 on ONNX Runtime, the same vectors as the torch model within 1e-5, faster on
+these cores). Embeddings are cached by text under ``build/graph-tuning/embed-cache`` so a
+rebuild after a change of the entity rules embeds only the texts that changed.
+
+Then it runs ``graphstrata.evaluation.evaluate`` at ``--budget`` tokens for ``naive``,
+``bm25`` and ``graph`` under each named variant of the ``graph`` defaults (``VARIANTS``:
+overrides of ``HeterographConfig`` fields, set on the open index's config, which its view
+reads at query time), and writes ``benchmarks/results/graph_tuning-<dataset>.{md,json}``
+(``--out`` changes the stem). Search latency is the view's own time per question (the
+engine's ``search_seconds``, query embedding apart), p50 and p99 over the questions.
+
+MultiHop-RAG's full heterograph takes ~50 minutes to embed on two cores, so ``--docs N``
+builds a subset: questions (null queries excluded) are taken in a seeded random order
+while the union of their gold documents stays within ``N``; the subset is that union,
+topped up to ``N`` with other documents of the corpus (distractors) in the same seeded
+order; every non-null question whose gold documents all lie in the subset is evaluated.
+
+Skips cleanly (exit 0) when ``../shared/data`` is absent. Indexes live under
+``build/graph-tuning/`` (git-ignored); the data is only read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import random
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+ROOT = REPO / "build" / "graph-tuning"
+RESULTS = REPO / "benchmarks" / "results"
+MEASURES = ("doc_recall", "fact_recall_text", "fact_recall_chunk", "answer_contained")
+
+#: Named overrides of the ``graph`` defaults (``HeterographConfig`` fields). ``default`` is
+#: the shipped configuration; the others each change one thing, for the ablation table.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    # NodeRAG's search as it was before issue #12 (exact + vector entry points, PPR, no BM25,
+    # no passage quota, no title links, no n-gram names); on an index built with the
+    # "legacy" rules this is the "before" row.
+    "noderag": {
+        "sparse_top_k": 0,
+        "text_share": 0.0,
+        "token_exponent": 0.0,
+        "structured_share": 1.0,
+        "title_edge_weight": 0.0,
+        "match_query_ngrams": False,
+        "entry_top_k": 10,
+    },
+    "no_sparse": {"sparse_top_k": 0},
+    "no_vector": {"entry_top_k": 0},
+    "no_exact": {"exact_match_weight": 0.0},
+    "no_titles": {"title_edge_weight": 0.0},
+    "no_ngrams": {"match_query_ngrams": False},
+    "text_0": {"text_share": 0.0},
+    "text_25": {"text_share": 0.25},
+    "text_75": {"text_share": 0.75},
+    "text_100": {"text_share": 1.0},
+    "exact_05": {"exact_match_weight": 0.5},
+    "exact_2": {"exact_match_weight": 2.0},
+    "exact_4": {"exact_match_weight": 4.0},
+    "vector_05": {"vector_match_weight": 0.5},
+    "vector_2": {"vector_match_weight": 2.0},
+    "sparse_05": {"sparse_match_weight": 0.5},
+    "sparse_2": {"sparse_match_weight": 2.0},
+    "alpha_03": {"ppr_alpha": 0.3},
+    "alpha_07": {"ppr_alpha": 0.7},
+    "iters_1": {"ppr_iters": 1},
+    "iters_3": {"ppr_iters": 3},
+    "semantic_02": {"semantic_edge_weight": 0.2},
+    "semantic_0": {"semantic_edge_weight": 0.0},
+    "title_3": {"title_edge_weight": 3.0},
+    "entry_20": {"entry_top_k": 20},
+    "entry_50": {"entry_top_k": 50},
+    "sparse_20": {"sparse_top_k": 20},
+    "sparse_100": {"sparse_top_k": 100},
+    "struct_0": {"structured_share": 0.0},
+    "struct_005": {"structured_share": 0.05},
+    "struct_02": {"structured_share": 0.2},
+    "struct_1": {"structured_share": 1.0},
+    "sparse_all": {"sparse_kinds": "TSAHR"},
+    "bridge_0": {"bridge_weight": 0.0},
+    "bridge_01": {"bridge_weight": 0.1},
+    "bridge_06": {"bridge_weight": 0.6},
+    "bridge_1": {"bridge_weight": 1.0},
+    "bridge_src_3": {"bridge_sources": 3},
+    "bridge_units_4": {"bridge_max_units": 4},
+    "bridge_units_8": {"bridge_max_units": 8},
+    "bridge_units_16": {"bridge_max_units": 16},
+    "bridge_units_32": {"bridge_max_units": 32},
+    "bridge_src_10": {"bridge_sources": 10},
+    "combo_1": {"sparse_match_weight": 2.0},
+    "combo_2": {"sparse_match_weight": 2.0, "exact_match_weight": 0.5},
+    "combo_3": {"sparse_match_weight": 2.0, "exact_match_weight": 0.5, "sparse_top_k": 20},
+    "combo_4": {
+        "sparse_match_weight": 2.0,
+        "exact_match_weight": 0.5,
+        "sparse_top_k": 20,
+        "entry_top_k": 20,
+    },
+    "combo_5": {
+        "sparse_match_weight": 2.0,
+        "exact_match_weight": 0.5,
+        "sparse_top_k": 20,
+        "entry_top_k": 20,
+        "ppr_alpha": 0.7,
+    },
+    "combo_1b": {"sparse_match_weight": 2.0, "bridge_weight": 0.6},
+    "combo_3b": {
+        "sparse_match_weight": 2.0,
+        "exact_match_weight": 0.5,
+        "sparse_top_k": 20,
+        "bridge_weight": 0.6,
+    },
+    "gamma_0": {"token_exponent": 0.0},
+    "gamma_05": {"token_exponent": 0.5},
+    "gamma_1": {"token_exponent": 1.0},
+}
+#: Fields the view reads when it is built (the walk's CSR), not per query.
+VIEW_FIELDS = ("semantic_edge_weight", "title_edge_weight", "sparse_kinds")
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+# ------------------------------------------------------------------ cached embedder
+class CachedEmbedder:
+    """An embedder that remembers every vector it computed, by text, on disk.
+
+    It reports the inner embedder's name and dimension, so an index built through it is an
+    index of the inner embedder. The cache is two append-only files per embedder name: the
+    64-bit keys (blake2b of the text) and the float32 rows.
+
+    Parameters
+    ----------
+    inner:
+        The embedder that computes missing vectors.
+    directory:
+        Where the cache files live.
+    """
+
+    def __init__(self, inner: Any, directory: Path):
+        self.inner = inner
+        directory.mkdir(parents=True, exist_ok=True)
+        stem = directory / inner.name.replace("/", "_").replace(":", "_")
+        self._keys_path = stem.with_suffix(".keys")
+        self._rows_path = stem.with_suffix(".f32")
+        self._lock = threading.Lock()
+        self._row: dict[int, int] = {}
+        self._rows = np.zeros((0, int(inner.dim)), np.float32)
+        if self._keys_path.exists() and self._rows_path.exists():
+            keys = np.fromfile(self._keys_path, dtype=np.int64)
+            rows = np.fromfile(self._rows_path, dtype=np.float32).reshape(-1, int(inner.dim))
+            n = min(keys.size, rows.shape[0])  # an interrupted append leaves a torn tail
+            self._rows = rows[:n].copy()
+            self._row = {int(k): i for i, k in enumerate(keys[:n].tolist())}
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    @property
+    def compatible_names(self) -> frozenset[str]:
+        return frozenset(getattr(self.inner, "compatible_names", {self.name}))
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    @property
+    def max_input_tokens(self) -> int:
+        return int(self.inner.max_input_tokens)
+
+    @staticmethod
+    def _key(text: str) -> int:
+        digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+        return int.from_bytes(digest, "little", signed=True)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [self._key(t) for t in texts]
+        with self._lock:
+            todo = list(dict.fromkeys(k for k in keys if k not in self._row))
+        if todo:
+            first = {k: t for k, t in zip(keys, texts, strict=True)}
+            fresh = np.asarray(self.inner.embed([first[k] for k in todo]), np.float32)
+            with self._lock:
+                with open(self._keys_path, "ab") as fk, open(self._rows_path, "ab") as fr:
+                    np.asarray(todo, np.int64).tofile(fk)
+                    fresh.tofile(fr)
+                base = self._rows.shape[0]
+                self._rows = np.concatenate([self._rows, fresh])
+                self._row.update({k: base + i for i, k in enumerate(todo)})
+        self.misses += len(todo)
+        self.hits += len(keys) - len(todo)
+        with self._lock:
+            return self._rows[[self._row[k] for k in keys]]
+
+
+# ------------------------------------------------------------------ data
+def multihop_subset(n_docs: int, seed: int = 12) -> tuple[list[dict], list[dict], dict]:
+    """(documents, questions, description) of a MultiHop-RAG subset (module docstring)."""
+    docs = read_jsonl(DATA / "multihop_rag" / "corpus.jsonl")
+    qa = [q for q in read_jsonl(DATA / "multihop_rag" / "qa.jsonl") if q.get("gold_doc_ids")]
+    rng = random.Random(seed)
+    order = list(range(len(qa)))
+    rng.shuffle(order)
+    chosen: set[str] = set()
+    for i in order:
+        gold = set(qa[i]["gold_doc_ids"])
+        if len(chosen | gold) <= n_docs:
+            chosen |= gold
+    by_id = {d["doc_id"]: d for d in docs}
+    others = [d["doc_id"] for d in docs if d["doc_id"] not in chosen]
+    rng.shuffle(others)
+    gold_docs = len(chosen)
+    chosen |= set(others[: max(0, n_docs - len(chosen))])
+    subset = [by_id[d] for d in sorted(chosen) if d in by_id]
+    questions = [q for q in qa if set(q["gold_doc_ids"]) <= chosen]
+    info = {
+        "docs": len(subset),
+        "gold_docs": gold_docs,
+        "distractors": len(subset) - gold_docs,
+        "questions": len(questions),
+        "seed": seed,
+        "by_type": {
+            t: sum(1 for q in questions if q["type"] == t)
+            for t in sorted({q["type"] for q in questions})
+        },
+    }
+    return subset, questions, info
+
+
+def load_dataset(dataset: str, n_docs: int | None) -> tuple[list[dict], list[dict], dict]:
+    if dataset == "multihop_rag" and n_docs:
+        return multihop_subset(n_docs)
+    docs = read_jsonl(DATA / dataset / "corpus.jsonl")
+    qa = read_jsonl(DATA / dataset / "qa.jsonl")
+    return docs, qa, {"docs": len(docs), "questions": len(qa)}
+
+
+# ------------------------------------------------------------------ index
+def build_files() -> list[Path]:
+    """Sources an index's content depends on (``search.py`` and ``ranking.py`` are query
+    side only)."""
+    engine = REPO / "graphstrata" / "engine"
+    files = [engine / "ingest" / "chunking.py", engine / "prompts.py"]
+    files += [REPO / "graphstrata" / "bindings" / "extractive.py"]
+    query_side = ("search.py", "ranking.py")
+    files += sorted(p for p in (engine / "heterograph").glob("*.py") if p.name not in query_side)
+    files += sorted((REPO / "graphstrata" / "core").glob("*.py"))
+    return files
+
+
+def code_sha256() -> str:
+    h = hashlib.sha256()
+    for path in build_files():
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def make_config() -> Any:
+    from graphstrata.engine.config import IndexConfig
+
+    cfg = IndexConfig()
+    cfg.hierarchy.enabled = False
+    return cfg
+
+
+#: HeterographConfig fields the build reads (the others are search defaults, read per query).
+BUILD_FIELDS = (
+    "enabled",
+    "seed",
+    "betweenness_sources",
+    "semantic_neighbours",
+    "community_change_share",
+    "attribute_tokens",
+    "element_tokens",
+    "decompose_tokens",
+)
+
+
+def build_config() -> dict[str, Any]:
+    """The part of the config an index's content depends on (search defaults left out)."""
+    cfg = make_config().to_dict()
+    return {
+        "chunking": cfg["chunking"],
+        "hierarchy": {"enabled": cfg["hierarchy"]["enabled"]},
+        "heterograph": {k: cfg["heterograph"][k] for k in BUILD_FIELDS},
+        "vector_dtype": cfg["vector_dtype"],
+    }
+
+
+def make_llm(rules: str) -> Any:
+    from graphstrata.bindings.extractive import ExtractiveLLM
+
+    return ExtractiveLLM(entity_rules=rules)
+
+
+def components() -> list[Any]:
+    from graphstrata.engine.heterograph import HeterographComponent
+    from graphstrata.engine.search.bm25 import SparseComponent
+
+    return [HeterographComponent(), SparseComponent()]
+
+
+def open_or_build(
+    dataset: str, docs: list[dict], info: dict, rules: str, embedder: Any, rebuild: bool
+) -> tuple[Any, dict]:
+    """The index of these documents and rules, built first when absent or stale."""
+    from graphstrata.bindings.api import Index
+    from graphstrata.engine.index import Engine
+
+    ident = {
+        "dataset": dataset,
+        "docs": sorted(d["doc_id"] for d in docs),
+        "rules": rules,
+        "embedder": embedder.name,
+        "config": build_config(),
+    }
+    key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:10]
+    path = ROOT / f"{dataset}-{len(docs)}-{rules}-{key}"
+    record_path = path.with_suffix(".build.json")
+    code = code_sha256()
+    record = json.loads(record_path.read_text()) if record_path.exists() else None
+    llm = make_llm(rules)
+    if record and record.get("code") == code and not rebuild and (path / "manifest.json").exists():
+        log(f"{dataset}: reusing {path.relative_to(REPO)}")
+        return Index(Engine.open(path, embedder, llm, components=components())), record
+    if record and record.get("code") != code:
+        log(f"{dataset}: build code changed since {path.name} was built; rebuilding")
+    record_path.unlink(missing_ok=True)
+    if path.exists():
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log(f"{dataset}: building {len(docs)} documents into {path.relative_to(REPO)}")
+    index = Index(Engine.create(path, make_config(), embedder, llm, components=components()))
+    last = [0.0]
+
+    def progress(stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] > 30 or done >= total:
+            last[0] = now
+            log(f"{dataset}: {stage} {done}/{total}")
+
+    hits0, misses0 = embedder.hits, embedder.misses
+    report = index.insert(docs, progress=progress)
+    record = {
+        "code": code,
+        "rules": rules,
+        "subset": info,
+        "seconds": report.seconds,
+        "embedded_new": embedder.misses - misses0,
+        "embedded_cached": embedder.hits - hits0,
+        "built_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "nodes": index.stats()["nodes"],
+    }
+    record_path.write_text(json.dumps(record, indent=1))
+    log(f"{dataset}: built in {report.seconds:.0f} s, nodes {record['nodes']}")
+    return index, record
+
+
+# ------------------------------------------------------------------ evaluation
+def summarize(mode_result: Any) -> dict[str, Any]:
+    overall = mode_result.overall
+    ms = [float(q["search_ms"]) for q in mode_result.questions]
+    row = {m: overall.get(m) for m in MEASURES}
+    row.update(
+        questions=overall["questions"],
+        tokens=overall["tokens"],
+        search_p50=float(np.percentile(ms, 50)),
+        search_p99=float(np.percentile(ms, 99)),
+        search_mean=float(np.mean(ms)),
+    )
+    return row
+
+
+def kinds_share(index: Any, items: list[dict], budget: int, n: int = 40) -> dict[str, float]:
+    """Share of the retrieved tokens per node kind over the first ``n`` questions."""
+    tokens: dict[str, int] = {}
+    for q in items[:n]:
+        for h in index.query(q["question"], mode="graph", budget_tokens=budget).nodes:
+            tokens[h.kind] = tokens.get(h.kind, 0) + h.tokens
+    total = sum(tokens.values()) or 1
+    return {k: round(v / total, 3) for k, v in sorted(tokens.items())}
+
+
+def run_variants(
+    index: Any, items: list[dict], budget: int, variants: list[str], baselines: bool
+) -> dict[str, Any]:
+    from graphstrata.evaluation import evaluate
+
+    cfg = index.engine.config.heterograph
+    original = {k: getattr(cfg, k) for k in vars(cfg)}
+    rows: dict[str, Any] = {}
+    if baselines:
+        result = evaluate(index, items, ["naive", "bm25"], budget)
+        for mode in ("naive", "bm25"):
+            rows[mode] = summarize(result.modes[mode])
+            log(f"{mode}: {fmt(rows[mode])}")
+    for name in variants:
+        overrides = VARIANTS[name]
+        for k, v in overrides.items():
+            if not hasattr(cfg, k):
+                raise SystemExit(f"variant {name}: HeterographConfig has no field {k!r}")
+            setattr(cfg, k, v)
+        rebuilt = any(k in VIEW_FIELDS for k in overrides)
+        if rebuilt:
+            swap_graph_view(index)
+        try:
+            result = evaluate(index, items, ["graph"], budget)
+            rows[f"graph:{name}"] = summarize(result.modes["graph"])
+            rows[f"graph:{name}"]["kinds"] = kinds_share(index, items, budget)
+        finally:
+            for k, v in original.items():
+                setattr(cfg, k, v)
+            if rebuilt:
+                swap_graph_view(index)
+        log(f"graph:{name}: {fmt(rows[f'graph:{name}'])}")
+    return rows
+
+
+def swap_graph_view(index: Any) -> None:
+    """Rebuild the open version's graph view from the (changed) config, keeping its BM25."""
+    from graphstrata.engine.heterograph import HeterographView
+
+    state = index.engine.state
+    old = state.views["graph"]
+    state.views["graph"] = HeterographView(
+        state.snapshot,
+        state.vectors,
+        index.engine.config,
+        state.doc_names,
+        sparse=getattr(old, "sparse", None),
+    )
+
+
+def fmt(row: dict[str, Any]) -> str:
+    return (
+        f"docR {row['doc_recall']:.3f} factT {row['fact_recall_text']:.3f} "
+        f"factC {row['fact_recall_chunk']:.3f} ans {row['answer_contained']:.3f} "
+        f"p50 {row['search_p50']:.1f} p99 {row['search_p99']:.1f} ms"
+    )
+
+
+def write_results(stem: str, payload: dict[str, Any], command: str) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(payload, indent=1, default=str))
+    rows = payload["rows"]
+    lines = [
+        f"# graph tuning: {payload['dataset']}",
+        "",
+        f"Command: `{command}`  ",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python "
+        f"{platform.python_version()}; load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}"
+        " (shared cores: latencies are upper bounds). "
+        f"Written {time.strftime('%Y-%m-%d %H:%M')}.",
+        "",
+        f"Index: {payload['index']}; entity rules `{payload['rules']}`; embedder "
+        f"{payload['embedder']}; subset {json.dumps(payload['subset'])}; nodes "
+        f"{json.dumps(payload['nodes'])}.",
+        "",
+        f"Budget {payload['budget']} tokens. Measures as in `graphstrata/evaluation/scoring.py`"
+        "; search p50/p99 in ms without the query embedding; kinds = share of retrieved tokens "
+        "per kind (first 40 questions).",
+        "",
+        "| row | n | doc R | fact R text | fact R chunk | answer | tokens | p50 ms | p99 ms | kinds |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in rows.items():
+        kinds = " ".join(f"{k} {v:.2f}" for k, v in r.get("kinds", {}).items())
+        lines.append(
+            f"| {name} | {r['questions']} | {r['doc_recall']:.3f} | {r['fact_recall_text']:.3f} "
+            f"| {r['fact_recall_chunk']:.3f} | {r['answer_contained']:.3f} | {r['tokens']:.0f} "
+            f"| {r['search_p50']:.2f} | {r['search_p99']:.2f} | {kinds} |"
+        )
+    lines += ["", "Variants (overrides of `HeterographConfig`):", ""]
+    for name in payload["variants"]:
+        lines.append(f"- `{name}`: {json.dumps(VARIANTS[name]) if VARIANTS[name] else 'shipped defaults'}")
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", default="hotpotqa", choices=["hotpotqa", "multihop_rag"])
+    parser.add_argument("--docs", type=int, default=None, help="MultiHop-RAG subset size")
+    parser.add_argument("--rules", default="default", help="extractive entity rules")
+    parser.add_argument("--embedder", default="minilm-onnx")
+    parser.add_argument("--budget", type=int, default=2000)
+    parser.add_argument("--variants", default="default")
+    parser.add_argument("--no-baselines", action="store_true")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--out", default=None, help="results stem (default graph_tuning-<dataset>)")
+    args = parser.parse_args(argv)
+    if not (DATA / args.dataset / "corpus.jsonl").exists():
+        log(f"{DATA / args.dataset} is absent: nothing to measure")
+        return 0
+    from graphstrata.bindings.backends import make_embedder
+
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
+    embedder = CachedEmbedder(make_embedder(args.embedder), ROOT / "embed-cache")
+    docs, items, info = load_dataset(args.dataset, args.docs)
+    if args.limit:
+        items = items[: args.limit]
+    index, record = open_or_build(args.dataset, docs, info, args.rules, embedder, args.rebuild)
+    rows = run_variants(index, items, args.budget, variants, not args.no_baselines)
+    payload = {
+        "dataset": args.dataset,
+        "index": index.engine.store.root.name,
+        "rules": args.rules,
+        "embedder": embedder.name,
+        "subset": info,
+        "nodes": record.get("nodes"),
+        "build": record,
+        "budget": args.budget,
+        "variants": variants,
+        "rows": rows,
+    }
+    stem = args.out or f"graph_tuning-{args.dataset}"
+    write_results(stem, payload, "python benchmarks/graph_tuning.py " + " ".join(argv or sys.argv[1:]))
+    log(f"wrote {RESULTS / stem}.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

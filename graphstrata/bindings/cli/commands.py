@@ -1,0 +1,191 @@
+"""The index commands: ``index``, ``insert``, ``delete``, ``query``, ``stats``, ``compact``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from graphstrata.bindings.cli.build import build_index
+from graphstrata.bindings.cli.common import (
+    Progress,
+    add_backend_args,
+    load_config,
+    open_index,
+    parse_params,
+    print_report,
+)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """``graphstrata index SOURCE --out DIR``: build a new index.
+
+    The source is read and validated first; the index is built beside ``DIR`` and swapped in
+    only once committed, so a failure (or ``--force`` with a mistyped source) leaves ``DIR`` as
+    it was (:mod:`graphstrata.bindings.cli.build`).
+    """
+    overrides = {
+        "chunking.chunk_tokens": args.chunk_tokens,
+        "chunking.overlap_tokens": args.overlap_tokens,
+        "hierarchy.enabled": False if args.no_hierarchy else None,
+        "heterograph.enabled": False if args.no_heterograph else None,
+        "hierarchy.n_bits": args.n_bits,
+    }
+    cfg = load_config(args.config, overrides)
+    print_report(build_index(args, cfg), args.json)
+    return 0
+
+
+def cmd_insert(args: argparse.Namespace) -> int:
+    """``graphstrata insert INDEX SOURCE``: insert or update documents."""
+    from graphstrata.engine.documents import read_documents
+
+    index = open_index(args)
+    progress = Progress(not args.json)
+    try:
+        report = index.insert(list(read_documents(args.source)), progress=progress)
+    finally:
+        progress.close()
+    print_report(report.to_dict(), args.json)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    """``graphstrata delete INDEX DOC_ID...``."""
+    index = open_index(args)
+    report = index.delete(args.doc_ids, missing_ok=args.missing_ok)
+    print_report(report.to_dict(), args.json)
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    """``graphstrata query INDEX QUESTION``: retrieve (and with ``--answer``, answer)."""
+    params = parse_params(args.params)
+    index = open_index(args, version=args.version)
+    # Unknown or ill-typed mode parameters: one line naming the allowed ones, before any work.
+    index.engine.parse_params(args.mode, params)
+    budget, top_k = args.budget, args.top_k
+    if args.answer:
+        result = index.answer(args.question, args.mode, budget, top_k=top_k, **params)
+    else:
+        result = index.query(args.question, args.mode, budget, top_k, **params)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1, ensure_ascii=False))
+        return 0
+    r = result.report
+    print(
+        f"mode={r['mode']} version={r['version']} nodes={r['nodes']} tokens={r['tokens']}/{r['budget_tokens']} "
+        f"embed={r['embed_seconds'] * 1000:.1f}ms search={r['search_seconds'] * 1000:.1f}ms"
+    )
+    for h in result.nodes:
+        text = " ".join(h.text.split())
+        text = text if len(text) <= 240 else text[:237] + "..."
+        print(
+            f"[{h.kind}{h.layer if h.kind == 'L' else ''} {h.score:.3f} {h.tokens}t {', '.join(h.docs)[:80]}] {text}"
+        )
+    if result.answer is not None:
+        print(f"\nanswer: {result.answer}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    """``graphstrata stats INDEX``."""
+    index = open_index(args, version=args.version)
+    stats = index.stats()
+    if args.json:
+        print(json.dumps(stats, indent=1))
+        return 0
+    for key, value in stats.items():
+        print(f"{key:<16} {json.dumps(value) if isinstance(value, dict | list) else value}")
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    """``graphstrata compact INDEX``: merge segments, rewrite the vector cache."""
+    index = open_index(args)
+    print_report(index.compact(wait=args.wait).to_dict(), args.json)
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add the index commands to the ``graphstrata`` subparsers.
+
+    Parameters
+    ----------
+    sub:
+        The ``add_subparsers()`` action of the main parser.
+    """
+    p = sub.add_parser(
+        "index", help="build a new index from a folder of .txt/.md files or a JSONL file"
+    )
+    p.add_argument("source")
+    p.add_argument("--out", required=True, help="index directory to create")
+    p.add_argument("--config", help="JSON or TOML file with IndexConfig fields")
+    p.add_argument("--chunk-tokens", type=int, dest="chunk_tokens")
+    p.add_argument("--overlap-tokens", type=int, dest="overlap_tokens")
+    p.add_argument("--n-bits", type=int, dest="n_bits", help="LSH hyperplanes of the hierarchy")
+    p.add_argument("--no-hierarchy", action="store_true", help="skip the EraRAG hierarchy")
+    p.add_argument("--no-heterograph", action="store_true", help="skip the NodeRAG heterograph")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="rebuild the graphstrata index at --out (swapped in only once the new one is "
+        "committed; its LLM cache is kept)",
+    )
+    p.add_argument("--json", action="store_true")
+    add_backend_args(p)
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("insert", help="insert or update documents")
+    p.add_argument("index")
+    p.add_argument("source")
+    p.add_argument("--json", action="store_true")
+    add_backend_args(p)
+    p.set_defaults(func=cmd_insert)
+
+    p = sub.add_parser("delete", help="delete documents by doc_id")
+    p.add_argument("index")
+    p.add_argument("doc_ids", nargs="+")
+    p.add_argument(
+        "--missing-ok", action="store_true", help="ignore doc_ids that are not in the index"
+    )
+    p.add_argument("--json", action="store_true")
+    add_backend_args(p)
+    p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("query", help="retrieve a context for a question")
+    p.add_argument("index")
+    p.add_argument("question")
+    p.add_argument(
+        "--mode", default="naive", help="naive, collapsed, detailed, summarized, graph, bm25"
+    )
+    p.add_argument("--budget", type=int, default=None, help="retrieved-token budget (default 2000)")
+    p.add_argument("--top-k", type=int, default=None, dest="top_k")
+    p.add_argument(
+        "--params",
+        help="JSON object of mode parameters, e.g. '{\"bias_share\": 0.5}' for detailed",
+    )
+    p.add_argument("--answer", action="store_true", help="also generate an answer with the LLM")
+    p.add_argument("--at-version", type=int, dest="version", help="query a pinned older version")
+    p.add_argument("--json", action="store_true")
+    add_backend_args(p)
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("stats", help="describe an index")
+    p.add_argument("index")
+    p.add_argument("--at-version", type=int, dest="version")
+    p.add_argument("--json", action="store_true")
+    add_backend_args(p)
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("compact", help="merge segments and rewrite the vector cache")
+    p.add_argument("index")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="seconds to wait for the index lock if a running service holds it (default 0)",
+    )
+    p.add_argument("--json", action="store_true")
+    add_backend_args(p)
+    p.set_defaults(func=cmd_compact)

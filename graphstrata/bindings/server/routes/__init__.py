@@ -1,0 +1,1 @@
+"""One router per resource of the service: retrieve, answer, documents, status."""

@@ -1,0 +1,280 @@
+"""``/v1/documents`` (insert, delete, status) and ``/v1/operations/{id}``.
+
+Writes are queued to the background writer and answered ``202`` with an operation id. Nothing
+in a request names a file: documents come only from the request body, and ids in paths are
+only looked up in tables.
+"""
+
+import asyncio
+from typing import Any
+
+import pyarrow.compute as pc
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ValidationError
+
+from graphstrata.bindings.server.auth import Guard
+from graphstrata.bindings.server.errors import ApiError, error_responses, one_line
+from graphstrata.bindings.server.jsonbody import JSONRoute, parse_json
+from graphstrata.bindings.server.models import Models
+from graphstrata.bindings.server.runtime import Service
+from graphstrata.engine.config import IngestConfig
+from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
+
+NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/x-jsonlines")
+
+
+def parse_documents(body: bytes, content_type: str) -> list[Any]:
+    """The raw documents of a request body: a JSON list, or JSONL (one document per line).
+
+    Parameters
+    ----------
+    body:
+        The request body.
+    content_type:
+        Its ``Content-Type`` (``application/json`` or one of :data:`NDJSON_TYPES`).
+
+    Returns
+    -------
+    list
+        The decoded items (validated by :func:`validated_documents`).
+
+    Raises
+    ------
+    ApiError
+        422 for a body that is not UTF-8 or not valid JSON (at any nesting depth:
+        :func:`~graphstrata.bindings.server.jsonbody.parse_json`), 415 for another content
+        type.
+    """
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media not in (*NDJSON_TYPES, "application/json", ""):
+        raise ApiError(
+            415,
+            "bad_request",
+            f"unsupported content type {media[:100]!r}; "
+            "send application/json or application/x-ndjson",
+        )
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(422, "bad_request", "body is not UTF-8") from exc
+    if media in NDJSON_TYPES:
+        # Only "\n" ends a line: str.splitlines would also split at U+2028 and other
+        # characters that JSON strings may hold.
+        return [
+            parse_json(line, f"line {lineno}")
+            for lineno, line in enumerate(text.split("\n"), start=1)
+            if line.strip()
+        ]
+    data = parse_json(text)
+    if not isinstance(data, list):
+        raise ApiError(422, "bad_request", "expected a JSON list of documents")
+    return data
+
+
+def check_members(raw: list[Any], model: type[BaseModel]) -> None:
+    """Check each raw document against ``model`` (strict types, no unknown members).
+
+    Parameters
+    ----------
+    raw:
+        The decoded items of the request.
+    model:
+        The app's ``DocumentIn``.
+
+    Raises
+    ------
+    DocumentError
+        Listing every problem, each naming the document by position (and id, when it has
+        one): ``document #2 ('a.md'): metadata: Input should be a valid dictionary``.
+    """
+    allowed = ", ".join(model.model_fields)
+    problems: list[str] = []
+    for i, item in enumerate(raw):
+        try:
+            model.model_validate(item)
+        except ValidationError as exc:
+            doc_id = item.get("doc_id") if isinstance(item, dict) else None
+            label = f"document #{i}" + (f" ({doc_id[:100]!r})" if isinstance(doc_id, str) else "")
+            for err in exc.errors(include_url=False)[:10]:
+                loc = ".".join(str(p) for p in err["loc"])
+                if not loc:
+                    problems.append(f"{label}: expected an object with doc_id and text")
+                    continue
+                hint = f" (allowed: {allowed})" if err["type"] == "extra_forbidden" else ""
+                problems.append(one_line(f"{label}: {loc[:100]}: {err['msg']}{hint}"))
+    if problems:
+        raise DocumentError(problems)
+
+
+def validated_documents(
+    raw: list[Any], ingest: IngestConfig, model: type[BaseModel] | None = None
+) -> list[Document]:
+    """Documents checked as the engine checks them before a write.
+
+    Parameters
+    ----------
+    raw:
+        The decoded items of the request.
+    ingest:
+        The index's ingest limits.
+    model:
+        The app's ``DocumentIn``, checked first (:func:`check_members`) when given.
+
+    Returns
+    -------
+    list of Document
+        The valid documents, in order.
+
+    Raises
+    ------
+    ApiError
+        422 for an empty list.
+    DocumentError
+        For invalid documents (answered 422 with the ``problems``).
+    """
+    if not raw:
+        raise ApiError(422, "bad_request", "no documents in the request")
+    if model is not None:
+        check_members(raw, model)
+    docs = as_documents(raw)
+    validate_batch(docs, ingest)
+    return docs
+
+
+def document_status(service: Service, doc_id: str) -> dict[str, Any] | None:
+    """Whether ``doc_id`` is committed, pending, or unknown (None).
+
+    Parameters
+    ----------
+    service:
+        The app's service.
+    doc_id:
+        The document id (looked up in the served version and the writer's queue).
+
+    Returns
+    -------
+    dict or None
+        The ``DocumentStatus`` body, or None when the document is neither present nor pending.
+    """
+    snapshot = service.engine.state.snapshot
+    docs = snapshot.docs
+    out: dict[str, Any] = {"doc_id": doc_id, "present": False, "index_version": snapshot.version}
+    if docs.num_rows:
+        row = docs.filter(pc.equal(docs.column("doc_id"), doc_id))
+        if row.num_rows:
+            out.update(
+                present=True,
+                version=int(row.column("version")[0].as_py()),
+                chunks=int(row.column("n_chunks")[0].as_py()),
+                title=row.column("title")[0].as_py() or "",
+            )
+    pending = [op.id for op in service.writer.pending_for(doc_id)]
+    if not out["present"] and not pending:
+        return None
+    out["pending_operations"] = pending
+    out["status"] = "pending" if pending else "present"
+    return out
+
+
+def router(
+    service: Service, models: Models, guard: Guard, base: str = "/v1", listed: bool = True
+) -> APIRouter:
+    """The document and operation routes of one app.
+
+    Parameters
+    ----------
+    service:
+        The app's service.
+    models:
+        The app's request/response models.
+    guard:
+        The bearer-token guard.
+    base:
+        The routes' prefix: ``/v1`` (the first index's single-index routes) or
+        ``/v1/indexes/{name}``.
+    listed:
+        Whether the OpenAPI document lists them (the per-index copies are not listed).
+
+    Returns
+    -------
+    APIRouter
+        The routes, to include in the app.
+    """
+    api = APIRouter(
+        dependencies=guard.dependencies, route_class=JSONRoute, include_in_schema=listed
+    )
+    auth = guard.statuses
+    ErrorOut = models.ErrorOut
+    DocumentIn = models.DocumentIn
+    docs_schema = {"type": "array", "minItems": 1, "items": models.DocumentIn.model_json_schema()}
+    ndjson_schema = {"type": "string", "description": "one JSON document per line"}
+
+    def accepted(op_dict: dict[str, Any]) -> Response:
+        location = f"{base}/operations/{op_dict['id']}"
+        return JSONResponse(op_dict, status_code=202, headers={"Location": location})
+
+    @api.post(
+        f"{base}/documents",
+        status_code=202,
+        summary="Queue documents for insertion (JSON list or JSONL upload)",
+        response_model=models.OperationOut,
+        responses=error_responses(413, 415, 422, 429, *auth, model=ErrorOut),
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {"schema": docs_schema},
+                    "application/x-ndjson": {"schema": ndjson_schema},
+                },
+            }
+        },
+    )
+    async def insert_documents(request: Request) -> Response:
+        body = await request.body()
+        content_type = request.headers.get("content-type", "")
+        ingest = service.engine.config.ingest
+
+        def prepare() -> list[Document]:
+            return validated_documents(parse_documents(body, content_type), ingest, DocumentIn)
+
+        docs = await asyncio.get_running_loop().run_in_executor(None, prepare)
+        return accepted(service.writer.submit("insert", [d.doc_id for d in docs], docs).to_dict())
+
+    @api.delete(
+        f"{base}/documents/{{doc_id:path}}",
+        status_code=202,
+        summary="Queue the deletion of a document",
+        response_model=models.OperationOut,
+        responses=error_responses(404, 429, *auth, model=ErrorOut),
+    )
+    async def delete_document(doc_id: str) -> Response:
+        if document_status(service, doc_id) is None:
+            raise ApiError(404, "not_found", f"document {doc_id!r} is not in the index")
+        return accepted(service.writer.submit("delete", [doc_id], None).to_dict())
+
+    @api.get(
+        f"{base}/documents/{{doc_id:path}}",
+        summary="Whether a document is committed, pending, or unknown",
+        response_model=models.DocumentStatus,
+        responses=error_responses(404, *auth, model=ErrorOut),
+    )
+    async def get_document(doc_id: str) -> Response:
+        status = document_status(service, doc_id)
+        if status is None:
+            raise ApiError(404, "not_found", f"document {doc_id!r} is not in the index")
+        return JSONResponse(status)
+
+    @api.get(
+        f"{base}/operations/{{op_id}}",
+        summary="Status and report of a document operation",
+        response_model=models.OperationOut,
+        responses=error_responses(404, *auth, model=ErrorOut),
+    )
+    async def get_operation(op_id: str) -> Response:
+        op = service.writer.get(op_id)
+        if op is None:
+            raise ApiError(404, "not_found", f"no operation {op_id!r}")
+        return JSONResponse(op.to_dict())
+
+    return api

@@ -1,0 +1,344 @@
+"""What one app holds while it serves: retrieval slots, the query runner, the service.
+
+* :class:`Slots`: at most ``max_concurrency`` retrievals in flight; one more is answered 429
+  at once instead of queueing without bound.
+* :class:`QueryRunner`: the query embeddings of concurrent requests are computed in one
+  embedder call (:mod:`graphstrata.bindings.microbatch`), then each request searches with its
+  own vector in a thread pool, so the event loop never blocks.
+* :class:`Service`: the index, the runner, the writer and the metrics of one app, and the
+  checks of request input that the service makes before any work is queued.
+
+See docs/architecture.md, "Service".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from graphstrata.bindings.microbatch import MicroBatcher
+from graphstrata.bindings.server.errors import ApiError
+from graphstrata.bindings.server.metrics import ServiceMetrics
+from graphstrata.bindings.server.settings import ServerSettings
+from graphstrata.bindings.server.writer import Writer
+from graphstrata.engine.index import Engine, QueryResult
+from graphstrata.engine.params import ModeParams
+
+if TYPE_CHECKING:
+    from graphstrata.bindings.api import Index
+
+T = TypeVar("T")
+
+
+class Slots:
+    """A non-blocking semaphore: saturated means 429 now, not an unbounded queue.
+
+    Parameters
+    ----------
+    limit:
+        Holders at once.
+    retry_after_s:
+        ``Retry-After`` of the 429.
+    metrics:
+        Where the in-flight gauge and the rejections go.
+    """
+
+    def __init__(self, limit: int, retry_after_s: int, metrics: ServiceMetrics):
+        self.limit = limit
+        self.retry_after_s = retry_after_s
+        self.metrics = metrics
+        self.in_use = 0
+
+    @contextlib.asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        """Hold a slot for the body of the ``async with``.
+
+        Raises
+        ------
+        ApiError
+            429 ``overloaded`` when every slot is held.
+        """
+        # All callers run on the event loop thread, so a plain counter is race free.
+        if self.in_use >= self.limit:
+            self.metrics.rejected.labels("query").inc()
+            raise ApiError(
+                429,
+                "overloaded",
+                f"{self.limit} requests are in flight; retry after {self.retry_after_s} s",
+                headers={"Retry-After": str(self.retry_after_s)},
+            )
+        self.in_use += 1
+        self.metrics.in_flight.set(self.in_use)
+        try:
+            yield
+        finally:
+            self.in_use -= 1
+            self.metrics.in_flight.set(self.in_use)
+
+
+class QueryRunner:
+    """Runs retrievals: query embeddings micro-batched across concurrent requests.
+
+    One micro-batcher embeds the queries of all concurrent requests (any mode, any budget) in
+    one ``embedder.embed`` call on a dedicated thread; each request then searches with its own
+    vector (``Engine.query_vectors``) in the search pool, so slow searches of one mode never
+    hold up the embedding of the others.
+
+    Parameters
+    ----------
+    engine:
+        The served engine.
+    settings:
+        Thread counts and the micro-batching window.
+    metrics:
+        Where the timings go.
+    """
+
+    def __init__(self, engine: Engine, settings: ServerSettings, metrics: ServiceMetrics):
+        self.engine = engine
+        self.metrics = metrics
+        self.search_pool = ThreadPoolExecutor(settings.search_threads, "gs-search")
+        # One embedding call at a time: the model already spreads one call over every core.
+        self.embed_pool = ThreadPoolExecutor(1, "gs-embed")
+        self.batcher: MicroBatcher[str, tuple[np.ndarray, float]] = MicroBatcher(
+            self._embed_batch,
+            executor=self.embed_pool,
+            wait_s=settings.microbatch_wait_ms / 1000.0,
+            max_batch=settings.microbatch_max,
+            max_inflight=1,
+            on_batch=self._on_batch,
+        )
+        self.totals: dict[str, float] = {"queries": 0, "embed_seconds": 0.0, "search_seconds": 0.0}
+        self._lock = threading.Lock()
+
+    async def retrieve(
+        self, text: str, mode: str, budget: int | None, top_k: int | None, params: dict[str, Any]
+    ) -> QueryResult:
+        """One retrieval: the query embedded with its concurrent peers, then searched.
+
+        Parameters
+        ----------
+        text, mode, budget, top_k, params:
+            As for ``Engine.query`` (``params`` already checked by :meth:`Service.check_params`).
+
+        Returns
+        -------
+        QueryResult
+            The retrieved nodes and the query's report.
+        """
+        start = time.perf_counter()
+        vector, embed_seconds = await self.batcher.submit(text)
+        result = await self.run(
+            self._search_one, text, vector, embed_seconds, mode, budget, top_k, params
+        )
+        self.metrics.query_seconds.labels(mode).observe(time.perf_counter() - start)
+        return result
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run blocking engine work (batch retrieval, answers) in the search pool."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.search_pool, lambda: fn(*args, **kwargs))
+
+    def account(self, results: Sequence[QueryResult]) -> None:
+        """Add finished queries to the totals and the per-mode search time."""
+        with self._lock:
+            for r in results:
+                search = float(r.report.get("search_seconds", 0.0))
+                self.totals["queries"] += 1
+                self.totals["embed_seconds"] += float(r.report.get("embed_seconds", 0.0))
+                self.totals["search_seconds"] += search
+                self.metrics.search_seconds.labels(r.report.get("mode", "")).inc(search)
+
+    def query_batch(
+        self,
+        texts: list[str],
+        mode: str,
+        budget: int | None,
+        top_k: int | None,
+        params: dict[str, Any],
+    ) -> list[QueryResult]:
+        """``Engine.query_batch`` (blocking; every query embedded in one call), accounted."""
+        results = self.engine.query_batch(texts, mode, budget, top_k, **params)
+        self.account(results)
+        return results
+
+    def stats(self) -> dict[str, Any]:
+        """Micro-batching statistics and the query totals."""
+        with self._lock:
+            totals = {k: round(v, 6) if isinstance(v, float) else v for k, v in self.totals.items()}
+        return {
+            "microbatch": self.batcher.stats.to_dict(),
+            "microbatch_queued": self.batcher.queued,
+            **totals,
+        }
+
+    def close(self) -> None:
+        """Stop the thread pools (queued work is cancelled)."""
+        self.search_pool.shutdown(wait=False, cancel_futures=True)
+        self.embed_pool.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------------ batch functions
+    def _embed_batch(self, key: Hashable, texts: list[str]) -> list[tuple[np.ndarray, float]]:
+        start = time.perf_counter()
+        vectors = np.asarray(self.engine.embedder.embed(texts), dtype=np.float32)
+        share = (time.perf_counter() - start) / max(len(texts), 1)
+        self.metrics.embed_seconds.inc(share * len(texts))
+        return [(vectors[i], share) for i in range(len(texts))]
+
+    def _search_one(
+        self,
+        text: str,
+        vector: np.ndarray,
+        embed_seconds: float,
+        mode: str,
+        budget: int | None,
+        top_k: int | None,
+        params: dict[str, Any],
+    ) -> QueryResult:
+        (result,) = self.engine.query_vectors(
+            [text], vector[None, :], mode, budget, top_k, embed_seconds=embed_seconds, **params
+        )
+        self.account([result])
+        return result
+
+    def _on_batch(self, size: int, seconds: float) -> None:
+        self.metrics.embed_batch_size.observe(size)
+
+
+class Service:
+    """Everything one app holds: the index, the query runner, the writer, the metrics.
+
+    Parameters
+    ----------
+    index:
+        The served index (its directory name is its ``name``: the chat model id).
+    settings:
+        Limits and tuning.
+    """
+
+    def __init__(self, index: Index, settings: ServerSettings):
+        self.index = index
+        self.name = index.path.name
+        self.settings = settings
+        self.token = settings.resolved_token()
+        self.metrics = ServiceMetrics()
+        self.slots = Slots(settings.max_concurrency, settings.retry_after_s, self.metrics)
+        self.runner = QueryRunner(index.engine, settings, self.metrics)
+        self.writer = Writer(
+            index,
+            settings.max_pending_operations,
+            settings.keep_operations,
+            self.metrics,
+            settings.retry_after_s,
+            settings.writer_lock_wait_s,
+        )
+        self.started = time.time()
+        self.metrics.observe_index(index)
+
+    @property
+    def engine(self) -> Engine:
+        """The served engine."""
+        return self.index.engine
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Any) -> AsyncIterator[None]:
+        """The app's lifespan: the writer runs while the app serves, then stops."""
+        self.writer.start()
+        try:
+            yield
+        finally:
+            await asyncio.get_running_loop().run_in_executor(None, self.writer.stop)
+            self.runner.close()
+
+    # ------------------------------------------------------------------ input checks
+    def check_mode(self, mode: str) -> None:
+        """Raise 400 ``mode_unavailable`` unless this index serves ``mode``."""
+        if mode not in self.engine.modes:
+            raise ApiError(
+                400,
+                "mode_unavailable",
+                f"search mode {mode!r} is not available in this index; "
+                f"available: {sorted(self.engine.modes)}",
+            )
+
+    def check_query(self, text: str) -> None:
+        """Raise 422 for a blank query or one that is not valid Unicode."""
+        if not text.strip():
+            raise ApiError(422, "bad_request", "query must contain non-whitespace text")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ApiError(
+                422, "bad_request", "query is not valid Unicode (lone surrogate)"
+            ) from exc
+
+    def check_params(self, mode: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The parameters of ``mode`` to give the engine, checked (``QueryError`` -> 422).
+
+        A name that is not a field of the mode's parameters class is refused with the list of
+        allowed names, so ``params`` can never shadow ``mode``, ``budget_tokens`` or ``top_k``.
+        A float without a fraction given for an integer parameter is that integer (JSON
+        Schema's ``integer`` includes ``5.0``; ``true`` and ``"5"`` stay refused). An integer
+        too large for a float parameter is refused too.
+
+        Returns
+        -------
+        dict
+            ``params``, with integral floats of integer parameters as ints.
+        """
+        cls = self.engine.mode_params.get(mode)
+        if cls is not None:
+            params = {k: _integral_for(cls, k, v) for k, v in params.items()}
+        try:
+            self.engine.parse_params(mode, params)
+        except OverflowError as exc:
+            raise ApiError(
+                422, "bad_request", f"mode {mode!r}: a parameter is too large to be a number"
+            ) from exc
+        return params
+
+    # ------------------------------------------------------------------ reports
+    def stats(self) -> dict[str, Any]:
+        """``GET /v1/stats``: the index's statistics (without its path) and the service's."""
+        index_stats = self.engine.stats()
+        index_stats.pop("path", None)  # the server's filesystem layout is not the client's business
+        return {
+            "index": index_stats,
+            "service": {
+                "uptime_seconds": round(time.time() - self.started, 3),
+                "in_flight": self.slots.in_use,
+                "max_concurrency": self.slots.limit,
+                "queries": self.runner.stats(),
+                "operations": self.writer.stats(),
+                "auth": self.token is not None,
+            },
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """The report printed by ``graphstrata serve`` on shutdown."""
+        requests_total, rejected = self.metrics.totals()
+        return {
+            "operation": "serve",
+            "version": self.engine.version,
+            "requests": requests_total,
+            "rejected_429": rejected,
+            "queries": self.runner.stats(),
+            "operations": self.writer.stats(),
+            "seconds": round(time.time() - self.started, 3),
+        }
+
+
+def _integral_for(cls: type[ModeParams], name: str, value: Any) -> Any:
+    """``value`` as an int when it is an integral float and ``name`` is an integer field."""
+    if not isinstance(value, float) or not value.is_integer():
+        return value
+    prop = cls.json_schema()["properties"].get(name, {})
+    types = {prop.get("type")} | {alt.get("type") for alt in prop.get("anyOf", ())}
+    return int(value) if "integer" in types else value

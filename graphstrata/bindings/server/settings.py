@@ -1,0 +1,203 @@
+"""Limits and tuning of the HTTP service (:class:`ServerSettings`)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphstrata.engine.config import ConfigError
+
+#: Environment variable that holds the bearer token when ``ServerSettings.token`` is None.
+TOKEN_ENV = "GRAPHSTRATA_TOKEN"
+
+
+@dataclass
+class ServerSettings:
+    """Service limits and tuning. Every limit answers with a JSON error, never a hang.
+
+    Attributes
+    ----------
+    host, port:
+        Where ``run_server`` listens (default loopback 127.0.0.1:8000; port 0 picks a free one).
+    token:
+        Bearer token required on every ``/v1`` route and ``/metrics`` (``/healthz`` stays open
+        for load balancers). ``None`` reads ``GRAPHSTRATA_TOKEN``; empty string disables it.
+        This token has every right on every served index.
+    tokens:
+        Scoped tokens, ``{"TOKEN": {"indexes": [...], "rights": ["read", "write"]}}`` (the
+        content of ``graphstrata serve --tokens FILE``; see :mod:`.auth`), or None.
+    embedder, llm, use_cache:
+        Backend specs, as for ``Index.open`` (default: the precedence rule of
+        :func:`graphstrata.bindings.backend_choice.resolve_backends`).
+    max_concurrency:
+        Retrieval/answer requests in flight at once; the next one gets 429 + Retry-After.
+    max_body_bytes:
+        Largest request body (default 8 MiB); larger ones get 413.
+    max_query_chars:
+        Longest query string (default 4,096 characters); longer ones get 422.
+    max_batch_queries:
+        Queries in one ``/v1/retrieve/batch`` request (default 256).
+    max_top_k, max_budget_tokens:
+        Upper bounds of the per-request ``top_k`` and ``budget_tokens``.
+    max_pending_operations:
+        Document operations queued or running; the next one gets 429.
+    keep_operations:
+        Finished operations remembered for ``GET /v1/operations/{id}``.
+    writer_lock_wait_s:
+        How long a document operation waits for the index lock while another process holds
+        it (e.g. ``graphstrata compact`` run beside the service; default 120 s) before it
+        fails with ``overloaded``.
+    search_threads:
+        Threads that run searches (and whole-query batches).
+    microbatch_wait_ms, microbatch_max:
+        Wait window and size cap of the query-embedding micro-batcher (2 ms, 64). A wait of 0
+        with a cap of 1 turns micro-batching off.
+    embed_threads:
+        torch intra-op threads for the embedder (process-wide), or ``None`` to keep torch's
+        default (one per core). Spinning intra-op threads collapse when the cores are shared
+        (with search threads, or other processes): see ``benchmarks/results/serve.md``.
+    retry_after_s:
+        The ``Retry-After`` value of a 429 (and of the 503 of a refused connection).
+    header_timeout_s:
+        Seconds a connection may take to send a request's line and headers, counted from the
+        connection's opening or the first byte of the request (default 10). A client that
+        sends its headers byte by byte (slowloris) gets ``408 request_timeout`` and the
+        connection is closed; a new connection that sends nothing is closed.
+    body_timeout_s:
+        Seconds to receive a whole request body once its headers are in (default 60; 8 MiB
+        in 60 s is about 140 KiB/s). A slower body gets ``408 request_timeout`` and the
+        connection is closed.
+    keep_alive_timeout_s:
+        Seconds an idle keep-alive connection is kept open between requests (default 30).
+    max_connections:
+        Open connections at once (default 1024). One more is answered
+        ``503 overloaded`` with ``Retry-After`` and closed at once, before anything is read,
+        so a flood of idle connections cannot exhaust the server's file descriptors.
+    max_header_bytes:
+        Largest request line + headers (default 16 KiB); larger ones get 400 (while they
+        arrive) or 431, and the connection is closed.
+
+    Notes
+    -----
+    The bearer token is checked on the request's headers, before a byte of its body is read:
+    an unauthenticated client cannot make the server buffer a body (it gets 401 and the
+    connection is closed). An authenticated client's body is read up to ``max_body_bytes``
+    within ``body_timeout_s``, so the memory held by request bodies is bounded by
+    ``max_connections * max_body_bytes`` and no connection is held longer than the
+    timeouts allow.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    token: str | None = None
+    tokens: dict[str, Any] | None = None
+    embedder: str | None = None
+    llm: str | None = None
+    use_cache: bool = True
+    max_concurrency: int = 64
+    max_body_bytes: int = 8 * 1024 * 1024
+    max_query_chars: int = 4096
+    max_batch_queries: int = 256
+    max_top_k: int = 1000
+    max_budget_tokens: int = 1_000_000
+    max_pending_operations: int = 64
+    keep_operations: int = 10_000
+    writer_lock_wait_s: float = 120.0
+    search_threads: int = field(default_factory=lambda: min(8, (os.cpu_count() or 1) + 2))
+    microbatch_wait_ms: float = 2.0
+    microbatch_max: int = 64
+    embed_threads: int | None = None
+    retry_after_s: int = 1
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 60.0
+    keep_alive_timeout_s: float = 30.0
+    max_connections: int = 1024
+    max_header_bytes: int = 16 * 1024
+
+    def check(self) -> None:
+        """Refuse settings that cannot work, with one message naming every problem.
+
+        Raises
+        ------
+        ConfigError
+            When a timeout or a limit is not positive.
+        """
+        problems = []
+        for name in (
+            "header_timeout_s",
+            "body_timeout_s",
+            "keep_alive_timeout_s",
+            "writer_lock_wait_s",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                problems.append(f"{name} must be a number > 0, got {value!r}")
+        for name in (
+            "max_concurrency",
+            "max_body_bytes",
+            "max_query_chars",
+            "max_batch_queries",
+            "max_top_k",
+            "max_budget_tokens",
+            "max_pending_operations",
+            "keep_operations",
+            "search_threads",
+            "microbatch_max",
+            "max_connections",
+            "max_header_bytes",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                problems.append(f"{name} must be an integer >= 1, got {value!r}")
+        retry = self.retry_after_s
+        if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:
+            problems.append(f"retry_after_s must be an integer >= 0, got {retry!r}")
+        wait = self.microbatch_wait_ms
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or not wait >= 0:
+            problems.append(f"microbatch_wait_ms must be a number >= 0, got {wait!r}")
+        if problems:
+            raise ConfigError("invalid server settings: " + "; ".join(problems))
+
+    def resolved_token(self) -> str | None:
+        """The bearer token in force: ``token``, else ``GRAPHSTRATA_TOKEN``; ``None`` = no auth.
+
+        Returns
+        -------
+        str or None
+            The token, or ``None`` when neither is set (or both are empty).
+        """
+        token = self.token if self.token is not None else os.environ.get(TOKEN_ENV)
+        return token or None
+
+
+def set_embed_threads(embedder: object, n: int) -> None:
+    """Size the embedder's intra-op thread pool.
+
+    An embedder with ``set_threads`` (the ONNX Runtime ones) sizes its own session; any
+    other gets torch's process-wide setting (imported only then, so the ONNX path stays
+    free of torch).
+
+    Parameters
+    ----------
+    embedder:
+        The served index's embedder.
+    n:
+        Threads, at least 1.
+
+    Raises
+    ------
+    ValueError
+        When ``n < 1``.
+    """
+    if n < 1:
+        raise ValueError(f"embed_threads must be >= 1, got {n}")
+    setter = getattr(embedder, "set_threads", None)
+    if callable(setter):
+        setter(n)
+        return
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(n)

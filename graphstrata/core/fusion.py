@@ -1,0 +1,233 @@
+"""Fusing ranked lists and packing distinct evidence (docs/architecture.md, "Kernels").
+
+Pure functions over arrays, used by ``hybrid`` and the hierarchy modes:
+
+* ``rrf``: reciprocal-rank fusion (Cormack, Clarke and Büttcher, SIGIR 2009): a list
+  contributes ``weight / (k + rank)`` to each id it holds, rank = position in the list,
+  counted from 1.
+* ``score_fusion``: a convex combination of min-max normalized scores (Bruch, Gai and
+  Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval", TOIS 2023).
+* ``shingles`` and ``pack_distinct``: greedy packing under a token budget that skips a
+  candidate whose text is already (almost) all in the texts packed before it.
+
+Conventions shared by both fusions: an id absent from a list gets nothing from it; an id
+repeated within one list counts once, at its first position; the result is ordered by
+descending fused score, equal scores by ascending id; lists may be empty.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+
+import numpy as np
+
+__all__ = ["minmax", "pack_distinct", "rrf", "score_fusion", "shingles"]
+
+_WORD = re.compile(r"\w+")
+
+
+def _first_positions(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct ids, position of each one's first occurrence)."""
+    uniq, first = np.unique(ids, return_index=True)
+    return uniq, first
+
+
+def _weights(n: int, weights: Sequence[float] | None) -> np.ndarray:
+    w = np.ones(n, np.float64) if weights is None else np.asarray(weights, np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"expected {n} weights, got {w.shape}")
+    if np.any(w < 0) or not np.all(np.isfinite(w)):
+        raise ValueError("weights must be finite and >= 0")
+    return w
+
+
+def _ranked(ids: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.lexsort((ids, -scores))
+    return ids[order], scores[order]
+
+
+def _accumulate(
+    parts: list[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray]:
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    ids = np.concatenate([p[0] for p in parts])
+    vals = np.concatenate([p[1] for p in parts])
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    total = np.bincount(inverse, weights=vals, minlength=uniq.size)
+    return _ranked(uniq, total)
+
+
+def rrf(
+    rankings: Sequence[np.ndarray], weights: Sequence[float] | None = None, k: float = 60.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Reciprocal-rank fusion of ranked id lists.
+
+    Parameters
+    ----------
+    rankings:
+        int64 id arrays, each best first.
+    weights:
+        One non-negative weight per list (default 1 each).
+    k:
+        The rank offset (>= 0; Cormack et al. use 60).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Fused ids (int64) and scores (float64), by descending score, ties by ascending id.
+    """
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    w = _weights(len(rankings), weights)
+    parts = []
+    for ids, weight in zip(rankings, w, strict=True):
+        ids = np.asarray(ids, np.int64)
+        if ids.size == 0:
+            continue
+        uniq, first = _first_positions(ids)
+        parts.append((uniq, weight / (k + 1.0 + first)))
+    return _accumulate(parts)
+
+
+def minmax(scores: np.ndarray) -> np.ndarray:
+    """Scores mapped linearly onto [0, 1] (min -> 0, max -> 1); all equal -> all 1."""
+    s = np.asarray(scores, np.float64)
+    if s.size == 0:
+        return s
+    lo, hi = float(s.min()), float(s.max())
+    if hi <= lo:
+        return np.ones_like(s)
+    return (s - lo) / (hi - lo)
+
+
+def score_fusion(
+    lists: Sequence[tuple[np.ndarray, np.ndarray]], weights: Sequence[float] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Convex combination of min-max normalized scores: ``sum_i w_i * minmax_i(id)``.
+
+    Parameters
+    ----------
+    lists:
+        ``(ids, scores)`` pairs, one per retriever (any order within a list; higher is
+        better). Each list is normalized on its own distinct ids.
+    weights:
+        One non-negative weight per list (default 1 each).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Fused ids (int64) and scores (float64), by descending score, ties by ascending id.
+    """
+    w = _weights(len(lists), weights)
+    parts = []
+    for (ids, scores), weight in zip(lists, w, strict=True):
+        ids = np.asarray(ids, np.int64)
+        scores = np.asarray(scores, np.float64)
+        if ids.shape != scores.shape:
+            raise ValueError(f"ids and scores differ in shape: {ids.shape} vs {scores.shape}")
+        if ids.size == 0:
+            continue
+        uniq, first = _first_positions(ids)
+        parts.append((uniq, weight * minmax(scores[first])))
+    return _accumulate(parts)
+
+
+def shingles(text: str, n: int) -> frozenset[int]:
+    """The distinct word n-grams of ``text`` (lower-cased ``\\w+`` words), as hashes.
+
+    A text of fewer than ``n`` words has no shingle. Hashes are Python's ``hash`` of the
+    word tuples: stable within one process, which is all ``pack_distinct`` needs.
+
+    Parameters
+    ----------
+    text:
+        Any text.
+    n:
+        Words per shingle (>= 1).
+
+    Returns
+    -------
+    frozenset of int
+        One hash per distinct n-gram.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    words = _WORD.findall(text.lower())
+    return frozenset(hash(tuple(words[i : i + n])) for i in range(len(words) - n + 1))
+
+
+def pack_distinct(
+    scores: np.ndarray,
+    tokens: np.ndarray,
+    shingle_sets: Sequence[Collection[int]],
+    budget: int,
+    max_overlap: float,
+    packed_before: Sequence[Collection[int]] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy packing by descending score that skips near-duplicates of packed texts.
+
+    In rank order (descending score, NaN last, ties in input order), a candidate that does
+    not fit the remaining budget is skipped; one whose shingles (``shingle_sets[i]``, e.g.
+    from ``shingles``) lie at least ``max_overlap`` of them in the union of the shingles of
+    the candidates packed before it is skipped as a duplicate (a candidate without shingles
+    never is); any other is packed. With ``max_overlap > 1`` this is ``core.budget.pack``.
+    ``shingle_sets`` is read only for candidates that fit, so it may compute lazily.
+
+    Parameters
+    ----------
+    scores : float array [n]
+        Higher is better.
+    tokens : integer array [n]
+        Token count of each candidate (>= 0).
+    shingle_sets : sequence of n collections of int
+        Each candidate's distinct shingle hashes (e.g. ``shingles``).
+    budget : int
+        Total tokens allowed (>= 0).
+    max_overlap : float
+        Share of a candidate's shingles already packed that makes it a duplicate (> 0).
+    packed_before : sequence of collections of int
+        Shingles of texts packed earlier (another budget share of the same answer): they
+        count as packed for the duplicate test.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Indices of the packed candidates in rank order, and of the duplicates skipped.
+    """
+    scores = np.asarray(scores, np.float64)
+    tokens = np.asarray(tokens, np.int64)
+    if scores.ndim != 1 or tokens.shape != scores.shape or len(shingle_sets) != scores.size:
+        raise ValueError("scores, tokens and shingle_sets must have one entry per candidate")
+    if budget < 0:
+        raise ValueError(f"budget must be >= 0, got {budget}")
+    if max_overlap <= 0:
+        raise ValueError(f"max_overlap must be > 0, got {max_overlap}")
+    if np.any(tokens < 0):
+        raise ValueError("token counts must be >= 0")
+    key = np.where(np.isnan(scores), np.inf, -scores)
+    order = np.argsort(key, kind="stable")
+    packed: list[int] = []
+    duplicates: list[int] = []
+    seen: set[int] = set()
+    used = 0
+    dedupe = max_overlap <= 1.0
+    if dedupe:
+        for before in packed_before:
+            seen.update(before)
+    for i in order.tolist():
+        t = int(tokens[i])
+        if used + t > budget:
+            continue
+        if dedupe:
+            mine = shingle_sets[i]
+            if len(mine):
+                inside = sum(1 for h in mine if h in seen)
+                if inside >= max_overlap * len(mine):
+                    duplicates.append(i)
+                    continue
+                seen.update(mine)
+        packed.append(i)
+        used += t
+    return np.asarray(packed, np.int64), np.asarray(duplicates, np.int64)

@@ -1,0 +1,25 @@
+"""NodeRAG heterograph (paper §2, Appendix C) kept incrementally in the index.
+
+(docs/architecture.md, "Heterograph".) One operation (inserts and deletes together) runs
+these stages, each touching only what the change reaches; each is a function of its own
+module, sharing one :class:`~graphstrata.engine.heterograph.work.Work` and returning its
+results:
+
+1. ``decompose``: the new chunks (T) → semantic units (S), entities (N), relationships (R),
+   one LLM batch (+ one retry batch for unusable answers).
+2. ``settle``: the support (``docs``) of every touched N and R; unsupported ones go.
+3. ``attributes``: attributes (A) of the important entities (NodeRAG's Algorithm 1).
+4. ``communities``: Leiden on G2 from the previous membership; high-level elements (H) and
+   their titles (O) for the communities that moved.
+5. ``enrich``: embeddings of S, A, H; H → member links by K-means cluster (Algorithm 2);
+   semantic edges between embedded nodes.
+6. ``write``: nodes, edges and state arrays (``schema``) into the delta.
+
+``component`` runs them in order; ``search`` serves the ``graph`` mode; ``graph`` holds the
+graph algorithms and ``parse`` reads the LLM answers.
+"""
+
+from graphstrata.engine.heterograph.component import HeterographComponent
+from graphstrata.engine.heterograph.search import GraphParams, HeterographView
+
+__all__ = ["GraphParams", "HeterographComponent", "HeterographView"]

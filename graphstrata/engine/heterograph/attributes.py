@@ -1,0 +1,156 @@
+"""Stage 3, attributes (A): a summary of each important entity.
+
+Important entities = k-core ∪ sampled betweenness on G1 (S, N, R and their decomposition
+edges; NodeRAG's Algorithm 1, :func:`~graphstrata.engine.heterograph.graph.important_entities`).
+An attribute is (re)written only for entities that became important, or whose facts
+changed; entities that stopped being important lose theirs, so an incremental index
+converges to what a static build would hold (docs/architecture.md, "Heterograph").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphstrata.engine.component import MeteredLLM
+from graphstrata.engine.heterograph.decompose import Names
+from graphstrata.engine.heterograph.graph import group_by, important_entities, unique_pairs
+from graphstrata.engine.heterograph.schema import G1_EDGES, A, N, R, S
+from graphstrata.engine.heterograph.work import EMPTY, Work
+from graphstrata.engine.prompts import attribute_request
+from graphstrata.engine.types import EdgeKind
+
+#: Context budgets of one attribute prompt (newest facts first). NodeRAG sends everything,
+#: which for a hub entity of a news corpus is tens of thousands of tokens.
+ATTRIBUTE_FACT_TOKENS = 1500
+ATTRIBUTE_RELATION_TOKENS = 500
+
+#: ``entity -> (S ids, R ids)`` an attribute is written from.
+Facts = dict[int, tuple[list[int], list[int]]]
+
+
+def _within(work: Work, ids: np.ndarray, budget: int, before: bool) -> list[int]:
+    """The leading ``ids`` that fit ``budget`` tokens (at least one), sorted."""
+    if ids.size == 0:
+        return []
+    nodes = work.nodes
+    tokens = nodes.tokens[nodes.rows(ids)] if before else work.tokens_of(ids)
+    fits = np.cumsum(tokens) <= budget
+    fits[0] = True  # at least one fact, even a long one
+    return sorted(ids[fits].tolist())
+
+
+def facts(work: Work, entities: np.ndarray, before: bool) -> Facts:
+    """The (S ids, R ids) an attribute of each entity is written from, newest first within
+    the token budgets; ``before`` reads the committed graph instead of the changed one."""
+    if before:
+        sn = work.committed_edges(int(EdgeKind.UNIT_ENTITY))
+        nr = work.committed_edges(int(EdgeKind.ENTITY_RELATION))
+    else:
+        sn = work.live_edges([int(EdgeKind.UNIT_ENTITY)])
+        nr = work.live_edges([int(EdgeKind.ENTITY_RELATION)])
+    sel = np.isin(sn[1], entities)
+    units = group_by(sn[1][sel], sn[0][sel])
+    sel = np.isin(nr[0], entities)
+    rels = group_by(nr[0][sel], nr[1][sel])
+    out = {}
+    for e in entities.tolist():
+        s_ids = np.unique(units.get(e, EMPTY))[::-1]
+        r_ids = np.unique(rels.get(e, EMPTY))[::-1]
+        out[e] = (
+            _within(work, s_ids, ATTRIBUTE_FACT_TOKENS, before),
+            _within(work, r_ids, ATTRIBUTE_RELATION_TOKENS, before),
+        )
+    return out
+
+
+def attributes(llm: MeteredLLM, work: Work, names: Names, touched: np.ndarray) -> dict[str, Any]:
+    """Find the important entities; write, refresh or drop their attributes.
+
+    Parameters
+    ----------
+    llm:
+        Stage ``attribute`` (one batch).
+    work:
+        Receives new A nodes with their N→A edges, and deletes outdated ones.
+    names:
+        Display names of the entities.
+    touched:
+        Live entities whose facts the operation may have changed (from
+        :func:`~graphstrata.engine.heterograph.settle.settle`).
+
+    Returns
+    -------
+    dict
+        Counters for the report: ``important``, ``k_core``, ``by_core``,
+        ``by_betweenness``, ``written``, ``refreshed``, ``dropped``.
+    """
+    cfg = work.config
+    s_ids = work.live_ids(S)
+    n_ids = work.live_ids(N)
+    r_ids = work.live_ids(R)
+    g1_ids = np.unique(np.concatenate([s_ids, n_ids, r_ids]))
+    src, dst = work.live_edges(G1_EDGES)
+    _sn_s, sn_n = unique_pairs(*work.live_edges([int(EdgeKind.UNIT_ENTITY)]))
+    support = np.zeros(g1_ids.size, np.int64)
+    np.add.at(support, np.searchsorted(g1_ids, sn_n), 1)
+    is_entity = np.isin(g1_ids, n_ids)
+    imp = important_entities(
+        g1_ids, is_entity, support, src, dst, cfg.betweenness_sources, cfg.seed
+    )
+    important = set(imp.entities.tolist())
+    # Current attributes: N -> A (committed, alive).
+    a_src, a_dst = work.committed_edges(int(EdgeKind.ENTITY_ATTRIBUTE))
+    has: dict[int, list[int]] = {}
+    for n, a in zip(a_src.tolist(), a_dst.tolist(), strict=True):
+        if n not in work.dead and a not in work.dead:
+            has.setdefault(n, []).append(a)
+    touched_set = set(touched.tolist())
+    candidates = np.asarray(sorted(important & touched_set & set(has)), dtype=np.int64)
+    changed: set[int] = set()
+    if candidates.size:
+        old = facts(work, candidates, before=True)
+        new = facts(work, candidates, before=False)
+        changed = {e for e in candidates.tolist() if old[e] != new.get(e)}
+    targets = sorted((important - set(has)) | changed)
+    dropped = sorted(set(has) - important)
+    for e in [*changed, *dropped]:
+        work.dead.update(has[e])
+    stats: dict[str, Any] = {
+        "important": len(important),
+        "k_core": imp.k_core,
+        "by_core": imp.by_core,
+        "by_betweenness": imp.by_betweenness,
+        "written": 0,
+        "refreshed": len(changed),
+        "dropped": len(dropped),
+    }
+    if not targets:
+        return stats
+    written_from = facts(work, np.asarray(targets, dtype=np.int64), before=False)
+    requests = []
+    for e in targets:
+        units, rels = written_from[e]
+        requests.append(
+            attribute_request(
+                names.name_of(work, e),
+                work.text_of(units),
+                [ln for t in work.text_of(rels) for ln in t.split("\n")],
+                int(cfg.attribute_tokens),
+            )
+        )
+    answers = llm.complete("attribute", requests)
+    written = [(e, " ".join(a.text.split())) for e, a in zip(targets, answers, strict=True)]
+    written = [(e, t) for e, t in written if t]
+    if len(written) < len(targets):
+        work.notes.append(f"{len(targets) - len(written)} empty attribute answers skipped")
+    ids = work.new_ids(len(written))
+    for aid, (e, text) in zip(ids, written, strict=True):
+        units, rels = written_from[e]
+        work.new_kind[aid] = A
+        work.text[aid] = text
+        work.docs[aid] = work.cited_docs(units + rels)
+    work.edges.add(int(EdgeKind.ENTITY_ATTRIBUTE), [e for e, _ in written], ids)
+    stats["written"] = len(written)
+    return stats

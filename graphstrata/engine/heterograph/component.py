@@ -1,0 +1,100 @@
+"""The heterograph component: one operation = the build stages in order, then the write."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from graphstrata.engine.component import ChangeSet, Component, UpdateContext
+from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.heterograph.attributes import attributes
+from graphstrata.engine.heterograph.communities import communities
+from graphstrata.engine.heterograph.decompose import (
+    add_units,
+    decompose,
+    load_names,
+    units_of_removed_chunks,
+)
+from graphstrata.engine.heterograph.enrich import embed_new_nodes, link_elements, semantic_edges
+from graphstrata.engine.heterograph.schema import NAME
+from graphstrata.engine.heterograph.search import GraphParams, HeterographView
+from graphstrata.engine.heterograph.settle import settle
+from graphstrata.engine.heterograph.work import Work
+from graphstrata.engine.heterograph.write import write, write_state
+from graphstrata.engine.params import ModeParams
+from graphstrata.engine.search import DocNames
+from graphstrata.engine.store import Snapshot
+from graphstrata.engine.vectors import VectorIndex
+
+
+def run_operation(ctx: UpdateContext, change: ChangeSet) -> None:
+    """The heterograph part of one insert/delete operation, written into ``ctx.delta``.
+
+    Each stage is timed under ``heterograph:<stage>`` in the report; the report also gets
+    a note with the importance / community / cluster counters of the operation, and notes
+    on unusable LLM answers.
+    """
+    report = ctx.report
+    work = Work.start(
+        ctx.snapshot, ctx.config.heterograph, change.removed_chunk_ids, ctx.delta.new_node_ids
+    )
+    cfg = work.config
+    with report.stage("heterograph:structure"):
+        names = load_names(work)
+        dead_units = units_of_removed_chunks(work, change.removed_chunk_ids)
+    with report.stage("heterograph:decompose"):
+        decomposed, notes = decompose(
+            ctx.llm, change.added_chunk_texts, change.added_chunk_ids, int(cfg.decompose_tokens)
+        )
+        work.notes += notes
+    with report.stage("heterograph:structure"):
+        new_units = add_units(work, names, change, decomposed)
+        touched = settle(work, names, dead_units, new_units)
+        report.notes.append(
+            f"heterograph: {len(new_units.ids)} semantic units added, {len(dead_units)} removed"
+        )
+    with report.stage("heterograph:attributes"):
+        attr_stats = attributes(ctx.llm, work, names, touched)
+    with report.stage("heterograph:communities"):
+        next_key = int(ctx.snapshot.component_meta(NAME).get("next_group_key", 0))
+        comm = communities(ctx.llm, work, change, next_key)
+    with report.stage("heterograph:embed"):
+        embedded = embed_new_nodes(ctx, work)
+    with report.stage("heterograph:clusters"):
+        clusters = link_elements(ctx, work, comm)
+    with report.stage("heterograph:semantic_edges"):
+        semantic_edges(ctx, work, change, embedded)
+    with report.stage("heterograph:write"):
+        write(ctx.delta, work, change.removed_chunk_ids)
+        last = {
+            "attributes": attr_stats,
+            "communities": comm.stats,
+            "clusters": clusters.stats if clusters is not None else {},
+        }
+        write_state(ctx.delta, work, names.mentions, comm, clusters, last)
+        report.notes.append(f"heterograph: {last}")
+    report.notes.extend(f"heterograph: {n}" for n in work.notes)
+
+
+class HeterographComponent(Component):
+    """The NodeRAG heterograph: builds and maintains T/S/N/R/A/H/O nodes; serves ``graph``."""
+
+    name = NAME
+    modes = ("graph",)
+    mode_params: ClassVar[dict[str, type[ModeParams]]] = {"graph": GraphParams}
+
+    def enabled(self, config: IndexConfig) -> bool:
+        return bool(config.heterograph.enabled)
+
+    def update(self, ctx: UpdateContext, change: ChangeSet) -> None:
+        if change.empty:
+            return
+        run_operation(ctx, change)
+
+    def view(
+        self,
+        snapshot: Snapshot,
+        vectors: VectorIndex,
+        config: IndexConfig,
+        doc_names: DocNames,
+    ) -> HeterographView:
+        return HeterographView(snapshot, vectors, config, doc_names)

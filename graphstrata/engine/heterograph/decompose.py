@@ -1,0 +1,263 @@
+"""Stage 1, decomposition: new chunks (T) → semantic units (S), entities (N), relationships (R).
+
+One LLM batch for every new chunk, plus one retry batch for unusable answers. Entities merge
+on :func:`~graphstrata.engine.heterograph.parse.normalize_name`; relationships on their
+(unordered) endpoint pair, the node text keeping one line ``"A — relation — B"`` per
+distinct relation (docs/architecture.md, "Heterograph"). Deleted chunks take their S with
+them (:func:`units_of_removed_chunks`); what happens to the N and R they mentioned is
+decided by :mod:`~graphstrata.engine.heterograph.settle`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from graphstrata.engine.component import ChangeSet, MeteredLLM
+from graphstrata.engine.heterograph.parse import (
+    Unit,
+    normalize_name,
+    parse_decomposition,
+    stable_hash,
+)
+from graphstrata.engine.heterograph.schema import (
+    ST_MENTION_HASH,
+    ST_MENTION_R,
+    ST_MENTION_S,
+    N,
+    R,
+    S,
+)
+from graphstrata.engine.heterograph.work import EMPTY, Work
+from graphstrata.engine.prompts import decompose_request
+from graphstrata.engine.types import EdgeKind
+
+#: A relationship's mentions: ``(unit id, line hash)`` per assertion.
+Mentions = dict[int, list[tuple[int, int]]]
+
+
+def relation_line(source: str, relation: str, target: str) -> str:
+    """The text of one relation inside a relationship node."""
+    return f"{source} — {relation} — {target}" if relation else f"{source} — {target}"
+
+
+@dataclass
+class Names:
+    """Entities and relationships by what they merge on, and who asserted which line.
+
+    Attributes
+    ----------
+    entity_by_key:
+        Normalized entity name -> entity id (committed and new).
+    relation_by_pair:
+        Sorted endpoint pair -> relationship id (committed and new).
+    mentions:
+        Relationship id -> ``(unit, line hash)`` of its committed multi-line relationships
+        (:data:`~graphstrata.engine.heterograph.schema.ST_MENTION_S`); updated by
+        :func:`~graphstrata.engine.heterograph.settle.settle` and written back at the end.
+    display:
+        Entity id -> the name used in relation lines and attribute prompts (cache).
+    """
+
+    entity_by_key: dict[str, int]
+    relation_by_pair: dict[tuple[int, int], int]
+    mentions: Mentions
+    display: dict[int, str] = field(default_factory=dict)
+
+    def name_of(self, work: Work, nid: int) -> str:
+        """The display name of entity ``nid``."""
+        if nid not in self.display:
+            self.display[nid] = work.text_of([nid])[0]
+        return self.display[nid]
+
+
+@dataclass
+class NewUnits:
+    """What :func:`add_units` added.
+
+    Attributes
+    ----------
+    ids:
+        The new S ids, in chunk order.
+    mentions:
+        Relationship id -> ``(new unit, line hash)`` of every relation the new units assert.
+    lines:
+        Relationship id -> the distinct new lines, in order of appearance.
+    """
+
+    ids: np.ndarray
+    mentions: Mentions
+    lines: dict[int, list[str]]
+
+
+def load_names(work: Work) -> Names:
+    """Entity key -> id, and relationship endpoint pair -> id, from the committed graph."""
+    nodes = work.nodes
+    n_ids = nodes.ids_of_kind(N)
+    entity_by_key: dict[str, int] = {}
+    for nid, name in zip(n_ids.tolist(), nodes.text_of(n_ids), strict=True):
+        entity_by_key.setdefault(normalize_name(name), nid)
+    src, dst = work.committed_edges(int(EdgeKind.ENTITY_RELATION))  # N -> R
+    endpoints: dict[int, list[int]] = {}
+    for n, r in zip(src.tolist(), dst.tolist(), strict=True):
+        endpoints.setdefault(r, []).append(n)
+    relation_by_pair: dict[tuple[int, int], int] = {}
+    for r, ends in endpoints.items():
+        if len(ends) == 2:
+            a, b = sorted(ends)
+            relation_by_pair[(a, b)] = r
+    s, r_ids, h = (
+        work.state(ST_MENTION_S),
+        work.state(ST_MENTION_R),
+        work.state(ST_MENTION_HASH),
+    )
+    mentions: Mentions = {}
+    if s is not None and r_ids is not None and h is not None:
+        for unit, rid, line in zip(s.tolist(), r_ids.tolist(), h.tolist(), strict=True):
+            mentions.setdefault(rid, []).append((unit, line))
+    return Names(entity_by_key, relation_by_pair, mentions)
+
+
+def units_of_removed_chunks(work: Work, removed_chunk_ids: np.ndarray) -> np.ndarray:
+    """The committed S of the removed chunks (sorted), marked dead in ``work``."""
+    if removed_chunk_ids.size == 0:
+        return EMPTY
+    t, s = work.committed_edges(int(EdgeKind.CHUNK_UNIT))
+    units = np.unique(s[np.isin(t, removed_chunk_ids)])
+    work.dead.update(int(i) for i in units)
+    return units
+
+
+def decompose(
+    llm: MeteredLLM, texts: list[str], chunk_ids: np.ndarray, max_tokens: int
+) -> tuple[list[list[Unit] | None], list[str]]:
+    """Semantic units of each new chunk: one LLM batch, one retry batch for unusable answers.
+
+    Parameters
+    ----------
+    llm:
+        Stages ``decompose`` and ``decompose_retry``.
+    texts, chunk_ids:
+        The new chunks (ids only name the skipped ones in the note).
+    max_tokens:
+        Completion budget of one answer.
+
+    Returns
+    -------
+    units:
+        Per chunk, its units, or ``None`` when both answers were unusable.
+    notes:
+        For the report: how many answers were retried and skipped.
+    """
+    if not texts:
+        return [], []
+    answers = llm.complete("decompose", [decompose_request(t, max_tokens) for t in texts])
+    units = [parse_decomposition(a.text) for a in answers]
+    retry = [i for i, u in enumerate(units) if u is None]
+    notes: list[str] = []
+    if retry:
+        again = llm.complete(
+            "decompose_retry", [decompose_request(texts[i], max_tokens) for i in retry]
+        )
+        for i, answer in zip(retry, again, strict=True):
+            units[i] = parse_decomposition(answer.text)
+        skipped = [i for i in retry if units[i] is None]
+        notes.append(
+            f"{len(retry)} chunk decompositions unusable, retried; {len(skipped)} skipped"
+            + (f" (chunk ids {chunk_ids[skipped][:10].tolist()})" if skipped else "")
+        )
+    return units, notes
+
+
+def _entity(work: Work, names: Names, name: str) -> int | None:
+    """The entity ``name`` merges into, created when new (``None`` for an empty key)."""
+    key = normalize_name(name)
+    if not key:
+        return None
+    nid = names.entity_by_key.get(key)
+    if nid is None:
+        nid = work.new_ids(1)[0]
+        names.entity_by_key[key] = nid
+        work.new_kind[nid] = N
+        work.text[nid] = name
+    return nid
+
+
+def _relation(work: Work, names: Names, a: int, b: int) -> int:
+    """The relationship between entities ``a`` and ``b``, created (with N→R edges) when new."""
+    pair = (min(a, b), max(a, b))
+    rid = names.relation_by_pair.get(pair)
+    if rid is None:
+        rid = work.new_ids(1)[0]
+        names.relation_by_pair[pair] = rid
+        work.new_kind[rid] = R
+        work.edges.add(int(EdgeKind.ENTITY_RELATION), pair, [rid, rid])
+    return rid
+
+
+def add_units(
+    work: Work, names: Names, change: ChangeSet, decomposed: list[list[Unit] | None]
+) -> NewUnits:
+    """New S nodes with their T–S, S–N, S–R edges; N and R created or reused.
+
+    Parameters
+    ----------
+    work:
+        Receives the new S, N, R nodes and edges.
+    names:
+        Entities and relationships to merge into (new ones are added).
+    change:
+        The new chunks' ids and doc keys (a unit cites its chunk's document).
+    decomposed:
+        :func:`decompose`'s units, one entry per new chunk.
+    """
+    n_units = sum(len(u) for u in decomposed if u)
+    unit_ids = work.new_ids(n_units)
+    new_mentions: Mentions = {}
+    new_lines: dict[int, list[str]] = {}
+    pos = 0
+    t_src: list[int] = []
+    s_dst: list[int] = []
+    sn_s: list[int] = []
+    sn_n: list[int] = []
+    sr_s: list[int] = []
+    sr_r: list[int] = []
+    chunks = zip(
+        change.added_chunk_ids.tolist(), change.added_chunk_docs.tolist(), decomposed, strict=True
+    )
+    for chunk, doc, units in chunks:
+        for unit in units or ():
+            sid = unit_ids[pos]
+            pos += 1
+            work.new_kind[sid] = S
+            work.text[sid] = unit.text
+            work.docs[sid] = [int(doc)]
+            t_src.append(chunk)
+            s_dst.append(sid)
+            entities: dict[int, None] = {}
+            for name in unit.entities:
+                nid = _entity(work, names, name)
+                if nid is not None:
+                    entities[nid] = None
+            relations: dict[int, None] = {}
+            for source, relation, target in unit.relationships:
+                a, b = _entity(work, names, source), _entity(work, names, target)
+                if a is None or b is None or a == b:
+                    continue
+                entities[a] = entities[b] = None
+                rid = _relation(work, names, a, b)
+                relations[rid] = None
+                line = relation_line(names.name_of(work, a), relation, names.name_of(work, b))
+                new_mentions.setdefault(rid, []).append((sid, stable_hash(line)))
+                lines = new_lines.setdefault(rid, [])
+                if line not in lines:
+                    lines.append(line)
+            sn_s += [sid] * len(entities)
+            sn_n += list(entities)
+            sr_s += [sid] * len(relations)
+            sr_r += list(relations)
+    work.edges.add(int(EdgeKind.CHUNK_UNIT), t_src, s_dst)
+    work.edges.add(int(EdgeKind.UNIT_ENTITY), sn_s, sn_n)
+    work.edges.add(int(EdgeKind.UNIT_RELATION), sr_s, sr_r)
+    return NewUnits(np.asarray(unit_ids, dtype=np.int64), new_mentions, new_lines)

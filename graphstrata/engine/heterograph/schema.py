@@ -1,0 +1,87 @@
+"""What the heterograph stores: its node kinds, edge kinds and state keys.
+
+(docs/architecture.md, "Heterograph".) Edges are written in one direction per kind (T→S,
+S→N, S→R, N→R, N→A, H→member, H→O, new→neighbour); search treats them as undirected.
+Between operations the component keeps small state arrays (``Delta.put_state`` /
+``Snapshot.state``, keys ``ST_*``): per-node arrays are aligned with the committed
+version's live nodes of the listed kinds, in id order, so they hold no ids: 4 bytes a node,
+rewritten by each operation.
+"""
+
+from __future__ import annotations
+
+from graphstrata.engine.types import EMBEDDED_KINDS, RETRIEVABLE_KINDS, EdgeKind, NodeKind
+
+#: Component name (manifest metadata, state keys).
+NAME = "heterograph"
+
+T, S, N, R, A, H, O = (  # noqa: E741
+    int(NodeKind.T),
+    int(NodeKind.S),
+    int(NodeKind.N),
+    int(NodeKind.R),
+    int(NodeKind.A),
+    int(NodeKind.H),
+    int(NodeKind.O),
+)
+
+# --------------------------------------------------------------------------- node kinds
+#: NodeRAG's node kinds (L belongs to the hierarchy).
+HETERO_KINDS: tuple[NodeKind, ...] = (
+    NodeKind.T,
+    NodeKind.S,
+    NodeKind.N,
+    NodeKind.R,
+    NodeKind.A,
+    NodeKind.H,
+    NodeKind.O,
+)
+#: Heterograph kinds with an embedding (T, S, A, H); semantic edges join these.
+HETERO_EMBEDDED: tuple[int, ...] = tuple(int(k) for k in EMBEDDED_KINDS if k in HETERO_KINDS)
+#: Heterograph kinds a graph search may return (T, S, A, H, R; NodeRAG's filter).
+HETERO_RETRIEVABLE: tuple[int, ...] = tuple(int(k) for k in RETRIEVABLE_KINDS if k in HETERO_KINDS)
+#: Kinds the build embeds itself (T vectors come from the engine).
+BUILD_EMBEDDED: tuple[int, ...] = tuple(k for k in HETERO_EMBEDDED if k != T)
+#: Vector entry points of a graph search are searched among these kinds.
+VECTOR_ENTRY_KINDS: tuple[int, ...] = BUILD_EMBEDDED
+#: Nodes of G2, the graph Leiden runs on.
+G2_KINDS: tuple[int, ...] = (S, N, R, A)
+#: Nodes K-means clusters (the members a high-level element may link to, and H itself).
+CLUSTER_KINDS: tuple[int, ...] = (S, A, H)
+
+# --------------------------------------------------------------------------- edge kinds
+#: Edge kinds of the heterograph (search builds its CSR from these).
+HETERO_EDGE_KINDS: tuple[int, ...] = (
+    int(EdgeKind.CHUNK_UNIT),
+    int(EdgeKind.UNIT_ENTITY),
+    int(EdgeKind.UNIT_RELATION),
+    int(EdgeKind.ENTITY_RELATION),
+    int(EdgeKind.ENTITY_ATTRIBUTE),
+    int(EdgeKind.ELEMENT_MEMBER),
+    int(EdgeKind.ELEMENT_TITLE),
+    int(EdgeKind.SEMANTIC),
+)
+#: G1 of NodeRAG's Algorithm 1 (the decomposition edges, for importance).
+G1_EDGES: tuple[int, ...] = (
+    int(EdgeKind.UNIT_ENTITY),
+    int(EdgeKind.UNIT_RELATION),
+    int(EdgeKind.ENTITY_RELATION),
+)
+#: G2 = G1 + attributes (for Leiden).
+G2_EDGES: tuple[int, ...] = (*G1_EDGES, int(EdgeKind.ENTITY_ATTRIBUTE))
+
+# --------------------------------------------------------------------------- state keys
+#: int32 per S/N/R/A node: community of the last Leiden run.
+ST_LEIDEN = "leiden_labels"
+#: int32 per S/N/R/A node: group whose elements were written from it (-1: none).
+ST_GROUP_OF = "element_group_of"
+#: H/O node ids of each element group, and the group key of each (parallel int64 arrays).
+ST_GROUP_NODE_IDS, ST_GROUP_NODE_KEYS = "group_node_ids", "group_node_keys"
+#: float32 [K, dim]: the K-means centroids.
+ST_KMEANS_CENTROIDS = "kmeans_centroids"
+#: int32 per S/A/H node: K-means cluster.
+ST_KMEANS = "kmeans_labels"
+#: Which unit asserted which line of a relationship with two or more lines (a one-line
+#: relationship's supporters all assert its line, so it needs no record): parallel int64
+#: arrays of unit id, relationship id and line hash.
+ST_MENTION_S, ST_MENTION_R, ST_MENTION_HASH = "mention_s", "mention_r", "mention_hash"

@@ -1,0 +1,632 @@
+"""``graph`` search over the heterograph: NodeRAG's dual search (§2.5, Appendix C.4) with
+BM25 entry points, HippoRAG 2's passages in the walk and a second hop (docs/architecture.md,
+"Search modes and parameters").
+
+Per committed version the view builds, once: the CSR of the heterograph's edges (node ids
+mapped to dense positions of the sorted node table; semantic edges scaled by
+``semantic_edge_weight``) plus *title links* between an entity and the chunks of the
+document titled with its name (``title_edge_weight``); a dict from normalized entity,
+element-title and document-title names to their nodes; the number of semantic units that
+mention each entity; and the chunk -> unit, unit -> entity, entity -> attribute and title
+-> element link tables. BM25 is the engine's ``SparseIndex`` (per-kind parts built lazily,
+shared with the other sparse views of the version, advanced per commit by
+``carry_over``). A query then
+
+1. **exact entry points**: extracts its entities (LLM task ``query_entities``; rules for
+   the extractive backend) and, with ``match_query_ngrams``, every capitalized word n-gram
+   of the question that is a known name; looks them up among entity names, element titles
+   and document titles (dict lookups, no name scan; a document title seeds its chunks).
+   An entity weighs ``1 / ln(1 + units mentioning it)``: HippoRAG 2 divides an entity's
+   weight by the passages that contain it, since a name every article mentions says little;
+2. **dense entry points**: the vector top-``entry_top_k`` over S, A and H (NodeRAG) and,
+   as many, over T (HippoRAG 2 seeds every passage by its dense score);
+3. **sparse entry points**: the BM25 top-``sparse_top_k`` of each kind of ``sparse_kinds``;
+4. **seeds**: each group gets its share of the restart mass (``exact_match_weight``,
+   ``vector_match_weight``, ``sparse_match_weight``, normalized to sum 1; a group's share
+   is split evenly over its lists); inside a list a node weighs its min-max normalized
+   score, so a chunk or unit found by both retrievers is seeded by its fused score;
+5. **walk**: shallow PPR (``ppr_alpha``, ``ppr_iters``) from the seeds, touching only their
+   t-hop neighbourhood (``core.ppr.shallow_ppr``);
+6. **second hop** (``bridge_weight``): the ``bridge_sources`` best chunks and units of the
+   walk name the entities that lead on (mentioned by 2 to ``bridge_max_units`` units, not
+   matched by the question); a second walk adds them to the seeds, so the article about the
+   bridge entity competes with the first hop on one scale;
+7. **rank**: every touched chunk and unit, and the seeds and cross nodes (top
+   ``cross_top_k`` per kind, ``relation_top_k`` relationships) of the other retrievable
+   kinds, an entity contributing its attributes and a title its element (N and O text is
+   never returned), by PPR score / tokens ** ``token_exponent`` (a chunk holds several
+   units' worth of facts for several units' worth of tokens);
+8. **pack** (``ranking.Packer``): chunks alone first into ``text_share`` of the budget, then
+   everything; a unit whose chunk is packed is skipped and a chunk packed after its units
+   replaces them (S text is inside T); attributes, elements and relationships together
+   take at most ``structured_share`` of the budget.
+
+Hits come back by descending ranking score. Query parameters (``index.query(...,
+mode="graph", **params)``) are ``GraphParams``: each overrides the ``HeterographConfig``
+field of the same name; the defaults and the measurements behind them are in
+``HeterographConfig`` and ``benchmarks/results/graph_tuning.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphstrata.core.graph import csr_from_edges
+from graphstrata.core.ppr import shallow_ppr, top_k_by_kind
+from graphstrata.engine.component import ComponentView, Hit, Query
+from graphstrata.engine.config import HeterographConfig, IndexConfig
+from graphstrata.engine.heterograph.parse import (
+    normalize_name,
+    parse_query_entities,
+    query_name_candidates,
+    title_key,
+)
+from graphstrata.engine.heterograph.ranking import (
+    Packer,
+    follow,
+    kinds_of_letters,
+    maximal_keys,
+    merge_seeds,
+    minmax,
+    sorted_links,
+)
+from graphstrata.engine.heterograph.schema import (
+    HETERO_EDGE_KINDS,
+    HETERO_KINDS,
+    HETERO_RETRIEVABLE,
+    VECTOR_ENTRY_KINDS,
+    N,
+    O,
+    S,
+    T,
+)
+from graphstrata.engine.params import ModeParams, QueryError, range_check
+from graphstrata.engine.prompts import query_entities_request
+from graphstrata.engine.search import DocNames, make_hits, vector_candidates
+from graphstrata.engine.search.sparse_index import SparseIndex
+from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.types import EdgeKind, NodeKind
+from graphstrata.engine.vectors import VectorIndex
+
+#: Kinds whose text a graph search may return, as the dtype of ``nodes.kind``.
+RETRIEVABLE = np.asarray(HETERO_RETRIEVABLE, dtype=np.uint8)
+#: Kinds searched with BM25 for sparse entry points (the retrievable ones).
+SPARSE_KINDS: tuple[int, ...] = tuple(int(k) for k in HETERO_RETRIEVABLE)
+_EMPTY_I = np.zeros(0, np.int64)
+_EMPTY_F = np.zeros(0, np.float64)
+
+
+@dataclass(frozen=True)
+class GraphParams(ModeParams):
+    """Parameters of ``graph`` (NodeRAG search); each unset one takes the config's value.
+
+    Parameters
+    ----------
+    entry_top_k:
+        Vector entry points taken over S, A and H, and again over T (0: no vector entry).
+    cross_top_k:
+        Cross nodes kept per kind after PPR.
+    relation_top_k:
+        Relationship cross nodes kept.
+    ppr_alpha:
+        Restart probability of the shallow PPR, in [0, 1] (NodeRAG §2.5: 0.5).
+    ppr_iters:
+        PPR steps t (NodeRAG: 2).
+    exact_match_weight:
+        Share of the restart mass given to the exact entity/title matches (>= 0).
+    vector_match_weight:
+        Share of the restart mass given to the vector entry points (>= 0).
+    rank:
+        ``score`` (PPR score order, the default) or ``entries_first`` (entry points before
+        cross nodes, each by score) for the structured nodes.
+    sparse_top_k:
+        BM25 entry points taken per retrievable kind (0: no sparse entry).
+    sparse_match_weight:
+        Share of the restart mass given to the BM25 entry points (>= 0).
+    text_share:
+        Share of the budget packed first with chunks (T) alone, in [0, 1] (0: none).
+    token_exponent:
+        Nodes are ranked by PPR score / tokens ** token_exponent, in [0, 2] (0: by PPR
+        score alone; 1: by score per token).
+    structured_share:
+        Most of the budget attributes, high-level elements and relationships may take
+        together, in [0, 1].
+    bridge_weight:
+        Share of the restart mass given, in a second walk, to the entities of the first
+        walk's best chunks and units: the next hop of a multi-hop question (>= 0; 0: one
+        walk).
+    bridge_sources:
+        How many of the first walk's best chunks and units name the bridge entities.
+    bridge_max_units:
+        A bridge entity is mentioned by at most this many semantic units (a name every
+        article mentions leads nowhere in particular).
+    match_query_ngrams:
+        Also match every capitalized word n-gram of the question against the known names.
+    """
+
+    modes: ClassVar[tuple[str, ...]] = ("graph",)
+    entry_top_k: int | None = None
+    cross_top_k: int | None = None
+    relation_top_k: int | None = None
+    ppr_alpha: float | None = None
+    ppr_iters: int | None = None
+    exact_match_weight: float | None = None
+    vector_match_weight: float | None = None
+    rank: Literal["score", "entries_first"] | None = None
+    sparse_top_k: int | None = None
+    sparse_match_weight: float | None = None
+    text_share: float | None = None
+    token_exponent: float | None = None
+    structured_share: float | None = None
+    bridge_weight: float | None = None
+    bridge_sources: int | None = None
+    bridge_max_units: int | None = None
+    match_query_ngrams: bool | None = None
+
+    def check(self) -> None:
+        """Range checks of the given values.
+
+        Raises
+        ------
+        QueryError
+            For a value out of range.
+        """
+        ints = ("entry_top_k", "cross_top_k", "relation_top_k", "ppr_iters", "sparse_top_k")
+        for name in (*ints, "bridge_sources", "bridge_max_units"):
+            range_check("graph", name, getattr(self, name), 0, 1_000_000)
+        range_check("graph", "ppr_alpha", self.ppr_alpha, 0.0, 1.0)
+        range_check("graph", "text_share", self.text_share, 0.0, 1.0)
+        range_check("graph", "token_exponent", self.token_exponent, 0.0, 2.0)
+        range_check("graph", "structured_share", self.structured_share, 0.0, 1.0)
+        weights = ("exact_match_weight", "vector_match_weight", "sparse_match_weight")
+        for name in (*weights, "bridge_weight"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise QueryError(f"graph: {name} must be >= 0, got {value}")
+
+
+class HeterographView(ComponentView):
+    """Per-version search structures of the heterograph.
+
+    Parameters
+    ----------
+    snapshot:
+        The committed version.
+    vectors:
+        Its vector index (vector entry points).
+    config:
+        The index configuration (``heterograph`` holds the search defaults).
+    doc_names:
+        The version's doc key -> doc_id names (one per version, from the engine).
+    sparse:
+        The version's BM25 index over the retrievable kinds; default: a lazily built one
+        (its per-kind parts are shared with the other views of the snapshot).
+    """
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        vectors: VectorIndex,
+        config: IndexConfig,
+        doc_names: DocNames,
+        sparse: SparseIndex | None = None,
+    ):
+        self.snapshot = snapshot
+        self.vectors = vectors
+        self.cfg: HeterographConfig = config.heterograph
+        self.doc_names = doc_names
+        self.sparse = sparse if sparse is not None else SparseIndex(snapshot, SPARSE_KINDS)
+        #: Kinds whose BM25 top-k are entry points (``HeterographConfig.sparse_kinds``).
+        self.sparse_kinds = kinds_of_letters(self.cfg.sparse_kinds, SPARSE_KINDS)
+        nodes = snapshot.nodes
+        self.ids = nodes.ids
+        self.kinds = nodes.kind
+        n = int(self.ids.shape[0])
+        src, dst, weight, kind = self._edges()
+        self.units_of = np.bincount(dst[kind == int(EdgeKind.UNIT_ENTITY)], minlength=n)
+        #: Chunk position of each position (a semantic unit's chunk; -1 for other kinds).
+        self.chunk_of = np.full(n, -1, np.int64)
+        cu = kind == int(EdgeKind.CHUNK_UNIT)  # T -> S
+        self.chunk_of[dst[cu]] = src[cu]
+        attr = kind == int(EdgeKind.ENTITY_ATTRIBUTE)  # N -> A
+        self._attr_src, self._attr_dst = sorted_links(src[attr], dst[attr])
+        unit = kind == int(EdgeKind.UNIT_ENTITY)  # S -> N
+        self._unit_src, self._unit_dst = sorted_links(src[unit], dst[unit])
+        self._chunk_src, self._chunk_dst = sorted_links(src[cu], dst[cu])  # T -> S
+        title = kind == int(EdgeKind.ELEMENT_TITLE)  # H -> O, looked up from O
+        self._title_src, self._title_dst = sorted_links(dst[title], src[title])
+        self.names, self.title_chunks = self._name_index()
+        t_src, t_dst = self._title_links()
+        self.title_links = int(t_src.size)
+        w_title = float(self.cfg.title_edge_weight)
+        if w_title > 0 and t_src.size:
+            src = np.concatenate([src, t_src])
+            dst = np.concatenate([dst, t_dst])
+            weight = np.concatenate([weight, np.full(t_src.size, w_title, np.float32)])
+        self.indptr, self.indices, self.weights = csr_from_edges(src, dst, weight, n)
+
+    # ------------------------------------------------------------------ structures
+    def _edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The heterograph's edges as dense positions, with the walk's weights and kinds."""
+        table = self.snapshot.edges
+        if not table.num_rows:
+            return _EMPTY_I, _EMPTY_I, np.zeros(0, np.float32), np.zeros(0, np.uint8)
+        kind = table.column("kind").to_numpy()
+        sel = np.isin(kind, np.asarray(HETERO_EDGE_KINDS, dtype=np.uint8))
+        src = np.searchsorted(self.ids, table.column("src").to_numpy()[sel]).astype(np.int64)
+        dst = np.searchsorted(self.ids, table.column("dst").to_numpy()[sel]).astype(np.int64)
+        weight = table.column("weight").to_numpy()[sel].astype(np.float32)
+        kind = kind[sel]
+        semantic = kind == int(EdgeKind.SEMANTIC)
+        weight[semantic] *= np.float32(self.cfg.semantic_edge_weight)
+        keep = weight > 0
+        return src[keep], dst[keep], weight[keep], kind[keep]
+
+    def _name_index(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Normalized name -> positions of the entities and element titles of that name, and
+        document title -> positions of that document's chunks (built once per version)."""
+        index: dict[str, list[int]] = {}
+        pos = np.nonzero(np.isin(self.kinds, np.asarray([N, O], dtype=np.uint8)))[0]
+        texts = self.snapshot.nodes.texts
+        for p in pos.tolist():
+            key = normalize_name(texts[p])
+            if key:
+                index.setdefault(key, []).append(p)
+        names = {k: np.asarray(v, dtype=np.int64) for k, v in index.items()}
+        return names, self._document_titles()
+
+    def _document_titles(self) -> dict[str, np.ndarray]:
+        docs = self.snapshot.docs
+        if not docs.num_rows or "title" not in docs.column_names:
+            return {}
+        keys = np.asarray(docs.column("key").to_numpy(), np.int64)
+        title_of = {
+            int(k): title_key(t)
+            for k, t in zip(keys.tolist(), docs.column("title").to_pylist(), strict=True)
+            if t
+        }
+        chunks = np.nonzero(self.kinds == np.uint8(T))[0]
+        if not chunks.size or not title_of:
+            return {}
+        lists = self.snapshot.nodes.table.column("docs").take(pa.array(chunks))
+        if isinstance(lists, pa.ChunkedArray):
+            lists = lists.combine_chunks()
+        flat = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+        parent = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+        out: dict[str, list[int]] = {}
+        for doc, i in zip(flat.tolist(), parent.tolist(), strict=True):
+            key = title_of.get(int(doc))
+            if key:
+                out.setdefault(key, []).append(int(chunks[i]))
+        return {k: np.unique(np.asarray(v, np.int64)) for k, v in out.items()}
+
+    def _title_links(self) -> tuple[np.ndarray, np.ndarray]:
+        """(entity, chunk) pairs: an entity named like a document's title, and its chunks."""
+        src: list[np.ndarray] = []
+        dst: list[np.ndarray] = []
+        if not self.title_chunks:
+            return _EMPTY_I, _EMPTY_I
+        kinds = self.kinds
+        for key, positions in self.names.items():
+            chunks = self.title_chunks.get(key)
+            if chunks is None:
+                continue
+            entities = positions[kinds[positions] == np.uint8(N)]
+            if entities.size:
+                src.append(np.repeat(entities, chunks.size))
+                dst.append(np.tile(chunks, entities.size))
+        if not src:
+            return _EMPTY_I, _EMPTY_I
+        return np.concatenate(src), np.concatenate(dst)
+
+    def carry_over(self, previous: ComponentView, delta: Delta) -> None:
+        """Advance the previous version's BM25 parts by the committed ``delta``."""
+        if isinstance(previous, HeterographView):
+            self.sparse = previous.sparse.advanced(self.snapshot, delta)
+
+    # ------------------------------------------------------------------ search
+    def search(self, mode: str, query: Query) -> list[Hit]:
+        """``graph`` search: entry points, shallow PPR, chunks and structured nodes, packed.
+
+        Adds ``query_entities``, ``matched_entities`` (of those), ``matched_names`` (further
+        names found among the question's n-grams), ``exact_nodes``, ``vector_nodes``,
+        ``sparse_nodes``, ``entry_nodes``, ``touched_nodes``, ``cross_nodes``,
+        ``retrievable_candidates`` and ``text_nodes`` to ``query.report``.
+        """
+        params = query.params
+        assert isinstance(params, GraphParams)
+        cfg = self.cfg
+        names = self._query_entities(query)
+        keys = list(dict.fromkeys(k for k in (normalize_name(n) for n in names) if k))
+        matched = [k for k in keys if k in self.names or k in self.title_chunks]
+        extra: list[str] = []
+        if params.resolve("match_query_ngrams", cfg.match_query_ngrams):
+            known = [
+                k
+                for k in query_name_candidates(query.text)
+                if (k in self.names or k in self.title_chunks) and k not in matched
+            ]
+            extra = [k for k in maximal_keys(known + matched) if k not in matched]
+        exact, exact_w = self._exact_seeds(matched + extra)
+        entry_k = int(params.resolve("entry_top_k", cfg.entry_top_k))
+        sparse_k = int(params.resolve("sparse_top_k", cfg.sparse_top_k))
+        vector = self._vector_lists(query, entry_k)
+        sparse = self._sparse_lists(query.text, sparse_k)
+        w_vec = float(params.resolve("vector_match_weight", cfg.vector_match_weight))
+        w_sparse = float(params.resolve("sparse_match_weight", cfg.sparse_match_weight))
+        groups = [
+            (exact, exact_w, float(params.resolve("exact_match_weight", cfg.exact_match_weight)))
+        ]
+        groups += [(p, w, w_vec / max(len(vector), 1)) for p, w in vector]
+        groups += [(p, w, w_sparse / max(len(sparse), 1)) for p, w in sparse]
+        seeds, seed_weights = merge_seeds(groups)
+        info: dict[str, Any] = {
+            "query_entities": len(names),
+            "matched_entities": len(matched),
+            "matched_names": len(extra),
+            "exact_nodes": int(exact.size),
+            "vector_nodes": int(sum(p.size for p, _ in vector)),
+            "sparse_nodes": int(sum(p.size for p, _ in sparse)),
+            "entry_nodes": int(seeds.size),
+        }
+        hits = self._retrieve(seeds, seed_weights, query, info, exact)
+        query.report.update(info)
+        return hits
+
+    def _positions(self, ids: np.ndarray) -> np.ndarray:
+        """Dense positions of the live ``ids`` (others dropped)."""
+        if ids.size == 0 or self.ids.size == 0:
+            return _EMPTY_I
+        pos = np.minimum(np.searchsorted(self.ids, ids), self.ids.size - 1)
+        return pos[self.ids[pos] == ids].astype(np.int64)
+
+    def _query_entities(self, query: Query) -> list[str]:
+        if query.llm is None:
+            return []
+        (answer,) = query.llm.complete("query_entities", [query_entities_request(query.text)])
+        return parse_query_entities(answer.text)
+
+    def _exact_seeds(self, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Positions matched by ``keys`` and their weights: an entity weighs
+        ``1 / ln(1 + units mentioning it)`` (at most 1 / ln 2), a title or a titled
+        document's chunk 1 / ln 2 (the weight of an entity mentioned once)."""
+        pos: list[np.ndarray] = []
+        for k in keys:
+            if k in self.names:
+                pos.append(self.names[k])
+            if k in self.title_chunks:
+                pos.append(self.title_chunks[k])
+        if not pos:
+            return _EMPTY_I, _EMPTY_F
+        positions = np.concatenate(pos)
+        units = np.where(self.kinds[positions] == np.uint8(N), self.units_of[positions], 1)
+        return positions, 1.0 / np.log1p(np.maximum(units, 1).astype(np.float64))
+
+    def _vector_lists(self, query: Query, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Dense top-k over S/A/H and over T, as (positions, min-max normalized scores)."""
+        if k <= 0:
+            return []
+        out = []
+        for kinds in (VECTOR_ENTRY_KINDS, (T,)):
+            ids, scores = vector_candidates(self.vectors, query, kinds, k)
+            pos = self._positions(np.asarray(ids, np.int64))
+            live = np.isin(np.asarray(ids, np.int64), self.ids)
+            out.append((pos, minmax(np.asarray(scores, np.float64)[live])))
+        return out
+
+    def _sparse_lists(self, text: str, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """BM25 top-k of each retrievable kind, as (positions, min-max normalized scores)."""
+        if k <= 0:
+            return []
+        out = []
+        for kind in self.sparse_kinds:
+            ids, scores = self.sparse.search(text, [kind], k)
+            if ids.size:
+                out.append((self._positions(ids), minmax(scores)))
+        return out
+
+    def cross_nodes(
+        self, seeds: np.ndarray, seed_weights: np.ndarray, params: GraphParams
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Shallow PPR from the seeds, and the top nodes of each kind as cross nodes.
+
+        Parameters
+        ----------
+        seeds, seed_weights:
+            Entry points (dense positions) and their personalization weights.
+        params:
+            ``ppr_alpha``, ``ppr_iters``, ``cross_top_k`` and ``relation_top_k`` (unset:
+            the config's values).
+
+        Returns
+        -------
+        touched, scores, cross
+            Positions reached, their PPR scores, and the cross nodes (positions).
+        """
+        cfg = self.cfg
+        if seeds.size == 0:
+            return _EMPTY_I, _EMPTY_F, _EMPTY_I
+        touched, scores = shallow_ppr(
+            self.indptr,
+            self.indices,
+            self.weights,
+            seeds,
+            seed_weights,
+            alpha=float(params.resolve("ppr_alpha", cfg.ppr_alpha)),
+            iters=int(params.resolve("ppr_iters", cfg.ppr_iters)),
+        )
+        k = int(params.resolve("cross_top_k", cfg.cross_top_k))
+        k_per_kind = {int(kind): k for kind in HETERO_KINDS}  # L nodes never are cross nodes
+        k_per_kind[int(NodeKind.R)] = int(params.resolve("relation_top_k", cfg.relation_top_k))
+        cross = top_k_by_kind(touched, scores, self.kinds[touched], k_per_kind)
+        return np.asarray(touched), np.asarray(scores, np.float64), np.asarray(cross, np.int64)
+
+    def bridge_entities(
+        self,
+        sources: np.ndarray,
+        strength: np.ndarray,
+        exclude: np.ndarray,
+        max_units: int = 1 << 30,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The entities that lead on from ``sources`` (chunks and units), as seeds.
+
+        The bridge of a multi-hop question is named in the first hop's text (the designer in
+        the bridge's article) and mentioned again elsewhere, but not everywhere. Every
+        entity of a source (a chunk's entities are its units') that 2 to ``max_units``
+        units mention is a seed of weight ``max(strength of its sources) / ln(1 + units
+        mentioning it)``; entities in ``exclude`` (the question's own matches) are left out.
+
+        Parameters
+        ----------
+        sources, strength:
+            Chunks and units (dense positions) and how strongly each was retrieved.
+        exclude:
+            Entities never returned.
+
+        Returns
+        -------
+        positions, weights
+            The entities (dense positions, unique) and their weights.
+        """
+        if sources.size == 0:
+            return _EMPTY_I, _EMPTY_F
+        is_chunk = self.kinds[sources] == np.uint8(T)
+        units_of_chunks, from_chunk = follow(self._chunk_src, self._chunk_dst, sources[is_chunk])
+        strength_of = dict(
+            zip(sources.tolist(), np.asarray(strength, np.float64).tolist(), strict=True)
+        )
+        units = np.concatenate([sources[~is_chunk], units_of_chunks])
+        unit_strength = np.asarray(
+            [strength_of[p] for p in sources[~is_chunk].tolist()]
+            + [strength_of[p] for p in from_chunk.tolist()],
+            np.float64,
+        )
+        entities, from_unit = follow(self._unit_src, self._unit_dst, units)
+        if entities.size == 0:
+            return _EMPTY_I, _EMPTY_F
+        unit_index = {p: i for i, p in enumerate(units.tolist())}
+        power = unit_strength[[unit_index[p] for p in from_unit.tolist()]]
+        units_of = self.units_of[entities]
+        keep = ~np.isin(entities, exclude) & (units_of >= 2) & (units_of <= max_units)
+        entities, power = entities[keep], power[keep]
+        if entities.size == 0:
+            return _EMPTY_I, _EMPTY_F
+        uniq, inverse = np.unique(entities, return_inverse=True)
+        best = np.zeros(uniq.size, np.float64)
+        np.maximum.at(best, inverse, power)
+        return uniq, best / np.log1p(self.units_of[uniq].astype(np.float64))
+
+    def _ranked_text(
+        self, touched: np.ndarray, scores: np.ndarray, gamma: float, limit: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The best touched chunks and units by PPR score / tokens ** gamma, best first."""
+        kinds = self.kinds[touched]
+        keep = ((kinds == np.uint8(T)) | (kinds == np.uint8(S))) & (scores > 0)
+        pos, sc = touched[keep], scores[keep]
+        density = sc / np.power(np.maximum(self.snapshot.nodes.tokens[pos], 1), gamma)
+        if pos.size > limit:
+            top = np.argpartition(-density, limit - 1)[:limit]
+            pos, density = pos[top], density[top]
+        order = np.argsort(-density, kind="stable")
+        return pos[order], density[order]
+
+    def _retrieve(
+        self,
+        seeds: np.ndarray,
+        seed_weights: np.ndarray,
+        query: Query,
+        info: dict[str, Any],
+        exact: np.ndarray = _EMPTY_I,
+    ) -> list[Hit]:
+        params = query.params
+        assert isinstance(params, GraphParams)
+        cfg = self.cfg
+        touched, scores, cross = self.cross_nodes(seeds, seed_weights, params)
+        gamma = float(params.resolve("token_exponent", cfg.token_exponent))
+        limit = int(cfg.max_candidates)
+        # The next hop: walk again, the entities of the best chunks and units added to the
+        # seeds (they compete with the first hop for the budget on one scale).
+        w_bridge = float(params.resolve("bridge_weight", cfg.bridge_weight))
+        n_sources = int(params.resolve("bridge_sources", cfg.bridge_sources))
+        info["bridge_nodes"] = 0
+        if w_bridge > 0 and n_sources > 0 and touched.size:
+            text, text_density = self._ranked_text(touched, scores, gamma, n_sources)
+            entities, weights = self.bridge_entities(
+                text,
+                text_density,
+                exact,
+                int(params.resolve("bridge_max_units", cfg.bridge_max_units)),
+            )
+            info["bridge_nodes"] = int(entities.size)
+            if entities.size:
+                seeds, seed_weights = merge_seeds(
+                    [(seeds, seed_weights, 1.0), (entities, weights, w_bridge)]
+                )
+                touched, scores, cross = self.cross_nodes(seeds, seed_weights, params)
+        info["touched_nodes"] = int(touched.size)
+        info["cross_nodes"] = int(cross.size)
+        if seeds.size == 0:
+            info["retrievable_candidates"] = info["text_nodes"] = 0
+            return []
+        score = np.zeros(self.ids.shape[0], np.float64)
+        score[touched] = scores
+        tokens_of = self.snapshot.nodes.tokens
+        text, text_density = self._ranked_text(touched, scores, gamma, limit)
+        # Other kinds: the seeds and cross nodes; an entity contributes its attributes and a
+        # title its element, each at its own score or its entity's / title's, whichever is
+        # higher.
+        picked = np.unique(np.concatenate([seeds, cross]))
+        kinds = self.kinds[picked]
+        via_n, from_n = follow(self._attr_src, self._attr_dst, picked[kinds == N])
+        via_o, from_o = follow(self._title_src, self._title_dst, picked[kinds == O])
+        linked = np.concatenate([via_n, via_o])
+        np.maximum.at(score, linked, score[np.concatenate([from_n, from_o])])
+        other = np.unique(np.concatenate([picked, linked]))
+        other_kinds = self.kinds[other]
+        other = other[
+            np.isin(other_kinds, RETRIEVABLE)
+            & (other_kinds != np.uint8(T))
+            & (other_kinds != np.uint8(S))
+            & (score[other] > 0)
+        ]
+        other_density = score[other] / np.power(np.maximum(tokens_of[other], 1), gamma)
+        cand = np.concatenate([text, other])
+        density = np.concatenate([text_density, other_density])
+        info["retrievable_candidates"] = int(cand.size)
+        rank = params.resolve("rank", "score")
+        if rank == "entries_first":  # entry points (and what they map to), then the rest
+            entry = np.isin(cand, seeds) | np.isin(
+                cand, linked[np.isin(np.concatenate([from_n, from_o]), seeds)]
+            )
+            order = np.lexsort((-density, ~entry))
+        elif rank == "score":
+            order = np.argsort(-density, kind="stable")
+        else:
+            raise ValueError(f"unknown rank {rank!r}; expected 'score' or 'entries_first'")
+        cand, density = cand[order], density[order]
+        budget = int(query.budget_tokens)
+        text_share = float(params.resolve("text_share", cfg.text_share))
+        structured_share = float(params.resolve("structured_share", cfg.structured_share))
+        packer = Packer(
+            budget,
+            tokens_of,
+            self.kinds,
+            self.chunk_of,
+            T,
+            (int(NodeKind.A), int(NodeKind.H), int(NodeKind.R)),
+            structured_share,
+        )
+        is_text = self.kinds[cand] == np.uint8(T)
+        packer.offer(cand[is_text], density[is_text], math.floor(budget * text_share))
+        packer.offer(cand, density)
+        positions, chosen = packer.packed()
+        order = np.argsort(-chosen, kind="stable")
+        positions, chosen = positions[order], chosen[order]
+        info["text_nodes"] = int(np.count_nonzero(self.kinds[positions] == np.uint8(T)))
+        return make_hits(self.snapshot, self.doc_names, self.ids[positions], chosen)

@@ -1,0 +1,209 @@
+"""The state one heterograph operation shares between its stages.
+
+:class:`Work` is created once per operation (:meth:`Work.start`) from the committed
+snapshot and the chunk change. Every stage reads the committed graph through it and records
+its changes in it (new and rewritten node rows, new edges, nodes to delete); only the last
+stage, :func:`graphstrata.engine.heterograph.write.write`, turns them into the delta.
+Each stage's own results are return values (docs/architecture.md, "Heterograph").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from graphstrata.engine.config import HeterographConfig
+from graphstrata.engine.heterograph.schema import HETERO_EDGE_KINDS, NAME
+from graphstrata.engine.store import NodeTable, Snapshot
+from graphstrata.engine.tokens import count_tokens_batch
+
+EMPTY = np.zeros(0, np.int64)
+
+#: ``(src, dst)`` id arrays of one edge kind.
+EdgeList = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass
+class EdgeBuffer:
+    """New edges of one operation, per kind, written to the delta at the end."""
+
+    parts: dict[int, list[EdgeList]] = field(default_factory=dict)
+
+    def add(
+        self, kind: int, src: Iterable[int] | np.ndarray, dst: Iterable[int] | np.ndarray
+    ) -> None:
+        """Append edges ``src[i] -> dst[i]`` of ``kind`` (nothing when empty)."""
+        s = np.asarray(list(src) if not isinstance(src, np.ndarray) else src, dtype=np.int64)
+        d = np.asarray(list(dst) if not isinstance(dst, np.ndarray) else dst, dtype=np.int64)
+        if s.size:
+            self.parts.setdefault(int(kind), []).append((s, d))
+
+    def of(self, kind: int) -> EdgeList:
+        """Every new edge of ``kind`` so far."""
+        parts = self.parts.get(int(kind), [])
+        if not parts:
+            return EMPTY, EMPTY
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def snapshot_edges(snapshot: Snapshot) -> dict[int, EdgeList]:
+    """The committed heterograph edges, per kind."""
+    table = snapshot.edges
+    if table.num_rows == 0:
+        return {}
+    kind = table.column("kind").to_numpy()
+    src = table.column("src").to_numpy()
+    dst = table.column("dst").to_numpy()
+    out = {}
+    for k in HETERO_EDGE_KINDS:
+        sel = kind == k
+        if sel.any():
+            out[k] = (src[sel], dst[sel])
+    return out
+
+
+@dataclass
+class Work:
+    """One operation's read access to the committed heterograph, and its pending changes.
+
+    Attributes
+    ----------
+    snapshot:
+        The committed version the operation starts from.
+    config:
+        The heterograph's configuration.
+    allocate:
+        Allocates fresh node ids (``Delta.new_node_ids``); ids are never reused.
+    snap_edges:
+        Committed heterograph edges per kind (:func:`snapshot_edges`).
+    dead:
+        Committed (or new) nodes the operation deletes; starts with the removed chunks.
+    new_kind, text, docs:
+        Kind of each new node; text and doc keys of each new or rewritten node.
+    replaced:
+        Committed nodes whose row is rewritten (text and/or docs).
+    edges:
+        New edges.
+    notes:
+        Notes on unusable LLM answers, for the operation report.
+    """
+
+    snapshot: Snapshot
+    config: HeterographConfig
+    allocate: Callable[[int], np.ndarray]
+    snap_edges: dict[int, EdgeList]
+    dead: set[int]
+    new_kind: dict[int, int] = field(default_factory=dict)
+    text: dict[int, str] = field(default_factory=dict)
+    docs: dict[int, list[int]] = field(default_factory=dict)
+    replaced: set[int] = field(default_factory=set)
+    edges: EdgeBuffer = field(default_factory=EdgeBuffer)
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def start(
+        cls,
+        snapshot: Snapshot,
+        config: HeterographConfig,
+        removed_chunk_ids: np.ndarray,
+        allocate: Callable[[int], np.ndarray],
+    ) -> Work:
+        """The work of an operation on ``snapshot`` that removes ``removed_chunk_ids``."""
+        return cls(
+            snapshot=snapshot,
+            config=config,
+            allocate=allocate,
+            snap_edges=snapshot_edges(snapshot),
+            dead={int(i) for i in removed_chunk_ids},
+        )
+
+    # ------------------------------------------------------------------ committed graph
+    @property
+    def nodes(self) -> NodeTable:
+        """The committed node table."""
+        return self.snapshot.nodes
+
+    def committed_edges(self, kind: int) -> EdgeList:
+        """Committed edges of ``kind`` (dead ends included)."""
+        return self.snap_edges.get(int(kind), (EMPTY, EMPTY))
+
+    def state(self, name: str) -> np.ndarray | None:
+        """A committed state array of the heterograph (``None`` when absent)."""
+        return self.snapshot.state(NAME, name)
+
+    def aligned_state(self, name: str, kinds: Sequence[int]) -> EdgeList | None:
+        """``(ids, values)`` of a per-node state array written for the committed version's
+        live nodes of ``kinds`` (``None`` when absent or not aligned with this version)."""
+        values = self.state(name)
+        ids = self.nodes.ids_of_kind(*kinds)
+        if values is None or values.shape[0] != ids.shape[0]:
+            return None
+        return ids, values.astype(np.int64)
+
+    # ------------------------------------------------------------------ after the operation
+    def new_ids(self, n: int) -> list[int]:
+        """``n`` fresh node ids."""
+        return [int(i) for i in self.allocate(n).tolist()]
+
+    def dead_array(self) -> np.ndarray:
+        """:attr:`dead` as an int64 array (unsorted)."""
+        return np.fromiter(self.dead, dtype=np.int64, count=len(self.dead)) if self.dead else EMPTY
+
+    def live_edges(self, kinds: Sequence[int]) -> EdgeList:
+        """Edges of ``kinds`` after this operation (committed ones with live ends + new)."""
+        dead = np.sort(self.dead_array())
+        srcs, dsts = [], []
+        for k in kinds:
+            s, d = self.committed_edges(k)
+            if s.size and dead.size:
+                keep = ~(np.isin(s, dead) | np.isin(d, dead))
+                s, d = s[keep], d[keep]
+            ns, nd = self.edges.of(k)
+            if ns.size and dead.size:
+                keep = ~(np.isin(ns, dead) | np.isin(nd, dead))
+                ns, nd = ns[keep], nd[keep]
+            srcs += [s, ns]
+            dsts += [d, nd]
+        return np.concatenate(srcs), np.concatenate(dsts)
+
+    def live_ids(self, *kinds: int) -> np.ndarray:
+        """Sorted ids of the live nodes of ``kinds`` after this operation."""
+        old = self.nodes.ids_of_kind(*kinds)
+        new = np.asarray([i for i, k in self.new_kind.items() if k in kinds], dtype=np.int64)
+        ids = np.concatenate([old, new])
+        if self.dead:
+            ids = ids[~np.isin(ids, self.dead_array())]
+        return np.unique(ids)
+
+    def text_of(self, ids: Iterable[int]) -> list[str]:
+        """Text of each node (as rewritten by this operation, else committed)."""
+        ids = [int(i) for i in ids]
+        missing = [i for i in ids if i not in self.text]
+        found = dict(zip(missing, self.nodes.text_of(missing), strict=True)) if missing else {}
+        return [self.text[i] if i in self.text else found[i] for i in ids]
+
+    def docs_of(self, ids: Iterable[int]) -> list[list[int]]:
+        """Doc keys of each node (as rewritten by this operation, else committed)."""
+        ids = [int(i) for i in ids]
+        missing = [i for i in ids if i not in self.docs]
+        found = dict(zip(missing, self.nodes.docs_of(missing), strict=True)) if missing else {}
+        return [self.docs[i] if i in self.docs else list(found[i]) for i in ids]
+
+    def tokens_of(self, ids: Iterable[int]) -> np.ndarray:
+        """Token count of each node's text (as rewritten by this operation, else committed)."""
+        ids = [int(i) for i in ids]
+        out = np.zeros(len(ids), np.int64)
+        missing = [j for j, i in enumerate(ids) if i not in self.text]
+        if missing:
+            rows = self.nodes.rows([ids[j] for j in missing])
+            out[missing] = self.nodes.tokens[rows]
+        fresh = [j for j, i in enumerate(ids) if i in self.text]
+        if fresh:
+            out[fresh] = count_tokens_batch([self.text[ids[j]] for j in fresh])
+        return out
+
+    def cited_docs(self, ids: Iterable[int]) -> list[int]:
+        """Sorted union of the doc keys of ``ids``."""
+        return sorted({d for ds in self.docs_of(ids) for d in ds})

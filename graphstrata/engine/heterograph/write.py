@@ -1,0 +1,133 @@
+"""The last stage: one operation's heterograph changes and state, into the delta."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphstrata.engine.heterograph.communities import Communities
+from graphstrata.engine.heterograph.decompose import Mentions
+from graphstrata.engine.heterograph.enrich import Clusters
+from graphstrata.engine.heterograph.schema import (
+    NAME,
+    ST_GROUP_NODE_IDS,
+    ST_GROUP_NODE_KEYS,
+    ST_GROUP_OF,
+    ST_KMEANS,
+    ST_KMEANS_CENTROIDS,
+    ST_LEIDEN,
+    ST_MENTION_HASH,
+    ST_MENTION_R,
+    ST_MENTION_S,
+)
+from graphstrata.engine.heterograph.work import EMPTY, Work
+from graphstrata.engine.store import Delta
+from graphstrata.engine.tokens import count_tokens_batch
+
+
+def write(delta: Delta, work: Work, removed_chunk_ids: np.ndarray) -> None:
+    """Deletions, new and rewritten node rows, and new edges (none with a dead end).
+
+    Parameters
+    ----------
+    delta:
+        The operation's delta.
+    work:
+        What the stages recorded.
+    removed_chunk_ids:
+        Already deleted by the engine (not deleted again).
+    """
+    nodes = work.nodes
+    dead = work.dead_array()
+    delta.delete_nodes(dead[~np.isin(dead, removed_chunk_ids)])
+    fresh = sorted(i for i in work.new_kind if i not in work.dead)
+    if fresh:
+        texts = [work.text[i] for i in fresh]
+        delta.add_nodes(
+            ids=np.asarray(fresh, dtype=np.int64),
+            kind=np.asarray([work.new_kind[i] for i in fresh], dtype=np.uint8),
+            text=texts,
+            tokens=count_tokens_batch(texts),
+            docs=[work.docs.get(i, []) for i in fresh],
+        )
+    replaced = sorted(i for i in work.replaced if i not in work.dead)
+    if replaced:
+        rows = nodes.take(replaced)
+        old_texts = nodes.text_of(replaced)
+        texts = [work.text.get(i, o) for i, o in zip(replaced, old_texts, strict=True)]
+        delta.replace_rows(
+            rows,
+            text=texts,
+            tokens=count_tokens_batch(texts),
+            docs=[
+                work.docs.get(i, d) for i, d in zip(replaced, nodes.docs_of(replaced), strict=True)
+            ],
+        )
+    for kind, parts in work.edges.parts.items():
+        src = np.concatenate([p[0] for p in parts])
+        dst = np.concatenate([p[1] for p in parts])
+        keep = ~(np.isin(src, dead) | np.isin(dst, dead))
+        delta.add_edges(src[keep], dst[keep], kind, 1.0)
+
+
+def _group_of(comm: Communities) -> np.ndarray:
+    """Per G2 node: the group whose elements were written from it (-1: none)."""
+    g2_ids = comm.g2_ids
+    group_of = np.full(g2_ids.size, -1, np.int32)
+    for key in sorted(comm.group_members):  # later generations win
+        ids = comm.group_members[key]
+        pos = np.minimum(np.searchsorted(g2_ids, ids), max(g2_ids.size - 1, 0))
+        group_of[pos[g2_ids[pos] == ids]] = key
+    return group_of
+
+
+def write_state(
+    delta: Delta,
+    work: Work,
+    mentions: Mentions,
+    comm: Communities,
+    clusters: Clusters | None,
+    last_update: dict[str, Any],
+) -> None:
+    """The state arrays of the new version, and the component metadata.
+
+    Parameters
+    ----------
+    delta:
+        The operation's delta.
+    work:
+        Which relationships are alive (mentions of dead ones are not kept).
+    mentions:
+        Who asserts which line of a multi-line relationship (``Names.mentions``).
+    comm, clusters:
+        The communities and clusters stages' results.
+    last_update:
+        The operation's counters, kept in the metadata.
+    """
+    delta.put_state(NAME, ST_LEIDEN, comm.membership.astype(np.int32))
+    delta.put_state(NAME, ST_GROUP_OF, _group_of(comm))
+    keys = sorted(comm.group_nodes)
+    node_ids = [comm.group_nodes[k] for k in keys]
+    delta.put_state(NAME, ST_GROUP_NODE_IDS, np.concatenate(node_ids) if keys else EMPTY)
+    delta.put_state(
+        NAME,
+        ST_GROUP_NODE_KEYS,
+        np.repeat(np.asarray(keys, np.int64), [m.size for m in node_ids]) if keys else EMPTY,
+    )
+    if clusters is not None:
+        delta.put_state(NAME, ST_KMEANS_CENTROIDS, clusters.centroids)
+        delta.put_state(NAME, ST_KMEANS, clusters.labels.astype(np.int32))
+    rows = [
+        (unit, rid, line)
+        for rid, pairs in mentions.items()
+        if rid not in work.dead and (rid in work.new_kind or work.nodes.contains([rid])[0])
+        for unit, line in pairs
+    ]
+    m = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
+    delta.put_state(NAME, ST_MENTION_S, m[:, 0].copy())
+    delta.put_state(NAME, ST_MENTION_R, m[:, 1].copy())
+    delta.put_state(NAME, ST_MENTION_HASH, m[:, 2].copy())
+    delta.set_component_meta(
+        NAME, {"next_group_key": comm.next_group_key, "last_update": last_update}
+    )

@@ -1,0 +1,420 @@
+"""The hierarchy of one version (``HierarchyTree``) and one operation's update of it.
+
+The algorithm is described in the package docstring (docs/architecture.md, "Hierarchy").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from graphstrata.core.lsh import project_codes
+from graphstrata.core.partition import partition, repartition
+from graphstrata.engine.component import ChangeSet, UpdateContext
+from graphstrata.engine.config import HierarchyConfig
+from graphstrata.engine.interfaces import LLMError
+from graphstrata.engine.prompts import summarize_request
+from graphstrata.engine.store import NodeTable
+from graphstrata.engine.tokens import count_tokens_batch
+from graphstrata.engine.types import EdgeKind, NodeKind
+
+#: The component's name: its key in the manifest and in component state.
+COMPONENT = "hierarchy"
+DIRECTION_STATE = "tiebreak_direction"
+_T = int(NodeKind.T)
+_L = int(NodeKind.L)
+_NO_ANCHOR = np.iinfo(np.int64).max
+
+
+# ------------------------------------------------------------------------------ the tree
+@dataclass
+class HierarchyTree:
+    """The committed hierarchy of one version: its T and L nodes, sorted by id.
+
+    ``layer`` is 0 for chunks; ``parent`` is -1 for top nodes (and for a parent id that is
+    not a live hierarchy node); ``anchor`` is the smallest chunk id below a node.
+    """
+
+    ids: np.ndarray
+    layer: np.ndarray
+    parent: np.ndarray
+    code: np.ndarray
+    anchor: np.ndarray
+    stored_parent: np.ndarray
+
+    @classmethod
+    def from_nodes(cls, nodes: NodeTable) -> HierarchyTree:
+        """Read the hierarchy columns of a node table (O(n) numpy)."""
+        mask = (nodes.kind == _T) | (nodes.kind == _L)
+        ids = nodes.ids[mask]
+        kind = nodes.kind[mask]
+        layer = np.where(kind == _T, 0, nodes.layer[mask]).astype(np.int64)
+        stored_parent = nodes.parent[mask].astype(np.int64)
+        prow = _positions(ids, stored_parent)
+        parent = np.where(prow >= 0, stored_parent, -1)
+        anchor = np.where(layer == 0, ids, _NO_ANCHOR).astype(np.int64)
+        top = int(layer.max()) if layer.size else 0
+        for lay in range(top):
+            child = np.flatnonzero((layer == lay) & (prow >= 0))
+            np.minimum.at(anchor, prow[child], anchor[child])
+        code = nodes.code[mask].astype(np.uint64)
+        return cls(ids, layer, parent, code, anchor, stored_parent)
+
+    @property
+    def top_layer(self) -> int:
+        """The highest layer (0 when there are only chunks)."""
+        return int(self.layer.max()) if self.layer.size else 0
+
+    def rows(self, ids: np.ndarray) -> np.ndarray:
+        """Row of each id (-1 when the id is not a hierarchy node)."""
+        return _positions(self.ids, np.asarray(ids, dtype=np.int64))
+
+    def at_layer(self, layer: int) -> np.ndarray:
+        """Rows of the nodes of ``layer``."""
+        return np.flatnonzero(self.layer == layer)
+
+    def segments(self, layer: int) -> dict[int, np.ndarray]:
+        """``{parent id: child ids}`` of the segments of ``layer`` (children in anchor order)."""
+        rows = self.at_layer(layer)
+        rows = rows[self.parent[rows] >= 0]
+        rows = rows[np.lexsort((self.ids[rows], self.anchor[rows]))]
+        out: dict[int, list[int]] = {}
+        for r in rows:
+            out.setdefault(int(self.parent[r]), []).append(int(self.ids[r]))
+        return {p: np.asarray(c, dtype=np.int64) for p, c in out.items()}
+
+
+def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Position of each of ``ids`` in ``sorted_ids``, -1 where absent."""
+    if sorted_ids.size == 0:
+        return np.full(ids.shape[0], -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
+    return np.where(sorted_ids[pos] == ids, pos, -1).astype(np.int64)
+
+
+def _membership_changes(
+    seats: np.ndarray, segment: np.ndarray, touched: np.ndarray, id_base: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Segments whose membership changed, and old segments that no longer exist.
+
+    ``seats`` are the items' segments before (committed parent ids; -1 = not placed),
+    ``segment`` after; ``touched`` old segments lost members that are not items any more;
+    ids from ``id_base`` are new segments. Computed here from the two assignments rather
+    than taken from the partition's report, so it holds whatever the partition did.
+    """
+    out = np.unique(segment)
+    moved = seats != segment
+    lost = seats[moved & (seats >= 0)]
+    changed = np.union1d(np.union1d(segment[moved], lost), touched)
+    changed = np.union1d(changed, out[out >= id_base])
+    old = np.union1d(np.unique(seats[seats >= 0]), touched)
+    return np.intersect1d(changed, out), np.setdiff1d(old, out)
+
+
+def tiebreak_direction(dim: int, n_bits: int, seed: int) -> np.ndarray:
+    """The extra projection direction that orders equal-code groups before a split.
+
+    It is row ``n_bits`` of the seeded gaussian sequence whose first ``n_bits`` rows are the
+    index's hyperplanes (``core.lsh.sample_hyperplanes``), i.e. one further hyperplane:
+    items that are adjacent along it are similar, so cutting the ordered group gives
+    coherent parts. Unit length, float32.
+    """
+    rng = np.random.default_rng(int(seed))
+    direction = rng.standard_normal((int(n_bits) + 1, int(dim)))[int(n_bits)]
+    return (direction / np.linalg.norm(direction)).astype(np.float32)
+
+
+# ------------------------------------------------------------------------------ update
+@dataclass
+class _NewNode:
+    """A node written by this operation (a new chunk or a new summary)."""
+
+    kind: int
+    layer: int
+    text: str
+    tokens: int
+    docs: list[int]
+    code: int
+    tiebreak: float
+    anchor: int
+    seat: int = -1  # segment id (committed parent id) to join one layer up, -1 = by code
+    parent: int = -1
+
+
+@dataclass
+class _Items:
+    """The items of one layer during an update, in anchor order."""
+
+    ids: np.ndarray
+    codes: np.ndarray
+    tiebreak: np.ndarray
+    anchors: np.ndarray
+    seats: np.ndarray  # committed parent id (or inherited seat), -1 = place by code
+    is_new: np.ndarray
+
+
+@dataclass
+class Update:
+    """One operation's hierarchy changes, collected before anything is written."""
+
+    ctx: UpdateContext
+    cfg: HierarchyConfig
+    tree: HierarchyTree
+    direction: np.ndarray
+    group_new_first: bool
+    new: dict[int, _NewNode] = field(default_factory=dict)
+    reparent: dict[int, int] = field(default_factory=dict)
+    dead: set[int] = field(default_factory=set)
+    children: dict[int, np.ndarray] = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- driver
+    def run(self, change: ChangeSet) -> None:
+        """Update every layer bottom-up, then write the changes into the delta."""
+        self._add_chunks(change)
+        added = [int(i) for i in change.added_chunk_ids]
+        gone = np.asarray(change.removed_chunk_ids, dtype=np.int64)
+        layer = 0
+        while added or gone.size:
+            items = self._items(layer, added, gone)
+            if len(items.ids) <= self.cfg.s_max or layer >= self.cfg.max_layers:
+                self._make_top(layer, items)
+                break
+            added, gone = self._segment(layer, items, gone)
+            layer += 1
+        self._write()
+
+    def _add_chunks(self, change: ChangeSet) -> None:
+        vectors = np.asarray(change.added_chunk_vectors, dtype=np.float32)
+        codes = self._codes(vectors)
+        ties = vectors @ self.direction
+        for i, node_id in enumerate(change.added_chunk_ids.tolist()):
+            self.new[node_id] = _NewNode(
+                kind=_T,
+                layer=0,
+                text=change.added_chunk_texts[i],
+                tokens=int(change.added_chunk_tokens[i]),
+                docs=[int(change.added_chunk_docs[i])],
+                code=int(codes[i]),
+                tiebreak=float(ties[i]),
+                anchor=node_id,
+            )
+
+    def _codes(self, vectors: np.ndarray) -> np.ndarray:
+        if vectors.shape[0] == 0:
+            return np.zeros(0, dtype=np.uint64)
+        return project_codes(vectors, self.ctx.hyperplanes)
+
+    # ---------------------------------------------------------------- one layer
+    def _items(self, layer: int, added: list[int], gone: np.ndarray) -> _Items:
+        """Surviving committed nodes of ``layer`` plus its new nodes, in anchor order."""
+        tree = self.tree
+        rows = tree.at_layer(layer)
+        if gone.size:
+            rows = rows[~np.isin(tree.ids[rows], gone)]
+        old_ids = tree.ids[rows]
+        # Codes and tiebreaks from the stored vectors: the vectors are the source of truth,
+        # the stored code column is what they hash to.
+        old_vectors = self.ctx.snapshot.vectors.get(old_ids)
+        new_nodes = [self.new[i] for i in added]
+        ids = np.concatenate([old_ids, np.asarray(added, dtype=np.int64)])
+        codes = np.concatenate(
+            [self._codes(old_vectors), np.asarray([n.code for n in new_nodes], dtype=np.uint64)]
+        )
+        ties = np.concatenate(
+            [
+                (old_vectors @ self.direction).astype(np.float64),
+                np.asarray([n.tiebreak for n in new_nodes], dtype=np.float64),
+            ]
+        )
+        anchors = np.concatenate(
+            [tree.anchor[rows], np.asarray([n.anchor for n in new_nodes], dtype=np.int64)]
+        )
+        seats = np.concatenate(
+            [tree.parent[rows], np.asarray([n.seat for n in new_nodes], dtype=np.int64)]
+        )
+        is_new = np.concatenate([np.zeros(rows.size, bool), np.ones(len(new_nodes), bool)])
+        order = np.lexsort((ids, anchors))
+        return _Items(
+            ids[order], codes[order], ties[order], anchors[order], seats[order], is_new[order]
+        )
+
+    def _make_top(self, layer: int, items: _Items) -> None:
+        """``layer`` fits in one segment (or is the last allowed): no parents above it."""
+        self._set_parents(items, np.full(items.ids.shape[0], -1, dtype=np.int64))
+        above = self.tree.ids[self.tree.layer > layer]
+        self.dead.update(above.tolist())
+
+    def _segment(self, layer: int, items: _Items, gone: np.ndarray) -> tuple[list[int], np.ndarray]:
+        """Re-partition ``layer`` and re-summarize its changed segments.
+
+        Returns the new summary ids (layer + 1) and the committed summaries they replace or
+        that lost all members (the ``gone`` of layer + 1).
+        """
+        cfg = self.cfg
+        gone_rows = self.tree.rows(gone)
+        touched = np.unique(self.tree.parent[gone_rows[gone_rows >= 0]])
+        touched = touched[touched >= 0]
+        # Segment ids at or above this base are brand-new segments (ours or the partition's).
+        id_base = max(int(items.seats.max(initial=-1)), int(touched.max(initial=-1))) + 1
+        seats = self._group_new(items, id_base) if self.group_new_first else items.seats
+        segment = repartition(
+            items.codes, seats, cfg.s_min, cfg.s_max, items.tiebreak, touched
+        ).segment
+        changed_segments, removed = _membership_changes(items.seats, segment, touched, id_base)
+        # New summary ids in order of each changed segment's first (lowest-anchor) member.
+        first = {int(s): i for i, s in reversed(list(enumerate(segment.tolist())))}
+        changed: list[int] = sorted(changed_segments.tolist(), key=lambda s: first[s])
+        summary_ids = self.ctx.delta.new_node_ids(len(changed))
+        node_of = dict(zip(changed, summary_ids.tolist(), strict=True))
+        uniq, inverse = np.unique(segment, return_inverse=True)
+        parent_of = np.asarray([node_of.get(int(u), int(u)) for u in uniq], dtype=np.int64)
+        self._set_parents(items, parent_of[inverse])
+        members = [items.ids[segment == s] for s in changed]
+        predecessors = [s if s < id_base else -1 for s in changed]
+        self._summarize(layer + 1, summary_ids, members, items, segment, changed, predecessors)
+        replaced = np.asarray([p for p in predecessors if p >= 0], dtype=np.int64)
+        next_gone = np.union1d(replaced, removed).astype(np.int64)
+        self.dead.update(next_gone.tolist())
+        return summary_ids.tolist(), next_gone
+
+    def _group_new(self, items: _Items, id_base: int) -> np.ndarray:
+        """Seats in which the new items that fill whole segments among themselves hold new
+        segments (ids from ``id_base``); the rest stay -1 and join their nearest segment.
+
+        The new items are partitioned alone (same bounds, codes and tiebreak); each part that
+        reaches ``s_min`` becomes a segment of its own, so a batch of new documents costs
+        about one summary per ``s_max`` new items instead of re-summarizing every existing
+        segment its items are scattered over (LSH spreads one document's chunks over many
+        codes). When nothing is placed yet (a build, a new layer) this is the plain partition.
+        """
+        seats = items.seats.copy()
+        fresh = np.flatnonzero(seats < 0)
+        if fresh.size < self.cfg.s_min or fresh.size == seats.size:
+            return seats
+        groups = partition(
+            items.codes[fresh], self.cfg.s_min, self.cfg.s_max, items.tiebreak[fresh]
+        )
+        whole = np.bincount(groups)[groups] >= self.cfg.s_min
+        seats[fresh[whole]] = id_base + groups[whole]
+        return seats
+
+    def _set_parents(self, items: _Items, parents: np.ndarray) -> None:
+        """Record each item's parent: on the new row, or as a re-parent of a committed row."""
+        for node_id, parent in zip(
+            items.ids[items.is_new].tolist(), parents[items.is_new].tolist(), strict=True
+        ):
+            self.new[node_id].parent = parent
+        old = ~items.is_new
+        stored = self.tree.stored_parent[self.tree.rows(items.ids[old])]
+        moved = stored != parents[old]
+        self.reparent.update(
+            zip(items.ids[old][moved].tolist(), parents[old][moved].tolist(), strict=True)
+        )
+
+    def _summarize(
+        self,
+        layer: int,
+        ids: np.ndarray,
+        members: list[np.ndarray],
+        items: _Items,
+        segment: np.ndarray,
+        changed: list[int],
+        predecessors: list[int],
+    ) -> None:
+        """One LLM batch for the layer's changed segments, then embed and hash the summaries."""
+        if not len(ids):
+            return
+        requests = [summarize_request(self._texts(m), self.cfg.summary_tokens) for m in members]
+        responses = self.ctx.llm.complete(f"summarize_layer_{layer}", requests)
+        texts = [r.text.strip() for r in responses]
+        for s, text in zip(changed, texts, strict=True):
+            if not text:
+                raise LLMError(
+                    f"{self.ctx.llm.name} returned an empty summary for a segment of layer "
+                    f"{layer - 1} (segment {s}); nothing was committed"
+                )
+        # Reuse reaches chunks too: an extractive summary often repeats a child's text.
+        vectors = self.ctx.embed_nodes(
+            ids, _L, texts, stage="embed_summaries", reuse_kinds=(_L, _T)
+        )
+        codes = self._codes(vectors)
+        ties = vectors @ self.direction
+        tokens = count_tokens_batch(texts)
+        pred_rows = self.tree.rows(np.asarray(predecessors, dtype=np.int64))
+        for j, node_id in enumerate(ids.tolist()):
+            member_ids = members[j]
+            in_seg = segment == changed[j]
+            seat = int(self.tree.parent[pred_rows[j]]) if pred_rows[j] >= 0 else -1
+            self.new[node_id] = _NewNode(
+                kind=_L,
+                layer=layer,
+                text=texts[j],
+                tokens=int(tokens[j]),
+                docs=self._docs(member_ids),
+                code=int(codes[j]),
+                tiebreak=float(ties[j]),
+                anchor=int(items.anchors[in_seg].min()),
+                seat=seat,
+            )
+            self.children[node_id] = member_ids
+
+    def _texts(self, ids: np.ndarray) -> list[str]:
+        committed = [i for i in ids.tolist() if i not in self.new]
+        lookup = dict(zip(committed, self.ctx.snapshot.nodes.text_of(committed), strict=True))
+        return [self.new[i].text if i in self.new else lookup[i] for i in ids.tolist()]
+
+    def _docs(self, ids: np.ndarray) -> list[int]:
+        committed = [i for i in ids.tolist() if i not in self.new]
+        docs: set[int] = set()
+        for d in self.ctx.snapshot.nodes.docs_of(committed):
+            docs.update(d)
+        for i in ids.tolist():
+            if i in self.new:
+                docs.update(self.new[i].docs)
+        return sorted(docs)
+
+    # ---------------------------------------------------------------- writing
+    def _write(self) -> None:
+        delta = self.ctx.delta
+        # New chunks keep the engine's ids: our later row (with code and parent) replaces the
+        # engine's row within the commit.
+        new_ids = np.asarray(sorted(self.new), dtype=np.int64)
+        if new_ids.size:
+            nodes = [self.new[i] for i in new_ids.tolist()]
+            delta.add_nodes(
+                ids=new_ids,
+                kind=np.asarray([n.kind for n in nodes], dtype=np.uint8),
+                text=[n.text for n in nodes],
+                tokens=np.asarray([n.tokens for n in nodes], dtype=np.int32),
+                docs=[n.docs for n in nodes],
+                layer=np.asarray([n.layer for n in nodes], dtype=np.uint8),
+                code=np.asarray([n.code for n in nodes], dtype=np.uint64),
+                parent=np.asarray([n.parent for n in nodes], dtype=np.int64),
+            )
+        summary_ids = np.asarray(sorted(self.children), dtype=np.int64)
+        if summary_ids.size:
+            src = np.concatenate(
+                [np.full(self.children[i].size, i, np.int64) for i in summary_ids.tolist()]
+            )
+            dst = np.concatenate([self.children[i] for i in summary_ids.tolist()])
+            delta.add_edges(src, dst, int(EdgeKind.PARENT_CHILD))
+        moved = sorted(i for i in self.reparent if i not in self.dead)
+        if moved:
+            delta.replace_rows(
+                self.ctx.snapshot.nodes.take(moved),
+                parent=np.asarray([self.reparent[i] for i in moved], dtype=np.int64),
+            )
+        if self.dead:
+            delta.delete_nodes(np.asarray(sorted(self.dead), dtype=np.int64))
+
+
+def stored_direction(ctx: UpdateContext) -> np.ndarray:
+    """The stored tiebreak direction; drawn (once, on the first update) from the seed."""
+    stored = ctx.snapshot.state(COMPONENT, DIRECTION_STATE)
+    if stored is not None:
+        return np.asarray(stored, dtype=np.float32)
+    hp = ctx.snapshot.manifest["hyperplanes"]
+    direction = tiebreak_direction(int(hp["dim"]), int(hp["n_bits"]), int(hp["seed"]))
+    ctx.delta.put_state(COMPONENT, DIRECTION_STATE, direction)
+    return direction

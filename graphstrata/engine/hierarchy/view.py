@@ -1,0 +1,169 @@
+"""Hierarchy search: ``collapsed``, ``detailed`` and ``summarized`` (EraRAG Algorithm 2, §III-D).
+
+EraRAG ranks chunks and summaries by vector similarity alone. Here each mode fuses the dense
+candidates with BM25 candidates over the same kinds (the version's ``SparseIndex`` indexes
+chunks and summaries, per-kind statistics, advanced per commit), exactly as ``hybrid`` does
+over chunks (``engine.search.hybrid.fused_candidates``, ``FusionConfig``), and packs with
+``pack_distinct_hits``, so a summary that repeats a packed chunk (extractive summaries often
+do) or a chunk that a packed summary already holds does not spend the budget twice:
+
+* ``collapsed``: fused chunks and summaries of every layer, packed under the budget;
+* ``detailed`` / ``summarized``: a share p (``bias_share``) of the budget from fused chunks /
+  summaries first, the rest from the other side (duplicates of the first part skipped).
+
+``FusionConfig.method = "dense"`` gives EraRAG's dense-only ranking back (with the
+duplicate test; ``max_overlap > 1`` turns that off too). (docs/architecture.md, "Search
+modes and parameters".)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from graphstrata.engine.component import ComponentView, DocNames, Hit, Query
+from graphstrata.engine.config import FusionConfig, IndexConfig
+from graphstrata.engine.params import ModeParams, range_check
+from graphstrata.engine.search.hybrid import (
+    FusionParams,
+    check_fusion,
+    fused_candidates,
+    fusion_config,
+)
+from graphstrata.engine.search.packing import pack_distinct_hits
+from graphstrata.engine.search.sparse_index import SparseIndex
+from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.types import NodeKind
+from graphstrata.engine.vectors import VectorIndex
+
+_T = int(NodeKind.T)
+_L = int(NodeKind.L)
+
+
+class HierarchyView(ComponentView):
+    """Per-version search over chunks and summaries (``collapsed``, ``detailed``,
+    ``summarized``).
+
+    Parameters
+    ----------
+    snapshot, vectors, config, doc_names:
+        The version searched, its vector index, the index's config (its ``fusion`` and
+        ``hierarchy`` sections are read at query time) and the doc names.
+    """
+
+    def __init__(
+        self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
+    ):
+        self.snapshot = snapshot
+        self.vectors = vectors
+        self.config = config
+        self.doc_names = doc_names
+        self.sparse = SparseIndex(snapshot, [_T, _L])
+
+    def search(self, mode: str, query: Query) -> list[Hit]:
+        """``collapsed``: fused chunks and summaries packed; the others: see ``_biased``."""
+        fusion = fusion_config(query.params, self.config.fusion)
+        info: dict[str, Any] = {"method": fusion.method, "duplicates": 0}
+        query.report["fusion"] = info
+        if mode == "collapsed":
+            hits, _ = self._packed(query, [_T, _L], query.budget_tokens, fusion, info)
+            return hits
+        if mode in ("detailed", "summarized"):
+            return self._biased(mode, query, fusion, info)
+        raise ValueError(f"hierarchy does not serve mode {mode!r}")
+
+    def _biased(
+        self, mode: str, query: Query, fusion: FusionConfig, info: dict[str, Any]
+    ) -> list[Hit]:
+        """p·budget from the favoured side first, the rest of the budget from the other."""
+        params = query.params
+        default = self.config.hierarchy.bias_share
+        p = float(
+            params.resolve("bias_share", default)
+            if isinstance(params, HierarchyParams)
+            else default
+        )
+        first, second = ([_T], [_L]) if mode == "detailed" else ([_L], [_T])
+        share = int(p * query.budget_tokens)
+        hits, used = self._packed(query, first, share, fusion, info)
+        rest, _ = self._packed(query, second, query.budget_tokens - used, fusion, info, hits)
+        query.report["share"] = {"p": p, "first_budget": share, "first_tokens": used}
+        return hits + rest
+
+    def _packed(
+        self,
+        query: Query,
+        kinds: Sequence[int],
+        budget: int,
+        fusion: FusionConfig,
+        info: dict[str, Any],
+        before: Sequence[Hit] = (),
+    ) -> tuple[list[Hit], int]:
+        """Fused candidates of ``kinds`` packed under ``budget``: (hits, tokens used)."""
+        ids, scores = fused_candidates(
+            self.snapshot, self.vectors, self.sparse, query, kinds, fusion, info
+        )
+        hits, duplicates = pack_distinct_hits(
+            self.snapshot,
+            self.doc_names,
+            ids,
+            scores,
+            budget,
+            fusion.max_overlap,
+            fusion.shingle_words,
+            before,
+        )
+        info["duplicates"] += duplicates
+        return hits, sum(h.tokens for h in hits)
+
+    def carry_over(self, previous: ComponentView, delta: Delta) -> None:
+        """Advance the previous version's chunk and summary postings by ``delta``."""
+        if isinstance(previous, HierarchyView):
+            self.sparse = previous.sparse.advanced(self.snapshot, delta)
+
+
+@dataclass(frozen=True)
+class CollapsedParams(FusionParams):
+    """Parameters of ``collapsed``: the fusion parameters of ``FusionParams``."""
+
+    modes: ClassVar[tuple[str, ...]] = ("collapsed",)
+
+
+@dataclass(frozen=True)
+class HierarchyParams(ModeParams):
+    """Parameters of ``detailed`` and ``summarized`` (EraRAG's biased search, fused).
+
+    Parameters
+    ----------
+    bias_share:
+        Share p of the budget taken first from chunks (detailed) or summaries (summarized),
+        in [0, 1]; default ``HierarchyConfig.bias_share`` (0.7).
+    method:
+        ``rrf`` (reciprocal-rank fusion), ``score`` (min-max score fusion), ``dense`` or
+        ``sparse`` (one list alone); default ``FusionConfig.method``.
+    rrf_k:
+        RRF's rank offset (>= 0); default ``FusionConfig.rrf_k``.
+    dense_weight:
+        Weight of the dense list in [0, 1], the BM25 list gets the rest; default
+        ``FusionConfig.dense_weight``.
+    complete_scores:
+        Score every candidate on both sides before fusing; default
+        ``FusionConfig.complete_scores``.
+    max_overlap:
+        Share of a candidate's word shingles already packed that makes it a duplicate
+        (> 0; above 1 keeps duplicates); default ``FusionConfig.max_overlap``.
+    """
+
+    modes: ClassVar[tuple[str, ...]] = ("detailed", "summarized")
+    bias_share: float | None = None
+    method: Literal["rrf", "score", "dense", "sparse"] | None = None
+    rrf_k: int | None = None
+    dense_weight: float | None = None
+    complete_scores: bool | None = None
+    max_overlap: float | None = None
+
+    def check(self) -> None:
+        """``bias_share`` in [0, 1], and the fusion ranges (``check_fusion``)."""
+        range_check("hierarchy", "bias_share", self.bias_share, 0.0, 1.0)
+        check_fusion(self)

@@ -1,0 +1,168 @@
+"""From documents to the chunk change the components see (docs/architecture.md, "Write path").
+
+Removing documents tombstones their chunks and doc rows; adding documents chunks them,
+embeds the chunks through ``UpdateContext.embed_nodes`` (each distinct text once, unchanged
+chunks reusing their committed vectors) and records chunk and doc rows. Both only write into
+the operation's delta.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from graphstrata.engine.component import ChangeSet, ProgressFn, UpdateContext
+from graphstrata.engine.config import ChunkingConfig
+from graphstrata.engine.documents import Document
+from graphstrata.engine.ingest.chunking import chunk_text
+from graphstrata.engine.store import DOC_SCHEMA, Snapshot
+from graphstrata.engine.types import NodeKind
+
+
+def doc_lookup(snapshot: Snapshot) -> dict[str, tuple[int, str]]:
+    """``doc_id -> (doc key, content sha256)`` of the live documents of a version."""
+    docs = snapshot.docs
+    return {
+        d: (int(k), s)
+        for d, k, s in zip(
+            docs.column("doc_id").to_pylist(),
+            docs.column("key").to_pylist(),
+            docs.column("sha256").to_pylist(),
+            strict=True,
+        )
+    }
+
+
+def remove_docs(ctx: UpdateContext, keys: np.ndarray) -> np.ndarray:
+    """Tombstone documents and every chunk that cites one of them.
+
+    Parameters
+    ----------
+    ctx:
+        The operation.
+    keys:
+        Doc keys to delete.
+
+    Returns
+    -------
+    numpy.ndarray
+        The removed chunk ids (int64).
+    """
+    if keys.size == 0:
+        return np.zeros(0, np.int64)
+    nodes = ctx.snapshot.nodes
+    chunk_ids = nodes.ids_of_kind(int(NodeKind.T))
+    chunk_docs = nodes.docs_of(chunk_ids)
+    wanted = set(keys.tolist())
+    removed = np.asarray(
+        [cid for cid, d in zip(chunk_ids.tolist(), chunk_docs, strict=True) if wanted & set(d)],
+        dtype=np.int64,
+    )
+    ctx.delta.delete_nodes(removed)
+    ctx.delta.delete_docs(keys)
+    ctx.report.chunks_removed += int(removed.size)
+    return removed
+
+
+def add_docs(
+    ctx: UpdateContext,
+    docs: Sequence[Document],
+    chunking: ChunkingConfig,
+    removed_chunks: np.ndarray,
+    removed_keys: np.ndarray,
+    progress: ProgressFn | None = None,
+) -> ChangeSet:
+    """Chunk, embed and record new documents; the operation's whole chunk change.
+
+    Parameters
+    ----------
+    ctx:
+        The operation.
+    docs:
+        Validated documents to add (an update was removed first by ``remove_docs``).
+    chunking:
+        How to cut them.
+    removed_chunks, removed_keys:
+        What ``remove_docs`` removed in this operation.
+    progress:
+        Called as chunks are embedded.
+
+    Returns
+    -------
+    ChangeSet
+        The new chunks (with vectors) and the removed ones, for the components.
+    """
+    keys = ctx.delta.new_doc_keys(len(docs))
+    texts: list[str] = []
+    tokens: list[int] = []
+    chunk_docs: list[int] = []
+    n_chunks: list[int] = []
+    with ctx.report.stage("chunk"):
+        for key, doc in zip(keys.tolist(), docs, strict=True):
+            chunks = chunk_text(doc.text, chunking)
+            n_chunks.append(len(chunks))
+            for c in chunks:
+                texts.append(c.text)
+                tokens.append(c.tokens)
+                chunk_docs.append(key)
+    ids = ctx.delta.new_node_ids(len(texts))
+    vectors = ctx.embed_nodes(ids, int(NodeKind.T), texts, stage="embed_chunks", progress=progress)
+    ctx.delta.add_nodes(
+        ids=ids,
+        kind=int(NodeKind.T),
+        text=texts,
+        tokens=np.asarray(tokens, dtype=np.int32),
+        docs=[[k] for k in chunk_docs],
+    )
+    ctx.delta.add_docs(docs_table(docs, keys, n_chunks, ctx.delta.version))
+    ctx.report.chunks_added += len(texts)
+    return ChangeSet(
+        added_chunk_ids=ids,
+        added_chunk_texts=texts,
+        added_chunk_tokens=np.asarray(tokens, dtype=np.int32),
+        added_chunk_docs=np.asarray(chunk_docs, dtype=np.int64),
+        added_chunk_vectors=vectors,
+        removed_chunk_ids=removed_chunks,
+        removed_doc_keys=removed_keys,
+        added_doc_keys=keys,
+    )
+
+
+def docs_table(
+    docs: Sequence[Document], keys: np.ndarray, n_chunks: Sequence[int], version: int
+) -> pa.Table:
+    """The doc rows (``DOC_SCHEMA``) of new documents.
+
+    Parameters
+    ----------
+    docs:
+        The documents.
+    keys:
+        Their doc keys.
+    n_chunks:
+        How many chunks each was cut into.
+    version:
+        The version that writes them.
+    """
+    return pa.table(
+        {
+            "key": keys,
+            "doc_id": [d.doc_id for d in docs],
+            "title": [d.title for d in docs],
+            "source": [d.source for d in docs],
+            "sha256": [d.sha256 for d in docs],
+            "metadata": [_json(d.metadata) for d in docs],
+            "n_chars": np.asarray([len(d.text) for d in docs], dtype=np.int64),
+            "n_chunks": np.asarray(n_chunks, dtype=np.int32),
+            "version": np.full(len(docs), version, np.int64),
+        },
+        schema=DOC_SCHEMA,
+    )
+
+
+def _json(obj: Mapping[str, Any]) -> str:
+    return json.dumps(dict(obj), ensure_ascii=False, sort_keys=True, default=str)

@@ -1,0 +1,266 @@
+"""``hybrid``: dense and BM25 candidates over the chunks, fused, deduplicated, packed.
+
+For a query, the ``top_k`` nearest chunks (the ``naive`` candidates) and the ``top_k`` best
+BM25 chunks (the ``bm25`` candidates, from the version's ``SparseIndex``) are fused into one
+ranking (``FusionConfig.method``: reciprocal-rank fusion by default, or a convex combination
+of min-max normalized scores; ``core/fusion.py``), then packed greedily under the budget,
+skipping near-duplicates of what is already packed (``pack_distinct_hits``). The fusion
+defaults are measured in benchmarks/results/retrieval.md ("Fusion choice").
+
+``fused_candidates`` and ``FusionParams`` are shared with the hierarchy modes, which fuse
+the same two lists over chunks and summaries. The component keeps no state on disk; its
+sparse postings are shared with the other views of the version and advanced per commit
+(docs/architecture.md, "Search modes and parameters").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from graphstrata.core.fusion import rrf, score_fusion
+from graphstrata.engine.component import (
+    ChangeSet,
+    Component,
+    ComponentView,
+    DocNames,
+    Hit,
+    Query,
+    UpdateContext,
+)
+from graphstrata.engine.config import FusionConfig, IndexConfig
+from graphstrata.engine.params import ModeParams, QueryError, range_check
+from graphstrata.engine.search.packing import pack_distinct_hits, vector_candidates
+from graphstrata.engine.search.sparse_index import SparseIndex
+from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.types import NodeKind
+from graphstrata.engine.vectors import VectorIndex
+
+__all__ = [
+    "FusionParams",
+    "HybridComponent",
+    "HybridParams",
+    "HybridView",
+    "check_fusion",
+    "fused_candidates",
+    "fusion_config",
+]
+
+_T = int(NodeKind.T)
+#: ``FusionConfig`` fields a query may override.
+FUSION_FIELDS = ("method", "rrf_k", "dense_weight", "complete_scores", "max_overlap")
+
+
+@dataclasses.dataclass(frozen=True)
+class FusionParams(ModeParams):
+    """Fusion parameters of a query; each overrides the ``FusionConfig`` field of its name.
+
+    Parameters
+    ----------
+    method:
+        ``rrf`` (reciprocal-rank fusion), ``score`` (min-max score fusion), ``dense`` or
+        ``sparse`` (one list alone); default ``FusionConfig.method``.
+    rrf_k:
+        RRF's rank offset (>= 0); default ``FusionConfig.rrf_k``.
+    dense_weight:
+        Weight of the dense list in [0, 1], the BM25 list gets the rest; default
+        ``FusionConfig.dense_weight``.
+    complete_scores:
+        Score every candidate on both sides before fusing; default
+        ``FusionConfig.complete_scores``.
+    max_overlap:
+        Share of a candidate's word shingles already packed that makes it a duplicate
+        (> 0; above 1 keeps duplicates); default ``FusionConfig.max_overlap``.
+    """
+
+    modes: ClassVar[tuple[str, ...]] = ()
+    method: Literal["rrf", "score", "dense", "sparse"] | None = None
+    rrf_k: int | None = None
+    dense_weight: float | None = None
+    complete_scores: bool | None = None
+    max_overlap: float | None = None
+
+    def check(self) -> None:
+        """``rrf_k`` >= 0, ``dense_weight`` in [0, 1], ``max_overlap`` > 0."""
+        check_fusion(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class HybridParams(FusionParams):
+    """Parameters of ``hybrid``: the fusion parameters (see ``FusionParams``).
+
+    Parameters
+    ----------
+    method:
+        ``rrf`` (reciprocal-rank fusion), ``score`` (min-max score fusion), ``dense`` or
+        ``sparse`` (one list alone); default ``FusionConfig.method``.
+    rrf_k:
+        RRF's rank offset (>= 0); default ``FusionConfig.rrf_k``.
+    dense_weight:
+        Weight of the dense list in [0, 1], the BM25 list gets the rest; default
+        ``FusionConfig.dense_weight``.
+    complete_scores:
+        Score every candidate on both sides before fusing; default
+        ``FusionConfig.complete_scores``.
+    max_overlap:
+        Share of a candidate's word shingles already packed that makes it a duplicate
+        (> 0; above 1 keeps duplicates); default ``FusionConfig.max_overlap``.
+    """
+
+    modes: ClassVar[tuple[str, ...]] = ("hybrid",)
+
+
+def check_fusion(params: ModeParams) -> None:
+    """Range checks of the fusion fields (``FUSION_FIELDS``) a parameter class has.
+
+    Raises
+    ------
+    QueryError
+        ``rrf_k`` < 0, ``dense_weight`` outside [0, 1] or ``max_overlap`` <= 0.
+    """
+    where = "fusion"
+    rrf_k = getattr(params, "rrf_k", None)
+    if rrf_k is not None and rrf_k < 0:
+        raise QueryError(f"{where}: rrf_k must be >= 0, got {rrf_k}")
+    range_check(where, "dense_weight", getattr(params, "dense_weight", None), 0.0, 1.0)
+    max_overlap = getattr(params, "max_overlap", None)
+    if max_overlap is not None and max_overlap <= 0:
+        raise QueryError(f"{where}: max_overlap must be > 0, got {max_overlap}")
+
+
+def fusion_config(params: Any, config: FusionConfig) -> FusionConfig:
+    """``config`` with the ``FUSION_FIELDS`` a query's parameters set (any ``ModeParams``;
+    anything else, e.g. a plain dict from a test, leaves ``config`` as it is)."""
+    if not isinstance(params, ModeParams):
+        return config
+    given = {k: v for k, v in params.given().items() if k in FUSION_FIELDS}
+    return dataclasses.replace(config, **given) if given else config
+
+
+def fused_candidates(
+    snapshot: Snapshot,
+    vectors: VectorIndex,
+    sparse: SparseIndex,
+    query: Query,
+    kinds: Sequence[int],
+    fusion: FusionConfig,
+    report: dict[str, Any] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``query.top_k`` dense and the ``query.top_k`` BM25 candidates of ``kinds``, fused.
+
+    With ``fusion.complete_scores`` every candidate of the union gets both its cosine (from
+    its stored vector) and its BM25 score, and the two complete lists are fused (RRF ranks
+    them by each score); otherwise each list is fused as retrieved, a candidate missing
+    from one list getting nothing from it.
+
+    Parameters
+    ----------
+    snapshot, vectors, sparse:
+        The version's snapshot, vector index and sparse index (which must index ``kinds``).
+    query:
+        The query (text, vector, ``top_k``).
+    kinds:
+        Node kinds searched.
+    fusion:
+        How to fuse (``FusionConfig``).
+    report:
+        When given, ``dense``, ``sparse`` and ``both`` (candidates in both lists) are
+        added up in it.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Candidate ids (int64) and fused scores (float64), best first.
+    """
+    k = int(query.top_k)
+    empty = np.zeros(0, np.int64), np.zeros(0, np.float64)
+    dense = sparse_list = empty
+    if fusion.method != "sparse":
+        dense = vector_candidates(vectors, query, kinds, k)
+    if fusion.method != "dense":
+        sparse_list = sparse.search(query.text, kinds, k)
+    if report is not None:
+        report["dense"] = report.get("dense", 0) + int(dense[0].size)
+        report["sparse"] = report.get("sparse", 0) + int(sparse_list[0].size)
+        both = np.intersect1d(dense[0], sparse_list[0]).size
+        report["both"] = report.get("both", 0) + int(both)
+    w = float(fusion.dense_weight)
+    if fusion.method == "dense":
+        return np.asarray(dense[0], np.int64), np.asarray(dense[1], np.float64)
+    if fusion.method == "sparse":
+        return np.asarray(sparse_list[0], np.int64), np.asarray(sparse_list[1], np.float64)
+    lists = [dense, sparse_list]
+    if fusion.complete_scores:
+        union = np.union1d(dense[0], sparse_list[0]).astype(np.int64)
+        cosines = snapshot.vectors.get(union) @ np.asarray(query.vector, np.float32)
+        lists = [(union, cosines), (union, sparse.score(query.text, union))]
+    if fusion.method == "score":
+        return score_fusion(lists, [w, 1 - w])
+    rankings = [ids[np.lexsort((ids, -np.asarray(s, np.float64)))] for ids, s in lists]
+    return rrf(rankings, [w, 1 - w], float(fusion.rrf_k))
+
+
+class HybridView(ComponentView):
+    """``hybrid`` over the chunks of one version (module docstring).
+
+    Parameters
+    ----------
+    snapshot, vectors, config, doc_names:
+        The version searched, its vector index, the index's config (its ``fusion`` section
+        is read at query time) and the doc names.
+    """
+
+    def __init__(
+        self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
+    ):
+        self.snapshot = snapshot
+        self.vectors = vectors
+        self.config = config
+        self.doc_names = doc_names
+        self.sparse = SparseIndex(snapshot, [_T])
+
+    def search(self, mode: str, query: Query) -> list[Hit]:
+        """The packed fused chunks (``mode`` must be ``"hybrid"``)."""
+        if mode != "hybrid":
+            raise ValueError(f"the hybrid component serves 'hybrid', not {mode!r}")
+        fusion = fusion_config(query.params, self.config.fusion)
+        info: dict[str, Any] = {"method": fusion.method}
+        ids, scores = fused_candidates(
+            self.snapshot, self.vectors, self.sparse, query, [_T], fusion, info
+        )
+        hits, info["duplicates"] = pack_distinct_hits(
+            self.snapshot,
+            self.doc_names,
+            ids,
+            scores,
+            query.budget_tokens,
+            fusion.max_overlap,
+            fusion.shingle_words,
+        )
+        query.report["fusion"] = info
+        return hits
+
+    def carry_over(self, previous: ComponentView, delta: Delta) -> None:
+        """Advance the previous version's chunk postings by the committed ``delta``."""
+        if isinstance(previous, HybridView):
+            self.sparse = previous.sparse.advanced(self.snapshot, delta)
+
+
+class HybridComponent(Component):
+    """``hybrid``: no stored state; dense + BM25 over the chunks of each version."""
+
+    name = "hybrid"
+    modes = ("hybrid",)
+    mode_params: ClassVar[dict[str, type[ModeParams]]] = {"hybrid": HybridParams}
+
+    def update(self, ctx: UpdateContext, change: ChangeSet) -> None:
+        """Nothing to store: the view reads the chunks and vectors of each version."""
+
+    def view(
+        self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
+    ) -> HybridView:
+        """The search view of one version (its sparse postings are built on first use)."""
+        return HybridView(snapshot, vectors, config, doc_names)

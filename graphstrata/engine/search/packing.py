@@ -1,0 +1,201 @@
+"""Turning ranked node ids into hits: vector candidates, citations, greedy budget packing.
+
+Every mode ends here, so every mode cites and packs the same way (docs/architecture.md,
+"Query path"). ``pack_hits`` is the plain greedy fill of the baselines (``naive``,
+``bm25``); ``pack_distinct_hits`` also skips near-duplicates (``core.fusion.pack_distinct``):
+a candidate at least ``max_overlap`` of whose word ``shingle_words``-grams already occur in
+the texts packed before it, such as an extractive summary that repeats a packed chunk, or a
+chunk whose text a packed summary already holds, costs no budget and is not returned.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import overload
+
+import numpy as np
+
+from graphstrata.core.budget import pack
+from graphstrata.core.fusion import pack_distinct, shingles
+from graphstrata.engine.component import DocNames, Hit, Query
+from graphstrata.engine.store import Snapshot
+from graphstrata.engine.types import NodeKind
+from graphstrata.engine.vectors import VectorIndex
+
+__all__ = [
+    "DocNames",
+    "ShingleMemo",
+    "make_hits",
+    "pack_distinct_hits",
+    "pack_hits",
+    "vector_candidates",
+]
+
+
+def make_hits(
+    snapshot: Snapshot, doc_names: DocNames, ids: np.ndarray, scores: np.ndarray
+) -> list[Hit]:
+    """Hits for ``ids`` in the given order (no packing).
+
+    Parameters
+    ----------
+    snapshot:
+        The version the ids are live in.
+    doc_names:
+        That version's doc names, for the citations.
+    ids, scores:
+        Node ids and their scores, in the order wanted.
+    """
+    if len(ids) == 0:
+        return []
+    nodes = snapshot.nodes
+    rows = nodes.rows(ids)
+    texts = nodes.texts
+    docs = nodes.docs
+    return [
+        Hit(
+            id=int(ids[i]),
+            kind=NodeKind(int(nodes.kind[r])).letter,
+            layer=int(nodes.layer[r]),
+            text=texts[r],
+            score=float(scores[i]),
+            tokens=int(nodes.tokens[r]),
+            docs=doc_names(docs[r]),
+        )
+        for i, r in enumerate(rows)
+    ]
+
+
+def pack_hits(
+    snapshot: Snapshot, doc_names: DocNames, ids: np.ndarray, scores: np.ndarray, budget: int
+) -> list[Hit]:
+    """Greedy-pack ranked nodes under ``budget`` tokens (``core.budget.pack``).
+
+    Parameters
+    ----------
+    snapshot, doc_names:
+        As for ``make_hits``.
+    ids, scores:
+        Candidates, best first.
+    budget:
+        Token budget of the packed hits.
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    if ids.size == 0:
+        return []
+    tokens = snapshot.nodes.tokens[snapshot.nodes.rows(ids)]
+    chosen = pack(np.asarray(scores, dtype=np.float64), tokens, int(budget))
+    return make_hits(snapshot, doc_names, ids[chosen], np.asarray(scores)[chosen])
+
+
+def vector_candidates(
+    vectors: VectorIndex, query: Query, kinds: Sequence[int], k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` nearest nodes of ``kinds`` to the query vector: (ids, cosines), best first."""
+    ids, scores = vectors.search(query.vector[None, :], kinds, k)
+    return ids[0], scores[0]
+
+
+class ShingleMemo:
+    """Shingles of texts, computed once per (text, n) and kept up to ``max_entries``.
+
+    Keyed by the text itself, so entries stay valid across versions (a node rewritten with
+    another text simply has another key); cleared whole when full. Thread-safe.
+
+    Parameters
+    ----------
+    max_entries:
+        Entries kept before the memo is cleared.
+    """
+
+    def __init__(self, max_entries: int = 200_000):
+        self.max_entries = int(max_entries)
+        self._memo: dict[tuple[str, int], frozenset[int]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, text: str, n: int) -> frozenset[int]:
+        """``core.fusion.shingles(text, n)``, memoized."""
+        key = (text, int(n))
+        found = self._memo.get(key)
+        if found is None:
+            found = shingles(text, n)
+            with self._lock:
+                if len(self._memo) >= self.max_entries:
+                    self._memo.clear()
+                self._memo[key] = found
+        return found
+
+
+#: The memo every view shares (texts repeat across the versions and views of one process).
+SHINGLES = ShingleMemo()
+
+
+class _LazyShingles(Sequence[frozenset[int]]):
+    """The shingles of candidate texts, computed when the packer reads them."""
+
+    def __init__(self, texts: list[str], rows: np.ndarray, n: int, memo: ShingleMemo):
+        self._texts, self._rows, self._n, self._memo = texts, rows, n, memo
+
+    def __len__(self) -> int:
+        return int(self._rows.shape[0])
+
+    @overload
+    def __getitem__(self, i: int) -> frozenset[int]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[frozenset[int]]: ...
+    def __getitem__(self, i: int | slice) -> frozenset[int] | list[frozenset[int]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return self._memo.get(self._texts[int(self._rows[i])], self._n)
+
+
+def pack_distinct_hits(
+    snapshot: Snapshot,
+    doc_names: DocNames,
+    ids: np.ndarray,
+    scores: np.ndarray,
+    budget: int,
+    max_overlap: float,
+    shingle_words: int,
+    packed_before: Sequence[Hit] = (),
+    memo: ShingleMemo = SHINGLES,
+) -> tuple[list[Hit], int]:
+    """Greedy-pack ranked nodes under ``budget``, skipping near-duplicates (module docstring).
+
+    Parameters
+    ----------
+    snapshot, doc_names:
+        As for ``make_hits``.
+    ids, scores:
+        Candidates (any order; packed by descending score, ties in input order).
+    budget:
+        Token budget of the packed hits.
+    max_overlap:
+        Share of a candidate's shingles already packed that makes it a duplicate; above 1
+        nothing is a duplicate and this is ``pack_hits``.
+    shingle_words:
+        Words per shingle.
+    packed_before:
+        Hits packed earlier for the same query (another share of its budget): candidates
+        that repeat them are duplicates too.
+    memo:
+        Where shingles are memoized.
+
+    Returns
+    -------
+    tuple
+        The packed hits in rank order, and how many candidates were skipped as duplicates.
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    if ids.size == 0:
+        return [], 0
+    nodes = snapshot.nodes
+    rows = nodes.rows(ids)
+    lazy = _LazyShingles(nodes.texts, rows, shingle_words, memo)
+    before = [memo.get(h.text, shingle_words) for h in packed_before] if max_overlap <= 1 else []
+    chosen, duplicates = pack_distinct(
+        np.asarray(scores, np.float64), nodes.tokens[rows], lazy, int(budget), max_overlap, before
+    )
+    hits = make_hits(snapshot, doc_names, ids[chosen], np.asarray(scores)[chosen])
+    return hits, int(duplicates.size)

@@ -1,0 +1,476 @@
+"""The BM25 collection of one node kind: tokenizer, postings segments, ``KindIndex``.
+
+The building block of ``engine.search.sparse_index.SparseIndex`` (whose docstring describes
+the scoring, the per-kind statistics, the tokenization and the incremental updates).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import Stemmer
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "MAX_DEAD_SHARE",
+    "MAX_SEGMENTS",
+    "STEMMER_LANGUAGE",
+    "STOPWORDS_EN",
+    "TOKEN_PATTERN",
+    "KindIndex",
+    "analyze",
+    "query_words",
+    "stem_words",
+]
+
+#: BM25 term-frequency saturation and length normalization (bm25s / Lucene defaults).
+BM25_K1 = 1.5
+BM25_B = 0.75
+#: Words of at least two word characters (scikit-learn's and bm25s' default pattern).
+TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+#: bm25s' English stop words (``bm25s.stopwords.STOPWORDS_EN``, Lucene's list; tested equal).
+STOPWORDS_EN = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
+)
+STEMMER_LANGUAGE = "english"
+#: A kind is compacted when it has more segments than this.
+MAX_SEGMENTS = 16
+#: ... or when more than this share of its slots are tombstones.
+MAX_DEAD_SHARE = 0.25
+
+_WORDS = re.compile(TOKEN_PATTERN)
+_STEMS: dict[str, str] = {}
+_local = threading.local()
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    """This thread's stemmer (a PyStemmer object must not be shared between threads)."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
+    return stemmer
+
+
+def query_words(text: str) -> list[str]:
+    """The words of ``text`` that BM25 reads: lower-cased ``TOKEN_PATTERN`` matches that are
+    not stop words, in order, repeats kept (not stemmed)."""
+    return [w for w in _WORDS.findall(text.lower()) if w not in STOPWORDS_EN]
+
+
+def stem_words(words: Sequence[str]) -> list[str]:
+    """The Snowball stems of ``words`` (memoized), in order."""
+    stems = _STEMS
+    missing = [w for w in dict.fromkeys(words) if w not in stems]
+    if missing:
+        stems.update(zip(missing, _stemmer().stemWords(missing), strict=True))
+    return [stems[w] for w in words]
+
+
+def analyze(text: str) -> list[str]:
+    """The BM25 terms of ``text``, in order (see the module docstring, "Tokenization").
+
+    Parameters
+    ----------
+    text:
+        Any text.
+
+    Returns
+    -------
+    list of str
+        Stems of the words that are not stop words, repeats kept.
+    """
+    return stem_words(query_words(text))
+
+
+class _Vocab:
+    """Term -> id, append-only; shared by the versions of one index (ids are never reused)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, docs: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Term ids of each document's terms, allocating ids for new terms."""
+        ids = self.ids
+        with self._lock:
+            for terms in docs:
+                for t in terms:
+                    if t not in ids:
+                        ids[t] = len(ids)
+        return [np.fromiter((ids[t] for t in terms), np.int64, len(terms)) for terms in docs]
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(s, e)`` for each pair (int64)."""
+    lens = ends - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offsets = np.repeat(starts - (np.cumsum(lens) - lens), lens)
+    return np.arange(total, dtype=np.int64) + offsets
+
+
+def _forward(slots: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR by slot of (slot, value) pairs: (ptr [n + 1], values sorted by slot then value)."""
+    order = np.lexsort((values, slots))
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(slots, minlength=n), out=ptr[1:])
+    return ptr, values[order].astype(np.int64)
+
+
+def _distinct_pairs(
+    docs: Sequence[np.ndarray], width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(slot, id, count) of the distinct ids of each document."""
+    n = len(docs)
+    lens = np.fromiter((d.size for d in docs), np.int64, n)
+    flat = np.concatenate(docs) if n else np.zeros(0, np.int64)
+    slot_of = np.repeat(np.arange(n, dtype=np.int64), lens)
+    pairs, counts = np.unique(slot_of * max(width, 1) + flat, return_counts=True)
+    slots, ids = np.divmod(pairs, max(width, 1))
+    return slots, ids, counts
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """Postings of the slots ``[first, first + n)``: by term (CSR) and by slot (forward).
+
+    ``term_ptr`` covers term ids ``< len(term_ptr) - 1``; ``post_slot`` are global slots.
+    """
+
+    first: int
+    n: int
+    term_ptr: np.ndarray  # int64 [n_terms + 1]
+    post_slot: np.ndarray  # int64, sorted by (term, slot)
+    post_tf: np.ndarray  # int32
+    doc_ptr: np.ndarray  # int64 [n + 1]
+    doc_term: np.ndarray  # int64, the distinct terms of each slot
+
+    @classmethod
+    def build(
+        cls,
+        first: int,
+        postings: tuple[np.ndarray, np.ndarray, np.ndarray],
+        n: int,
+        n_terms: int,
+    ) -> _Segment:
+        """From (local slot, term, tf) triples, one per distinct term of a slot."""
+        slots, terms, tfs = postings
+        doc_ptr, doc_term = _forward(slots, terms, n)
+        by_term = np.lexsort((slots, terms))
+        term_ptr = np.zeros(n_terms + 1, np.int64)
+        np.cumsum(np.bincount(terms, minlength=n_terms), out=term_ptr[1:])
+        return cls(
+            first=first,
+            n=n,
+            term_ptr=term_ptr,
+            post_slot=slots[by_term].astype(np.int64) + first,
+            post_tf=tfs[by_term].astype(np.int32),
+            doc_ptr=doc_ptr,
+            doc_term=doc_term,
+        )
+
+    @classmethod
+    def from_docs(cls, first: int, term_docs: Sequence[np.ndarray], n_terms: int) -> _Segment:
+        """From each document's term ids (repeats = term frequency)."""
+        return cls.build(first, _distinct_pairs(term_docs, n_terms), len(term_docs), n_terms)
+
+    def terms_of(self, slots: np.ndarray) -> np.ndarray:
+        """The distinct terms of each of ``slots`` (global, inside this segment), concatenated."""
+        local = slots - self.first
+        return self.doc_term[_ranges(self.doc_ptr[local], self.doc_ptr[local + 1])]
+
+    def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, tfs) of one term (empty when the term is newer than the segment)."""
+        if term >= self.term_ptr.size - 1:
+            return self.post_slot[:0], self.post_tf[:0]
+        a, b = self.term_ptr[term], self.term_ptr[term + 1]
+        return self.post_slot[a:b], self.post_tf[a:b]
+
+
+def _grown(counts: np.ndarray, size: int) -> np.ndarray:
+    out = np.zeros(size, np.int64)
+    out[: counts.size] = counts
+    return out
+
+
+@dataclass(frozen=True)
+class KindIndex:
+    """The BM25 collection of one node kind at one version (immutable; see module docstring).
+
+    Attributes
+    ----------
+    vocab:
+        Term (stem) -> id, shared by the versions of the collection.
+    slot_ids, slot_len, slot_hash, alive:
+        Per slot: the node id, its length in terms (at least 1), the hash of its text and
+        whether it is live. A rewritten node gets a new slot; its old slot is a tombstone.
+    df:
+        Live document frequency of each term id known to this version.
+    n_live, total_len:
+        Live documents and their summed lengths (N and N · average length).
+    """
+
+    vocab: _Vocab
+    segments: tuple[_Segment, ...]
+    slot_ids: np.ndarray
+    slot_len: np.ndarray
+    slot_hash: np.ndarray
+    alive: np.ndarray
+    df: np.ndarray
+    n_live: int
+    total_len: int
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def build(cls, ids: np.ndarray, texts: Sequence[str]) -> KindIndex:
+        """The collection of ``texts`` (node ``ids``), tokenized once.
+
+        Parameters
+        ----------
+        ids:
+            int64 node ids, one per text.
+        texts:
+            Their texts.
+        """
+        empty = cls(
+            vocab=_Vocab(),
+            segments=(),
+            slot_ids=np.zeros(0, np.int64),
+            slot_len=np.zeros(0, np.int64),
+            slot_hash=np.zeros(0, np.int64),
+            alive=np.zeros(0, bool),
+            df=np.zeros(0, np.int64),
+            n_live=0,
+            total_len=0,
+        )
+        return empty.changed(np.zeros(0, np.int64), np.asarray(ids, np.int64), texts)
+
+    def changed(
+        self, dead_ids: np.ndarray, add_ids: np.ndarray, add_texts: Sequence[str]
+    ) -> KindIndex:
+        """The next version: ``dead_ids`` removed, then ``add_ids`` with ``add_texts`` added.
+
+        An added id that is live here with the same text is left as it is; with another text
+        its old slot is removed first. Nothing of ``self`` is modified.
+
+        Parameters
+        ----------
+        dead_ids:
+            int64 node ids that are no longer live (ids absent here are ignored).
+        add_ids, add_texts:
+            New or rewritten nodes of this kind and their texts.
+        """
+        dead_ids = np.asarray(dead_ids, np.int64)
+        add_ids = np.asarray(add_ids, np.int64)
+        hashes = np.fromiter((hash(t) for t in add_texts), np.int64, len(add_texts))
+        alive = self.alive
+        if add_ids.size and self.n_live:
+            # Rewritten rows: same text -> keep the slot, other text -> replace it.
+            sorted_ids, slots = self._live_order
+            pos = np.minimum(np.searchsorted(sorted_ids, add_ids), sorted_ids.size - 1)
+            found = sorted_ids[pos] == add_ids
+            same = found & (self.slot_hash[slots[pos]] == hashes)
+            dead_ids = np.concatenate([dead_ids, add_ids[found & ~same]])
+            keep = ~same
+            add_ids, hashes = add_ids[keep], hashes[keep]
+            add_texts = [t for t, k in zip(add_texts, keep.tolist(), strict=True) if k]
+        df = self.df
+        n_live, total_len = self.n_live, self.total_len
+        kill = alive & np.isin(self.slot_ids, dead_ids) if dead_ids.size else None
+        if kill is not None and kill.any():
+            killed = np.flatnonzero(kill)
+            parts = [
+                killed[(killed >= seg.first) & (killed < seg.first + seg.n)]
+                for seg in self.segments
+            ]
+            gone = np.concatenate([seg.terms_of(k) for seg, k in zip(self.segments, parts)])
+            df = df - np.bincount(gone, minlength=df.size)
+            alive = alive & ~kill
+            n_live -= int(killed.size)
+            total_len -= int(self.slot_len[killed].sum())
+        segments = self.segments
+        slot_ids, slot_len, slot_hash = self.slot_ids, self.slot_len, self.slot_hash
+        if add_ids.size:
+            term_docs = self.vocab.add([analyze(t) for t in add_texts])
+            n_terms = len(self.vocab)
+            seg = _Segment.from_docs(slot_ids.size, term_docs, n_terms)
+            lens = np.fromiter((max(d.size, 1) for d in term_docs), np.int64, len(term_docs))
+            df = _grown(df, n_terms) + np.bincount(seg.doc_term, minlength=n_terms)
+            segments = (*segments, seg)
+            slot_ids = np.concatenate([slot_ids, add_ids])
+            slot_len = np.concatenate([slot_len, lens])
+            slot_hash = np.concatenate([slot_hash, hashes])
+            alive = np.concatenate([alive, np.ones(add_ids.size, bool)])
+            n_live += int(add_ids.size)
+            total_len += int(lens.sum())
+        out = KindIndex(
+            self.vocab, segments, slot_ids, slot_len, slot_hash, alive, df, n_live, total_len
+        )
+        dead = out.alive.size - out.n_live
+        if len(out.segments) > MAX_SEGMENTS or dead > MAX_DEAD_SHARE * max(out.alive.size, 1):
+            out = out.compacted()
+        return out
+
+    def compacted(self) -> KindIndex:
+        """The same collection with tombstones dropped and one segment (no re-tokenizing)."""
+        keep = np.flatnonzero(self.alive)
+        new_slot = np.full(self.alive.size, -1, np.int64)
+        new_slot[keep] = np.arange(keep.size)
+        slots, terms, tfs = [], [], []
+        for seg in self.segments:
+            counts = np.diff(seg.term_ptr)
+            term_of = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+            live = self.alive[seg.post_slot]
+            slots.append(new_slot[seg.post_slot[live]])
+            terms.append(term_of[live])
+            tfs.append(seg.post_tf[live])
+
+        def cat(xs: list[np.ndarray]) -> np.ndarray:
+            return np.concatenate(xs) if xs else np.zeros(0, np.int64)
+
+        seg = _Segment.build(0, (cat(slots), cat(terms), cat(tfs)), int(keep.size), len(self.vocab))
+        return KindIndex(
+            vocab=self.vocab,
+            segments=(seg,),
+            slot_ids=self.slot_ids[keep],
+            slot_len=self.slot_len[keep],
+            slot_hash=self.slot_hash[keep],
+            alive=np.ones(keep.size, bool),
+            df=_grown(self.df, len(self.vocab)),
+            n_live=self.n_live,
+            total_len=self.total_len,
+        )
+
+    # ------------------------------------------------------------------ search
+    def live_ids(self) -> np.ndarray:
+        """Ascending node ids of the live documents."""
+        return self._live_order[0]
+
+    @functools.cached_property
+    def _live_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ascending live node ids, their slots)."""
+        live = np.flatnonzero(self.alive)
+        order = np.argsort(self.slot_ids[live], kind="stable")
+        return self.slot_ids[live][order], live[order]
+
+    def query_terms(self, text: str) -> list[str]:
+        """The terms of a query that occur in a live document here, in order, repeats kept
+        (each occurrence counts, as in ``bm25s``)."""
+        ids, size = self.vocab.ids, self.df.size
+        out = []
+        for term in analyze(text):
+            tid = ids.get(term)
+            if tid is not None and tid < size and self.df[tid] > 0:
+                out.append(term)
+        return out
+
+    def scores(self, terms: Sequence[str], k1: float, b: float) -> np.ndarray:
+        """BM25 score of every slot for ``terms`` (a repeated term counts each time; dead
+        slots score 0). The last result of each thread is kept, so a search followed by
+        ``score_ids`` for the same query (``hybrid``) scores the collection once."""
+        key = (id(self), tuple(terms), k1, b)
+        last = getattr(_local, "last_scores", None)
+        if last is not None and last[0] == key and last[1] is self:
+            return last[2]
+        acc = self._scores(terms, k1, b)
+        acc.flags.writeable = False
+        _local.last_scores = (key, self, acc)
+        return acc
+
+    def _scores(self, terms: Sequence[str], k1: float, b: float) -> np.ndarray:
+        acc = np.zeros(self.alive.size, np.float64)
+        if self.n_live == 0:
+            return acc
+        n = float(self.n_live)
+        avg_len = self.total_len / n
+        norm = k1 * (1.0 - b + b * self.slot_len / avg_len)
+        for term, times in Counter(terms).items():
+            tid = self.vocab.ids.get(term)
+            if tid is None or tid >= self.df.size or self.df[tid] <= 0:
+                continue
+            df = float(self.df[tid])
+            idf = times * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            for seg in self.segments:
+                slots, tf = seg.postings(tid)
+                if slots.size:
+                    acc[slots] += idf * tf / (tf + norm[slots])
+        acc[~self.alive] = 0.0
+        return acc
+
+    def score_ids(
+        self, text: str, ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(whether each id is a live document here, its BM25 score for ``text`` or 0)."""
+        ids = np.asarray(ids, np.int64)
+        sorted_ids, slots = self._live_order
+        if sorted_ids.size == 0 or ids.size == 0:
+            return np.zeros(ids.size, bool), np.zeros(ids.size, np.float64)
+        pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
+        found = sorted_ids[pos] == ids
+        out = np.zeros(ids.size, np.float64)
+        terms = self.query_terms(text)
+        if found.any() and terms:
+            out[found] = self.scores(terms, k1, b)[slots[pos[found]]]
+        return found, out
+
+    def search(
+        self, text: str, k: int, k1: float = BM25_K1, b: float = BM25_B
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(node ids, scores) of the ``k`` best live documents with a positive score.
+
+        Best first; equal scores in ascending node id.
+        """
+        terms = self.query_terms(text) if k > 0 and self.n_live else []
+        if not terms:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        acc = self.scores(terms, k1, b)
+        hit = np.flatnonzero(acc > 0)
+        ids, vals = self.slot_ids[hit], acc[hit]
+        order = np.lexsort((ids, -vals))[: int(k)]
+        return ids[order], vals[order].astype(np.float32)

@@ -1,0 +1,240 @@
+"""The pending changes of one operation (docs/architecture.md, "Write path").
+
+Components and the engine only append to a ``Delta``; nothing touches disk until
+``Store.commit`` writes it, so an exception anywhere before the commit leaves the index as
+it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from graphstrata.engine.store.schema import DOC_SCHEMA, EDGE_SCHEMA, NODE_SCHEMA
+from graphstrata.engine.store.tables import empty_table
+
+
+class Delta:
+    """Everything one operation will write. Nothing touches disk until ``Store.commit``.
+
+    Parameters
+    ----------
+    version:
+        The version this delta will commit as (the store's version + 1).
+    next_node_id, next_doc_key:
+        The first free node id and doc key; ids are never reused.
+    dim:
+        The embedding dimension.
+    vector_dtype:
+        ``"f32"`` or ``"f16"``, as the index stores vectors.
+    """
+
+    def __init__(
+        self, version: int, next_node_id: int, next_doc_key: int, dim: int, vector_dtype: str
+    ):
+        self.version = version
+        self.next_node_id = next_node_id
+        self.next_doc_key = next_doc_key
+        self.dim = dim
+        self.vector_dtype = vector_dtype
+        self._nodes: list[pa.Table] = []
+        self._edges: list[pa.Table] = []
+        self._docs: list[pa.Table] = []
+        self._vectors: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._dead_nodes: list[np.ndarray] = []
+        self._dead_docs: list[np.ndarray] = []
+        self.state: dict[str, np.ndarray] = {}
+        self.components: dict[str, dict[str, Any]] = {}
+
+    # ids ------------------------------------------------------------------------------------
+    def new_node_ids(self, n: int) -> np.ndarray:
+        """Allocate ``n`` fresh node ids (ascending int64)."""
+        ids = np.arange(self.next_node_id, self.next_node_id + n, dtype=np.int64)
+        self.next_node_id += n
+        return ids
+
+    def new_doc_keys(self, n: int) -> np.ndarray:
+        """Allocate ``n`` fresh doc keys (ascending int64)."""
+        keys = np.arange(self.next_doc_key, self.next_doc_key + n, dtype=np.int64)
+        self.next_doc_key += n
+        return keys
+
+    # nodes ----------------------------------------------------------------------------------
+    def add_nodes(
+        self,
+        ids: np.ndarray,
+        kind: int | np.ndarray,
+        text: Sequence[str],
+        tokens: np.ndarray | Sequence[int],
+        docs: Sequence[Sequence[int]],
+        layer: int | np.ndarray = 0,
+        code: int | np.ndarray = 0,
+        parent: int | np.ndarray = -1,
+    ) -> None:
+        """Add (or, for an existing id, replace) node rows. Scalars broadcast."""
+        n = len(ids)
+        if n == 0:
+            return
+        if len(text) != n or len(docs) != n or len(tokens) != n:
+            raise ValueError("add_nodes: ids, text, tokens and docs must have equal length")
+
+        def col(value: Any, dtype: Any) -> np.ndarray:
+            arr = np.asarray(value, dtype=dtype)
+            return np.full(n, arr, dtype=dtype) if arr.ndim == 0 else arr
+
+        table = pa.table(
+            {
+                "id": pa.array(np.asarray(ids, dtype=np.int64)),
+                "kind": pa.array(col(kind, np.uint8)),
+                "layer": pa.array(col(layer, np.uint8)),
+                "text": pa.array(list(text), type=pa.large_string()),
+                "tokens": pa.array(col(tokens, np.int32)),
+                "docs": pa.array([list(map(int, d)) for d in docs], type=pa.list_(pa.int64())),
+                "code": pa.array(col(code, np.uint64)),
+                "parent": pa.array(col(parent, np.int64)),
+                "version": pa.array(np.full(n, self.version, dtype=np.int64)),
+            },
+            schema=NODE_SCHEMA,
+        )
+        self._nodes.append(table)
+
+    def replace_rows(self, rows: pa.Table, **changes: np.ndarray | Sequence[Any]) -> None:
+        """Rewrite existing node rows (same ids) with some columns changed, e.g. ``parent``."""
+        if rows.num_rows == 0:
+            return
+        rows = rows.select(NODE_SCHEMA.names)
+        for name, values in changes.items():
+            idx = NODE_SCHEMA.get_field_index(name)
+            rows = rows.set_column(
+                idx, NODE_SCHEMA.field(name), pa.array(values, type=NODE_SCHEMA.field(name).type)
+            )
+        version_idx = NODE_SCHEMA.get_field_index("version")
+        rows = rows.set_column(
+            version_idx,
+            NODE_SCHEMA.field("version"),
+            pa.array(np.full(rows.num_rows, self.version, np.int64)),
+        )
+        self._nodes.append(rows.cast(NODE_SCHEMA))
+
+    def delete_nodes(self, ids: np.ndarray | Sequence[int]) -> None:
+        """Tombstone node ids; their edges and vectors die with them."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.size:
+            self._dead_nodes.append(ids)
+
+    # edges, vectors, docs -------------------------------------------------------------------
+    def add_edges(
+        self,
+        src: np.ndarray | Sequence[int],
+        dst: np.ndarray | Sequence[int],
+        kind: int | np.ndarray,
+        weight: float | np.ndarray = 1.0,
+    ) -> None:
+        """Append edges; ``kind`` and ``weight`` broadcast, duplicates add their weights."""
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        n = src.shape[0]
+        if n == 0:
+            return
+        if dst.shape[0] != n:
+            raise ValueError("add_edges: src and dst must have equal length")
+        kinds = np.asarray(kind, dtype=np.uint8)
+        weights = np.asarray(weight, dtype=np.float32)
+        self._edges.append(
+            pa.table(
+                {
+                    "src": src,
+                    "dst": dst,
+                    "kind": np.full(n, kinds, np.uint8) if kinds.ndim == 0 else kinds,
+                    "weight": np.full(n, weights, np.float32) if weights.ndim == 0 else weights,
+                    "version": np.full(n, self.version, np.int64),
+                },
+                schema=EDGE_SCHEMA,
+            )
+        )
+
+    def add_vectors(self, ids: np.ndarray, kinds: np.ndarray | int, matrix: np.ndarray) -> None:
+        """Record the vectors ``matrix`` (``[len(ids), dim]``) of new nodes of ``kinds``."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.size == 0:
+            return
+        matrix = np.asarray(matrix)
+        if matrix.ndim != 2 or matrix.shape != (ids.shape[0], self.dim):
+            raise ValueError(
+                f"add_vectors: expected matrix [{ids.shape[0]}, {self.dim}], got {matrix.shape}"
+            )
+        k = np.asarray(kinds, dtype=np.uint8)
+        self._vectors.append(
+            (ids, np.full(ids.shape[0], k, np.uint8) if k.ndim == 0 else k, matrix)
+        )
+
+    def add_docs(self, table: pa.Table) -> None:
+        """Append document rows (``DOC_SCHEMA``)."""
+        if table.num_rows:
+            self._docs.append(table.cast(DOC_SCHEMA))
+
+    def delete_docs(self, keys: np.ndarray | Sequence[int]) -> None:
+        """Tombstone doc keys."""
+        keys = np.asarray(keys, dtype=np.int64)
+        if keys.size:
+            self._dead_docs.append(keys)
+
+    def put_state(self, component: str, name: str, array: np.ndarray) -> None:
+        """Store a small array of component state (replaces the previous one on commit)."""
+        self.state[f"{component}/{name}"] = np.ascontiguousarray(array)
+
+    def set_component_meta(self, component: str, meta: dict[str, Any]) -> None:
+        """JSON-serializable metadata of a component, kept in the manifest."""
+        self.components[component] = meta
+
+    # views ----------------------------------------------------------------------------------
+    @property
+    def nodes(self) -> pa.Table:
+        """Node rows to write: the last row per id (a component may rewrite a new chunk)."""
+        if not self._nodes:
+            return empty_table(NODE_SCHEMA)
+        table = pa.concat_tables(self._nodes)
+        ids = table.column("id").to_numpy()
+        _, last_from_end = np.unique(ids[::-1], return_index=True)
+        if last_from_end.size == ids.size:
+            return table
+        keep = np.sort(ids.size - 1 - last_from_end)
+        return table.take(pa.array(keep))
+
+    @property
+    def edges(self) -> pa.Table:
+        """Edge rows to write."""
+        return pa.concat_tables(self._edges) if self._edges else empty_table(EDGE_SCHEMA)
+
+    @property
+    def docs(self) -> pa.Table:
+        """Document rows to write."""
+        return pa.concat_tables(self._docs) if self._docs else empty_table(DOC_SCHEMA)
+
+    @property
+    def dead_nodes(self) -> np.ndarray:
+        """Tombstoned node ids, ascending and unique."""
+        return (
+            np.unique(np.concatenate(self._dead_nodes))
+            if self._dead_nodes
+            else np.zeros(0, np.int64)
+        )
+
+    @property
+    def dead_docs(self) -> np.ndarray:
+        """Tombstoned doc keys, ascending and unique."""
+        return (
+            np.unique(np.concatenate(self._dead_docs)) if self._dead_docs else np.zeros(0, np.int64)
+        )
+
+    def vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, kinds, float32 matrix) of every vector recorded, in order."""
+        if not self._vectors:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros((0, self.dim), np.float32)
+        ids = np.concatenate([v[0] for v in self._vectors])
+        kinds = np.concatenate([v[1] for v in self._vectors])
+        mats = np.concatenate([np.asarray(v[2], dtype=np.float32) for v in self._vectors])
+        return ids, kinds, mats

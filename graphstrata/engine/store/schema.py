@@ -1,0 +1,61 @@
+"""Arrow schemas of the index tables (docs/architecture.md, "Data model")."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+NODE_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("kind", pa.uint8(), nullable=False),
+        pa.field("layer", pa.uint8(), nullable=False),
+        pa.field("text", pa.large_string(), nullable=False),
+        pa.field("tokens", pa.int32(), nullable=False),
+        pa.field("docs", pa.list_(pa.int64()), nullable=False),
+        pa.field("code", pa.uint64(), nullable=False),
+        pa.field("parent", pa.int64(), nullable=False),
+        pa.field("version", pa.int64(), nullable=False),
+    ]
+)
+
+EDGE_SCHEMA = pa.schema(
+    [
+        pa.field("src", pa.int64(), nullable=False),
+        pa.field("dst", pa.int64(), nullable=False),
+        pa.field("kind", pa.uint8(), nullable=False),
+        pa.field("weight", pa.float32(), nullable=False),
+        pa.field("version", pa.int64(), nullable=False),
+    ]
+)
+
+DOC_SCHEMA = pa.schema(
+    [
+        pa.field("key", pa.int64(), nullable=False),
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("title", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("sha256", pa.string(), nullable=False),
+        pa.field("metadata", pa.string(), nullable=False),  # JSON object
+        pa.field("n_chars", pa.int64(), nullable=False),
+        pa.field("n_chunks", pa.int32(), nullable=False),
+        pa.field("version", pa.int64(), nullable=False),
+    ]
+)
+
+TOMBSTONE_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+
+
+def vector_schema(dim: int, dtype: str = "f32") -> pa.Schema:
+    """Vectors: one fixed-size list per embedded node, stored as uncompressed Arrow IPC."""
+    value_type = pa.float16() if dtype == "f16" else pa.float32()
+    return pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("kind", pa.uint8(), nullable=False),
+            pa.field(
+                "vector",
+                pa.list_(pa.field("item", value_type, nullable=False), dim),
+                nullable=False,
+            ),
+        ]
+    )

@@ -1,0 +1,634 @@
+"""The store: an index directory of immutable segments and an atomically replaced manifest.
+
+See the package docstring for the layout and the rules that make it crash safe
+(docs/architecture.md, "Store").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from graphstrata.engine.store.delta import Delta
+from graphstrata.engine.store.errors import (
+    CorruptIndexError,
+    IndexLockedError,
+    IndexNotFoundError,
+    StoreError,
+    StoreWriteError,
+)
+from graphstrata.engine.store.files import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    MANIFEST,
+    TABLES,
+    check_manifest_paths,
+    crashpoint,
+    fsync_file,
+    leftover_siblings,
+    manifest_files,
+    read_manifest,
+    resolve_in_root,
+    seal,
+    sha256_file,
+    write_atomic,
+    write_failure_cause,
+)
+from graphstrata.engine.store.schema import (
+    DOC_SCHEMA,
+    EDGE_SCHEMA,
+    NODE_SCHEMA,
+    TOMBSTONE_SCHEMA,
+    vector_schema,
+)
+from graphstrata.engine.store.snapshot import Snapshot
+from graphstrata.engine.store.tables import (
+    NodeTable,
+    VectorSegment,
+    VectorTable,
+    empty_table,
+    live_edges,
+    live_nodes,
+)
+
+
+@dataclass
+class CommitResult:
+    """What a commit wrote: the new version, its bytes on disk, and its manifest."""
+
+    version: int
+    bytes_written: int
+    manifest: dict[str, Any]
+
+
+class Store:
+    """An index directory. Create or open it, read snapshots, and commit deltas."""
+
+    def __init__(self, root: Path, manifest: dict[str, Any]):
+        self.root = root
+        self.manifest = manifest
+        #: Files the write in progress created (removed if it fails), and the one it writes now.
+        self._pending: list[Path] = []
+        self._writing: Path | None = None
+
+    # creation and opening -------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        root: str | Path,
+        config: dict[str, Any],
+        embedder: dict[str, Any],
+        hyperplanes: np.ndarray,
+        hyperplane_seed: int,
+        components: Sequence[str] = (),
+    ) -> Store:
+        """Create an empty index (version 0). Fails if ``root`` already holds one.
+
+        A failure part-way (a full disk) removes what was written, so the path can be reused.
+        """
+        root = Path(root)
+        if (root / MANIFEST).exists():
+            raise StoreError(f"an index already exists at {root}; open it or choose another path")
+        # The LLM response cache may already be there (kept across a rebuild, or opened by the
+        # backend before the store): it is not part of the index.
+        if root.exists() and any(
+            p for p in root.iterdir() if not p.name.startswith(("LOCK", "llm-cache"))
+        ):
+            raise StoreError(f"{root} exists and is not empty; refusing to create an index there")
+        created_root = not root.exists()
+        try:
+            return cls._create(root, config, embedder, hyperplanes, hyperplane_seed, components)
+        except BaseException as exc:
+            if not (root / MANIFEST).exists():
+                for name in ("segments", "manifests"):
+                    shutil.rmtree(root / name, ignore_errors=True)
+                (root / "hyperplanes.npy").unlink(missing_ok=True)
+                if created_root:
+                    with contextlib.suppress(OSError):
+                        root.rmdir()
+            if isinstance(exc, OSError):
+                raise StoreWriteError(
+                    f"{write_failure_cause(exc)} while creating an index at {root}; "
+                    "nothing was left there",
+                    exc.errno,
+                ) from exc
+            raise
+
+    @classmethod
+    def _create(
+        cls,
+        root: Path,
+        config: dict[str, Any],
+        embedder: dict[str, Any],
+        hyperplanes: np.ndarray,
+        hyperplane_seed: int,
+        components: Sequence[str],
+    ) -> Store:
+        (root / "segments").mkdir(parents=True, exist_ok=True)
+        (root / "manifests").mkdir(exist_ok=True)
+        hp = np.ascontiguousarray(hyperplanes, dtype=np.float32)
+        hp_path = root / "hyperplanes.npy"
+        with open(hp_path, "wb") as fh:
+            np.save(fh, hp)
+            fh.flush()
+            os.fsync(fh.fileno())
+        manifest: dict[str, Any] = {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "version": 0,
+            "created_at": time.time(),
+            "committed_at": time.time(),
+            "config": config,
+            "embedder": embedder,
+            "hyperplanes": {
+                "file": "hyperplanes.npy",
+                "sha256": sha256_file(hp_path),
+                "n_bits": int(hp.shape[0]),
+                "dim": int(hp.shape[1]),
+                "seed": int(hyperplane_seed),
+            },
+            "next_node_id": 0,
+            "next_doc_key": 0,
+            "segments": {t: [] for t in TABLES},
+            "state": {},
+            "components": {},
+            # Fixed at creation: a component that did not see every change cannot serve.
+            "components_enabled": list(components),
+            "vector_cache": None,
+            "counts": {},
+        }
+        data = seal(manifest)
+        write_atomic(root / "manifests" / "v00000000.json", data)
+        write_atomic(root / MANIFEST, data)
+        return cls(root, manifest)
+
+    @classmethod
+    def open(cls, root: str | Path, version: int | None = None) -> Store:
+        """Open the current version, or a pinned ``version`` kept since the last compact."""
+        root = Path(root)
+        if not root.is_dir():
+            hint = ""
+            aside = leftover_siblings(root, "old")
+            if aside:
+                hint = (
+                    f"; an interrupted rebuild left the previous index at {aside[0]} "
+                    f"(`graphstrata index --out {root}` restores it on its next run, or rename "
+                    "it back yourself)"
+                )
+            raise IndexNotFoundError(f"no graphstrata index at {root}{hint}")
+        if version is None:
+            manifest = cls._read(root, root / MANIFEST)
+        else:
+            path = root / "manifests" / f"v{version:08d}.json"
+            if not path.exists():
+                raise StoreError(
+                    f"version {version} of {root} is not available (compacted or never committed)"
+                )
+            manifest = cls._read(root, path)
+        return cls(root, manifest)
+
+    @staticmethod
+    def _read(root: Path, path: Path) -> dict[str, Any]:
+        """A verified manifest whose files all lie inside ``root`` (else ``CorruptIndexError``)."""
+        manifest = read_manifest(path)
+        check_manifest_paths(root, manifest)
+        return manifest
+
+    def reload_manifest(self) -> bool:
+        """Re-read the current manifest; True when a newer version was committed."""
+        manifest = self._read(self.root, self.root / MANIFEST)
+        changed = manifest["version"] != self.manifest["version"]
+        self.manifest = manifest
+        return changed
+
+    @property
+    def version(self) -> int:
+        """The version of the manifest this store holds."""
+        return int(self.manifest["version"])
+
+    # reading --------------------------------------------------------------------------------
+    def _check(self, entry: dict[str, Any], verify: bool) -> Path:
+        path = resolve_in_root(self.root, entry["file"])
+        if not path.exists():
+            raise CorruptIndexError(
+                f"{self.root}: segment {entry['file']} listed in the manifest is missing"
+            )
+        if verify:
+            actual = sha256_file(path)
+            if actual != entry["sha256"]:
+                raise CorruptIndexError(
+                    f"{self.root}: segment {entry['file']} failed its checksum (expected {entry['sha256'][:12]}, got {actual[:12]})"
+                )
+        return path
+
+    def _read_parquet(
+        self, entries: list[dict[str, Any]], schema: pa.Schema, verify: bool
+    ) -> pa.Table:
+        tables = []
+        for entry in entries:
+            path = self._check(entry, verify)
+            try:
+                table = pq.read_table(path)
+            except (OSError, pa.ArrowInvalid) as exc:
+                raise CorruptIndexError(
+                    f"{self.root}: segment {entry['file']} is unreadable: {exc}"
+                ) from exc
+            tables.append(table.cast(schema))
+        return pa.concat_tables(tables) if tables else empty_table(schema)
+
+    def _read_vectors(self, entry: dict[str, Any], verify: bool) -> VectorSegment:
+        path = self._check(entry, verify)
+        dim = int(self.manifest["embedder"]["dim"])
+        try:
+            reader = pa.ipc.open_file(pa.memory_map(str(path), "r"))
+            table = reader.read_all()
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise CorruptIndexError(
+                f"{self.root}: vector segment {entry['file']} is unreadable: {exc}"
+            ) from exc
+        ids = table.column("id").to_numpy()
+        kinds = table.column("kind").to_numpy()
+        column = table.column("vector")
+        if column.num_chunks == 1:
+            flat = column.chunk(0).flatten().to_numpy(zero_copy_only=True)
+        else:  # written by us as one batch; tolerate others with a copy
+            flat = np.concatenate(
+                [c.flatten().to_numpy(zero_copy_only=False) for c in column.chunks]
+            )
+        matrix = flat.reshape(-1, dim)
+        return VectorSegment(ids=ids, kinds=kinds, matrix=matrix, version=int(entry["version"]))
+
+    def load(self, verify: bool = True) -> Snapshot:
+        """Load this store's version into memory (vectors memory-mapped)."""
+        segs = self.manifest["segments"]
+        dead_nodes = self._read_parquet(segs["node_tombstones"], TOMBSTONE_SCHEMA, verify)
+        dead_docs = self._read_parquet(segs["doc_tombstones"], TOMBSTONE_SCHEMA, verify)
+        dead = np.unique(dead_nodes.column("id").to_numpy())
+        nodes = NodeTable(live_nodes(self._read_parquet(segs["nodes"], NODE_SCHEMA, verify), dead))
+        edges = live_edges(self._read_parquet(segs["edges"], EDGE_SCHEMA, verify), nodes.ids)
+        docs = self._read_parquet(segs["docs"], DOC_SCHEMA, verify)
+        if dead_docs.num_rows:
+            docs = docs.filter(
+                pa.array(~np.isin(docs.column("key").to_numpy(), dead_docs.column("id").to_numpy()))
+            )
+        vectors = VectorTable(
+            int(self.manifest["embedder"]["dim"]),
+            [self._read_vectors(e, verify) for e in segs["vectors"]],
+            nodes.ids,
+        )
+        hp_entry = self.manifest["hyperplanes"]
+        hp_path = self._check({"file": hp_entry["file"], "sha256": hp_entry["sha256"]}, True)
+        hyperplanes = np.load(hp_path)
+        state = {}
+        for key, entry in self.manifest.get("state", {}).items():
+            state[key] = np.load(self._check(entry, verify))
+        return Snapshot(self.root, self.manifest, nodes, edges, docs, vectors, hyperplanes, state)
+
+    # writing --------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def writer(self, wait: float = 0.0) -> Iterator[None]:
+        """Hold the one-writer lock; clean files left by writers that died."""
+        lock_path = self.root / "LOCK"
+        with open(lock_path, "a+") as fh:
+            self._acquire(fh, wait)
+            try:
+                fh.seek(0)
+                fh.truncate()
+                fh.write(str(os.getpid()))
+                fh.flush()
+                self.reload_manifest()
+                self._remove_orphans()
+                yield
+            finally:
+                fh.seek(0)
+                fh.truncate()
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def _acquire(self, fh: Any, wait: float) -> None:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError as exc:
+                if time.monotonic() >= deadline:
+                    fh.seek(0)
+                    holder = fh.read().strip() or "unknown"
+                    raise IndexLockedError(
+                        f"{self.root} is locked by another writer (pid {holder}); one writer at a time"
+                    ) from exc
+                time.sleep(0.05)
+
+    def new_delta(self) -> Delta:
+        """An empty delta for the next version (ids continue where this version stopped)."""
+        m = self.manifest
+        return Delta(
+            version=int(m["version"]) + 1,
+            next_node_id=int(m["next_node_id"]),
+            next_doc_key=int(m["next_doc_key"]),
+            dim=int(m["embedder"]["dim"]),
+            vector_dtype=str(m["config"].get("vector_dtype", "f32")),
+        )
+
+    def _segment_name(self, table: str, version: int, ext: str) -> str:
+        return f"segments/{table}-v{version:08d}-{uuid.uuid4().hex[:8]}.{ext}"
+
+    def _track(self, path: Path) -> Path:
+        """Record a file the write in progress is about to create (removed if the write fails)."""
+        self._pending.append(path)
+        self._writing = path
+        return path
+
+    @contextlib.contextmanager
+    def _abandon_on_failure(
+        self, version: int, extra_files: dict[str, Path] | None
+    ) -> Iterator[None]:
+        """Remove the files of a commit that failed; a write error becomes ``StoreWriteError``."""
+        self._pending, self._writing = [], None
+        try:
+            yield
+        except BaseException as exc:
+            if self._committed(version):
+                raise
+            where = self._writing or self.root
+            referenced = self.referenced_files()
+            extra = [p for p in (extra_files or {}).values() if self._rel(p) not in referenced]
+            for path in [*self._pending, *extra]:
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise StoreWriteError(
+                    f"{write_failure_cause(exc)} while writing {where}: the commit of version "
+                    f"{version} was abandoned and its partial files removed; the index stays at "
+                    f"version {version - 1}",
+                    exc.errno,
+                ) from exc
+            raise
+        finally:
+            self._pending, self._writing = [], None
+
+    def _committed(self, version: int) -> bool:
+        """Whether ``manifest.json`` already names ``version`` (unknown counts as yes)."""
+        try:
+            return int(read_manifest(self.root / MANIFEST)["version"]) >= version
+        except (StoreError, OSError, KeyError, TypeError, ValueError):
+            return True
+
+    def _rel(self, path: Path) -> str:
+        try:
+            return str(Path(path).relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+    def _write_parquet(self, table: pa.Table, name: str, version: int) -> dict[str, Any]:
+        path = self._track(self.root / self._segment_name(name, version, "parquet"))
+        # Readers cast to the known schema, so the Arrow schema and column statistics are not
+        # stored: they are most of a small segment's bytes, and small commits should write little.
+        pq.write_table(table, path, compression="zstd", store_schema=False, write_statistics=False)
+        return self._entry(path, table.num_rows, version)
+
+    def _entry(self, path: Path, rows: int, version: int) -> dict[str, Any]:
+        fsync_file(path)
+        return {
+            "file": str(path.relative_to(self.root)),
+            "sha256": sha256_file(path),
+            "rows": int(rows),
+            "bytes": path.stat().st_size,
+            "version": version,
+        }
+
+    def _write_vectors(
+        self, ids: np.ndarray, kinds: np.ndarray, matrix: np.ndarray, version: int
+    ) -> dict[str, Any]:
+        dim = int(self.manifest["embedder"]["dim"])
+        dtype = str(self.manifest["config"].get("vector_dtype", "f32"))
+        np_dtype = np.float16 if dtype == "f16" else np.float32
+        flat = pa.array(np.ascontiguousarray(matrix, dtype=np_dtype).reshape(-1))
+        vec = pa.FixedSizeListArray.from_arrays(flat, dim)
+        table = pa.Table.from_arrays(
+            [pa.array(ids), pa.array(kinds), vec], schema=vector_schema(dim, dtype)
+        )
+        path = self._track(self.root / self._segment_name("vectors", version, "arrow"))
+        # Uncompressed IPC so readers memory-map it and reach numpy without a copy.
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        return self._entry(path, table.num_rows, version)
+
+    def commit(
+        self,
+        delta: Delta,
+        config: dict[str, Any] | None = None,
+        counts: dict[str, Any] | None = None,
+        extra_files: dict[str, Path] | None = None,
+    ) -> CommitResult:
+        """Write the delta's segments, then atomically switch the manifest to the new version.
+
+        Must be called inside ``writer()``. ``extra_files`` are already-written files to record
+        (e.g. the usearch cache), as ``{logical name: path}``.
+
+        A failure before the manifest switch (a full disk, a kill) leaves the previous version;
+        the files this commit wrote, ``extra_files`` included, are removed, and a write error is
+        raised as ``StoreWriteError`` ("no space left on device while writing PATH ...").
+        """
+        if delta.version != self.version + 1:
+            raise StoreError(
+                f"delta was prepared for version {delta.version - 1} but the index is at {self.version}"
+            )
+        with self._abandon_on_failure(delta.version, extra_files):
+            return self._commit(delta, config, counts, extra_files)
+
+    def _commit(
+        self,
+        delta: Delta,
+        config: dict[str, Any] | None,
+        counts: dict[str, Any] | None,
+        extra_files: dict[str, Path] | None,
+    ) -> CommitResult:
+        version = delta.version
+        written = 0
+        new: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
+        crashpoint("before_segments")
+        nodes = delta.nodes
+        if nodes.num_rows:
+            new["nodes"].append(self._write_parquet(nodes, "nodes", version))
+        crashpoint("after_nodes")
+        edges = delta.edges
+        if edges.num_rows:
+            new["edges"].append(self._write_parquet(edges, "edges", version))
+        docs = delta.docs
+        if docs.num_rows:
+            new["docs"].append(self._write_parquet(docs, "docs", version))
+        dead = delta.dead_nodes
+        if dead.size:
+            new["node_tombstones"].append(
+                self._write_parquet(
+                    pa.table({"id": dead}, schema=TOMBSTONE_SCHEMA), "tomb-nodes", version
+                )
+            )
+        dead_docs = delta.dead_docs
+        if dead_docs.size:
+            new["doc_tombstones"].append(
+                self._write_parquet(
+                    pa.table({"id": dead_docs}, schema=TOMBSTONE_SCHEMA), "tomb-docs", version
+                )
+            )
+        crashpoint("after_tables")
+        vids, vkinds, vmat = delta.vectors()
+        if vids.size:
+            new["vectors"].append(self._write_vectors(vids, vkinds, vmat, version))
+        crashpoint("after_vectors")
+        state = dict(self.manifest.get("state", {}))
+        for key, array in delta.state.items():
+            path = self._track(
+                self.root
+                / self._segment_name("state-" + re.sub(r"[^A-Za-z0-9_-]", "_", key), version, "npy")
+            )
+            with open(path, "wb") as fh:
+                np.save(fh, array)
+            state[key] = self._entry(path, int(array.shape[0]) if array.ndim else 1, version)
+            written += state[key]["bytes"]
+        for entries in new.values():
+            written += sum(e["bytes"] for e in entries)
+        manifest = json.loads(json.dumps(self.manifest))
+        for table, entries in new.items():
+            manifest["segments"][table].extend(entries)
+        manifest["version"] = version
+        manifest["committed_at"] = time.time()
+        manifest["next_node_id"] = int(delta.next_node_id)
+        manifest["next_doc_key"] = int(delta.next_doc_key)
+        manifest["state"] = state
+        components = dict(manifest.get("components", {}))
+        components.update(delta.components)
+        manifest["components"] = components
+        if config is not None:
+            manifest["config"] = config
+        if counts is not None:
+            manifest["counts"] = counts
+        written += self._record_extra_files(manifest, extra_files, version)
+        crashpoint("before_manifest")
+        data = seal(manifest)
+        write_atomic(self._track(self.root / "manifests" / f"v{version:08d}.json"), data)
+        crashpoint("after_history_manifest")
+        self._writing = self.root / MANIFEST
+        write_atomic(self.root / MANIFEST, data)
+        crashpoint("after_manifest")
+        written += 2 * len(data)
+        self.manifest = manifest
+        return CommitResult(version=version, bytes_written=written, manifest=manifest)
+
+    def _record_extra_files(
+        self, manifest: dict[str, Any], extra_files: dict[str, Path] | None, version: int
+    ) -> int:
+        """Checksum already-written files (the usearch cache) into ``manifest``; their bytes."""
+        written = 0
+        for name, path in (extra_files or {}).items():
+            entry = self._entry(path, 0, version)
+            written += entry["bytes"]
+            if name == "vector_cache":
+                manifest["vector_cache"] = {
+                    "version": version,
+                    "file": entry["file"],
+                    "sha256": entry["sha256"],
+                }
+        return written
+
+    def referenced_files(self, manifest: dict[str, Any] | None = None) -> set[str]:
+        """Paths, relative to the root, of every file ``manifest`` (default: ours) needs."""
+        return {str(rel) for _, rel in manifest_files(manifest or self.manifest)}
+
+    def _remove_orphans(self) -> None:
+        """Delete files no manifest refers to: the leftovers of a writer that died."""
+        current = self.version
+        keep: set[str] = set()
+        history = self.root / "manifests"
+        for path in sorted(history.glob("v*.json")):
+            try:
+                num = int(path.stem[1:])
+            except ValueError:
+                continue
+            if num > current:  # written by a writer that died before switching manifest.json
+                path.unlink(missing_ok=True)
+                continue
+            try:
+                keep |= self.referenced_files(read_manifest(path))
+            except StoreError:
+                continue
+        keep |= self.referenced_files()
+        for sub in ("segments", "vcache"):
+            folder = self.root / sub
+            if not folder.exists():
+                continue
+            for path in folder.iterdir():
+                rel = f"{sub}/{path.name}"
+                if rel not in keep:
+                    path.unlink(missing_ok=True)
+        for tmp in list(self.root.glob(".*.tmp")) + list(history.glob(".*.tmp")):
+            tmp.unlink(missing_ok=True)
+
+    def rewrite(
+        self, snapshot: Snapshot, extra_files: dict[str, Path] | None = None
+    ) -> CommitResult:
+        """Compact: write every live row into one segment per table as a new version.
+
+        Older versions' manifests and segments are removed afterwards; a reader that already
+        loaded an older version keeps it (tables are in memory, vectors stay mapped). A failure
+        before the switch is handled as in :meth:`commit`.
+        """
+        with self._abandon_on_failure(self.version + 1, extra_files):
+            return self._rewrite(snapshot, extra_files)
+
+    def _rewrite(self, snapshot: Snapshot, extra_files: dict[str, Path] | None) -> CommitResult:
+        delta = self.new_delta()
+        version = delta.version
+        segs: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
+        written = 0
+        if snapshot.nodes.table.num_rows:
+            segs["nodes"].append(self._write_parquet(snapshot.nodes.table, "nodes", version))
+        if snapshot.edges.num_rows:
+            segs["edges"].append(self._write_parquet(snapshot.edges, "edges", version))
+        if snapshot.docs.num_rows:
+            segs["docs"].append(self._write_parquet(snapshot.docs, "docs", version))
+        vt = snapshot.vectors
+        if len(vt):
+            segs["vectors"].append(self._write_vectors(vt.ids, vt.kinds, vt.get(vt.ids), version))
+        for entries in segs.values():
+            written += sum(e["bytes"] for e in entries)
+        manifest = json.loads(json.dumps(self.manifest))
+        manifest["segments"] = segs
+        manifest["version"] = version
+        manifest["committed_at"] = time.time()
+        manifest["vector_cache"] = None
+        written += self._record_extra_files(manifest, extra_files, version)
+        data = seal(manifest)
+        write_atomic(self._track(self.root / "manifests" / f"v{version:08d}.json"), data)
+        self._writing = self.root / MANIFEST
+        write_atomic(self.root / MANIFEST, data)
+        self.manifest = manifest
+        for path in (self.root / "manifests").glob("v*.json"):
+            if path.name != f"v{version:08d}.json":
+                path.unlink(missing_ok=True)
+        self._remove_orphans()
+        return CommitResult(version=version, bytes_written=written + len(data), manifest=manifest)
+
+    def size_bytes(self) -> int:
+        """Bytes of the files the current version refers to."""
+        total = 0
+        for rel in self.referenced_files():
+            p = self.root / rel
+            if p.exists():
+                total += p.stat().st_size
+        return total + len(seal(json.loads(json.dumps(self.manifest))))

@@ -1,0 +1,261 @@
+"""The in-memory tables of one version: live nodes and memory-mapped vectors.
+
+Node rows are keyed by ``id``: the row of the highest ``version`` wins and a tombstone
+deletes the id for good. An edge is live while both of its endpoints are; a vector dies with
+its node (docs/architecture.md, "Data model").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table with ``schema`` and no rows."""
+    return schema.empty_table()
+
+
+def member(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """``values in sorted_ids`` by binary search.
+
+    Parameters
+    ----------
+    values:
+        int64 ids to look up.
+    sorted_ids:
+        Ascending, unique int64 ids.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool, one per value.
+    """
+    if sorted_ids.size == 0:
+        return np.zeros(values.shape[0], dtype=bool)
+    pos = np.searchsorted(sorted_ids, values)
+    pos[pos >= sorted_ids.size] = 0
+    return sorted_ids[pos] == values
+
+
+def live_nodes(table: pa.Table, dead: np.ndarray) -> pa.Table:
+    """Keep the newest row per id, drop tombstoned ids, sort by id.
+
+    Parameters
+    ----------
+    table:
+        Every node row of every segment.
+    dead:
+        Tombstoned ids.
+    """
+    if table.num_rows == 0:
+        return table
+    ids = table.column("id").to_numpy()
+    versions = table.column("version").to_numpy()
+    order = np.lexsort((versions, ids))
+    sorted_ids = ids[order]
+    last = np.ones(sorted_ids.shape[0], dtype=bool)
+    last[:-1] = sorted_ids[1:] != sorted_ids[:-1]
+    keep = order[last]
+    if dead.size:
+        keep = keep[~np.isin(ids[keep], dead)]
+    return table.take(pa.array(keep))
+
+
+def live_edges(table: pa.Table, live_ids: np.ndarray) -> pa.Table:
+    """The edges whose two endpoints are both in ``live_ids`` (ascending, unique)."""
+    if table.num_rows == 0:
+        return table
+    src = table.column("src").to_numpy()
+    dst = table.column("dst").to_numpy()
+    mask = member(src, live_ids) & member(dst, live_ids)
+    if mask.all():
+        return table
+    return table.filter(pa.array(mask))
+
+
+class NodeTable:
+    """The live nodes of one version, sorted by id, with numpy views of the fixed columns.
+
+    Parameters
+    ----------
+    table:
+        Live node rows (``NODE_SCHEMA``), sorted by id.
+    """
+
+    def __init__(self, table: pa.Table):
+        self.table = table
+        self.ids: np.ndarray = table.column("id").to_numpy()
+        self.kind: np.ndarray = table.column("kind").to_numpy()
+        self.layer: np.ndarray = table.column("layer").to_numpy()
+        self.tokens: np.ndarray = table.column("tokens").to_numpy()
+        self.code: np.ndarray = table.column("code").to_numpy()
+        self.parent: np.ndarray = table.column("parent").to_numpy()
+        # Text and doc lists are Python objects: converted once, on first use.
+        self._text: list[str] | None = None
+        self._docs: list[list[int]] | None = None
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+    def contains(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
+        """bool per id: is it a live node of this version."""
+        return member(np.asarray(ids, dtype=np.int64), self.ids)
+
+    def rows(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
+        """Row positions of ``ids``.
+
+        Raises
+        ------
+        KeyError
+            For an id that is not live.
+        """
+        ids = np.asarray(ids, dtype=np.int64)
+        pos = np.searchsorted(self.ids, ids)
+        bad = (pos >= self.ids.shape[0]) | (self.ids[np.minimum(pos, max(len(self) - 1, 0))] != ids)
+        if len(self) == 0 and ids.size:
+            bad = np.ones(ids.shape[0], dtype=bool)
+        if bad.any():
+            raise KeyError(f"node ids not in this version: {ids[bad][:10].tolist()}")
+        return pos
+
+    @property
+    def texts(self) -> list[str]:
+        """The text of every row."""
+        if self._text is None:
+            self._text = self.table.column("text").to_pylist()
+        return self._text
+
+    @property
+    def docs(self) -> list[list[int]]:
+        """The doc keys of every row."""
+        if self._docs is None:
+            self._docs = self.table.column("docs").to_pylist()
+        return self._docs
+
+    def text_of(self, ids: np.ndarray | Sequence[int]) -> list[str]:
+        """Texts of ``ids``, in order."""
+        texts = self.texts
+        return [texts[i] for i in self.rows(ids)]
+
+    def docs_of(self, ids: np.ndarray | Sequence[int]) -> list[list[int]]:
+        """Doc keys of ``ids``, in order."""
+        docs = self.docs
+        return [docs[i] for i in self.rows(ids)]
+
+    def ids_of_kind(self, *kinds: int) -> np.ndarray:
+        """Ascending ids of the live nodes of any of ``kinds``."""
+        return self.ids[np.isin(self.kind, np.asarray(kinds, dtype=np.uint8))]
+
+    def take(self, ids: np.ndarray | Sequence[int]) -> pa.Table:
+        """The rows of ``ids`` as an Arrow table."""
+        return self.table.take(pa.array(self.rows(ids)))
+
+
+@dataclass
+class VectorSegment:
+    """One vector segment file, memory-mapped."""
+
+    ids: np.ndarray
+    kinds: np.ndarray
+    matrix: np.ndarray  # memory-mapped, read-only
+    version: int
+
+
+class VectorTable:
+    """All vector segments of a version (memory-mapped); rows of dead nodes are ignored.
+
+    Parameters
+    ----------
+    dim:
+        The embedding dimension.
+    segments:
+        The version's vector segments, oldest first.
+    live_ids:
+        Ascending ids of the version's live nodes.
+    """
+
+    def __init__(self, dim: int, segments: list[VectorSegment], live_ids: np.ndarray):
+        self.dim = dim
+        self.segments = segments
+        ids = [s.ids for s in segments]
+        self._all_ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+        self._seg_of = (
+            np.concatenate([np.full(s.ids.shape[0], i, np.int32) for i, s in enumerate(segments)])
+            if segments
+            else np.zeros(0, np.int32)
+        )
+        self._row_of = (
+            np.concatenate([np.arange(s.ids.shape[0], dtype=np.int64) for s in segments])
+            if segments
+            else np.zeros(0, np.int64)
+        )
+        self._kinds = (
+            np.concatenate([s.kinds for s in segments]) if segments else np.zeros(0, np.uint8)
+        )
+        live = member(self._all_ids, live_ids)
+        self._all_ids = self._all_ids[live]
+        self._seg_of = self._seg_of[live]
+        self._row_of = self._row_of[live]
+        self._kinds = self._kinds[live]
+        order = np.argsort(self._all_ids, kind="stable")
+        self._sorted_ids = self._all_ids[order]
+        self._sorted_pos = order
+
+    def __len__(self) -> int:
+        return int(self._all_ids.shape[0])
+
+    @property
+    def ids(self) -> np.ndarray:
+        """Ids of the live vectors, in segment order."""
+        return self._all_ids
+
+    @property
+    def kinds(self) -> np.ndarray:
+        """Node kind of each of ``ids``."""
+        return self._kinds
+
+    def has(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
+        """bool per id: does it have a live vector."""
+        return member(np.asarray(ids, dtype=np.int64), self._sorted_ids)
+
+    def get(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
+        """float32 ``[len(ids), dim]``, copied out of the mapped segments.
+
+        Raises
+        ------
+        KeyError
+            For an id without a live vector.
+        """
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.empty((ids.shape[0], self.dim), dtype=np.float32)
+        if ids.size == 0:
+            return out
+        pos = np.searchsorted(self._sorted_ids, ids)
+        pos = np.minimum(pos, max(self._sorted_ids.shape[0] - 1, 0))
+        if self._sorted_ids.size == 0 or np.any(self._sorted_ids[pos] != ids):
+            missing = ids if self._sorted_ids.size == 0 else ids[self._sorted_ids[pos] != ids]
+            raise KeyError(f"no vector for node ids {missing[:10].tolist()}")
+        flat = self._sorted_pos[pos]
+        segs = self._seg_of[flat]
+        rows = self._row_of[flat]
+        for s in np.unique(segs):
+            sel = segs == s
+            out[sel] = self.segments[int(s)].matrix[rows[sel]]
+        return out
+
+    def of_kind(self, kind: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, float32 matrix) of every live vector of one kind."""
+        ids = self._all_ids[self._kinds == kind]
+        return ids, self.get(ids)
+
+    def since(self, version: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, kinds) of live vectors written after ``version``."""
+        seg_versions = np.array([s.version for s in self.segments], dtype=np.int64)
+        if seg_versions.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint8)
+        mask = seg_versions[self._seg_of] > version
+        return self._all_ids[mask], self._kinds[mask]

@@ -1,0 +1,99 @@
+"""Retrieval evaluation: how well each search mode retrieves, on the user's own QA data.
+
+No LLM is needed: every measure compares the retrieved nodes with gold documents, gold
+evidence sentences and gold answers at a fixed retrieved-token budget, so a mode that
+retrieves more text cannot win by volume.
+
+API (stable; the benchmarks and ``graphstrata eval`` import it)
+---------------------------------------------------------------
+``load_qa(path) -> list[QAItem]``
+    Read a QA JSONL file (``id``, ``question``, ``answers``, ``type``, ``gold_doc_ids``,
+    ``gold_facts``; see ``../shared/data/README.md``). ``as_qa_items`` does the same for
+    dicts already in memory.
+``ChunkMap.from_snapshot(snapshot)`` / ``ChunkMap(doc_chunks)``
+    The chunk -> document information of one index version: each ``doc_id``'s chunks
+    (T node id, text) in document order.
+``score_hits(hits, item, chunk_map) -> dict``
+    The measures of one question for one retrieved list (any objects with ``id``, ``kind``,
+    ``text``, ``tokens`` and ``docs``, e.g. ``engine.component.Hit``). Keys: see
+    ``QUESTION_KEYS``. A measure that does not apply to the question is ``None``.
+``aggregate(scores) -> dict``
+    Means over a list of ``score_hits`` dicts (``None`` values excluded, with counts).
+``evaluate(index_or_engine, qa_items, modes, budget, limit=None, top_k=None) -> EvalResult``
+    Run every question through every mode of an ``Engine`` (or anything with ``.engine``,
+    e.g. ``graphstrata.Index``); ``qa_items`` may be a path. ``EvalResult.to_dict()`` is the
+    JSON form, ``EvalResult.table()`` a readable (Markdown) table.
+
+Modules: ``scoring`` (QA items, measures and their tie rules, aggregates), ``results``
+(result classes and tables), ``runner`` (``evaluate``). This package sits beside the engine:
+it imports the engine, never the reverse (docs/architecture.md, "Layers").
+"""
+
+from graphstrata.evaluation.results import (
+    TABLE_COLUMNS,
+    EvalResult,
+    ModeResult,
+    format_rows,
+    format_table,
+    markdown_table,
+    table_header,
+)
+from graphstrata.evaluation.runner import QUERY_BATCH, ProgressFn, evaluate, parse_modes
+from graphstrata.evaluation.scoring import (
+    MEAN_KEYS,
+    QUESTION_KEYS,
+    SKIPPED_ANSWERS,
+    TEXT_KINDS,
+    ChunkMap,
+    HitLike,
+    QAError,
+    QAItem,
+    aggregate,
+    answer_containment,
+    as_qa_item,
+    as_qa_items,
+    document_recall,
+    fact_recall_chunk,
+    fact_recall_text,
+    load_qa,
+    locate_fact,
+    normalize,
+    score_hits,
+    scored_answers,
+    unique,
+)
+
+__all__ = [
+    "MEAN_KEYS",
+    "QUERY_BATCH",
+    "QUESTION_KEYS",
+    "SKIPPED_ANSWERS",
+    "TABLE_COLUMNS",
+    "TEXT_KINDS",
+    "ChunkMap",
+    "EvalResult",
+    "HitLike",
+    "ModeResult",
+    "ProgressFn",
+    "QAError",
+    "QAItem",
+    "aggregate",
+    "answer_containment",
+    "as_qa_item",
+    "as_qa_items",
+    "document_recall",
+    "evaluate",
+    "fact_recall_chunk",
+    "fact_recall_text",
+    "format_rows",
+    "format_table",
+    "load_qa",
+    "locate_fact",
+    "markdown_table",
+    "normalize",
+    "parse_modes",
+    "score_hits",
+    "scored_answers",
+    "table_header",
+    "unique",
+]

@@ -1,0 +1,187 @@
+"""core.fusion against plain-Python oracles: RRF, score fusion, shingles, distinct packing."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+
+import numpy as np
+import pytest
+
+from graphstrata.core.budget import pack
+from graphstrata.core.fusion import minmax, pack_distinct, rrf, score_fusion, shingles
+
+
+def rrf_oracle(rankings, weights, k):
+    total: dict[int, float] = {}
+    for ranking, w in zip(rankings, weights, strict=True):
+        seen = set()
+        for rank, i in enumerate(ranking, start=1):
+            if i in seen:
+                continue
+            seen.add(i)
+            total[i] = total.get(i, 0.0) + w / (k + rank)
+    return sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def score_oracle(lists, weights):
+    total: dict[int, float] = {}
+    for (ids, scores), w in zip(lists, weights, strict=True):
+        first: dict[int, float] = {}
+        for i, s in zip(ids, scores, strict=True):
+            first.setdefault(i, s)
+        if not first:
+            continue
+        lo, hi = min(first.values()), max(first.values())
+        for i, s in first.items():
+            norm = 1.0 if hi <= lo else (s - lo) / (hi - lo)
+            total[i] = total.get(i, 0.0) + w * norm
+    return sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def check(got, want):
+    ids, scores = got
+    assert ids.dtype == np.int64
+    assert ids.tolist() == [i for i, _ in want]
+    np.testing.assert_allclose(scores, [s for _, s in want], rtol=1e-12)
+
+
+def random_lists(rng, n_lists):
+    lists = []
+    for _ in range(n_lists):
+        n = rng.choice([0, 1, 3, 10, 40])
+        ids = [rng.randrange(30) for _ in range(n)]  # duplicates on purpose
+        scores = [round(rng.uniform(-1, 5), 1) for _ in range(n)]  # ties on purpose
+        lists.append((ids, scores))
+    return lists
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_rrf_equals_the_oracle(seed):
+    rng = random.Random(seed)
+    lists = random_lists(rng, rng.choice([1, 2, 3]))
+    weights = [rng.choice([0.0, 0.3, 1.0, 2.0]) for _ in lists]
+    k = rng.choice([0, 1, 60])
+    rankings = [np.asarray(ids, np.int64) for ids, _ in lists]
+    check(rrf(rankings, weights, k), rrf_oracle([ids for ids, _ in lists], weights, k))
+    check(rrf(rankings), rrf_oracle([ids for ids, _ in lists], [1.0] * len(lists), 60))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_score_fusion_equals_the_oracle(seed):
+    rng = random.Random(seed)
+    lists = random_lists(rng, rng.choice([1, 2, 3]))
+    weights = [rng.choice([0.0, 0.5, 1.0]) for _ in lists]
+    arrays = [(np.asarray(i, np.int64), np.asarray(s, np.float64)) for i, s in lists]
+    check(score_fusion(arrays, weights), score_oracle(lists, weights))
+
+
+def test_fusion_edge_cases():
+    empty = np.zeros(0, np.int64)
+    for got in (rrf([]), rrf([empty, empty]), score_fusion([]), score_fusion([(empty, empty)])):
+        assert got[0].size == 0 and got[1].size == 0
+    # one side empty: the other side's order survives
+    ids, _ = rrf([np.array([5, 3, 9]), empty])
+    assert ids.tolist() == [5, 3, 9]
+    ids, scores = score_fusion([(np.array([5, 3, 9]), np.array([0.9, 0.5, 0.1])), (empty, empty)])
+    assert ids.tolist() == [5, 3, 9] and scores.tolist() == [1.0, 0.5, 0.0]
+    # ties: rank 1 in one list vs rank 1 in the other -> ascending id
+    ids, scores = rrf([np.array([7]), np.array([2])])
+    assert ids.tolist() == [2, 7] and scores[0] == scores[1] == 1 / 61
+    # a repeated id counts once, at its first position; ranks are positions in the list
+    ids, scores = rrf([np.array([4, 4, 1])], k=0)
+    assert ids.tolist() == [4, 1] and scores.tolist() == [1.0, 1 / 3]
+    # a single score normalizes to 1
+    assert minmax(np.array([3.0])).tolist() == [1.0]
+    assert minmax(np.array([2.0, 2.0])).tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError):
+        rrf([np.array([1])], weights=[1.0, 2.0])
+    with pytest.raises(ValueError):
+        rrf([np.array([1])], weights=[-1.0])
+    with pytest.raises(ValueError):
+        rrf([np.array([1])], k=-1)
+    with pytest.raises(ValueError):
+        score_fusion([(np.array([1, 2]), np.array([1.0]))])
+
+
+def ngrams(text, n):
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_shingles_count_distinct_word_ngrams(n):
+    rng = random.Random(n)
+    vocab = ["alpha", "beta", "gamma", "delta", "Alpha", "épsilon", "x", "42"]
+    for _ in range(30):
+        text = " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 25)))
+        got = shingles(text, n)
+        assert isinstance(got, frozenset) and all(isinstance(h, int) for h in got)
+        assert len(got) == len(ngrams(text, n))
+    full = "The Meridian lens was polished in Brekkvik by Tomas Veld in 1911."
+    part = "lens was polished in Brekkvik by Tomas"
+    assert shingles(part, n) <= shingles(full, n)
+    assert shingles("Lens WAS polished", 3) == shingles("lens was polished", 3)
+    assert shingles("two words", 5) == frozenset()
+    with pytest.raises(ValueError):
+        shingles("x", 0)
+
+
+def pack_oracle(scores, tokens, sets, budget, max_overlap, before=()):
+    order = sorted(
+        range(len(scores)),
+        key=lambda i: (math.inf if math.isnan(scores[i]) else -scores[i], i),
+    )
+    packed, dups, seen, used = [], [], {h for b in before for h in b}, 0
+    for i in order:
+        if used + tokens[i] > budget:
+            continue
+        s = set(sets[i])
+        if max_overlap <= 1 and s and len(s & seen) >= max_overlap * len(s):
+            dups.append(i)
+            continue
+        seen |= s
+        packed.append(i)
+        used += tokens[i]
+    return packed, dups
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_pack_distinct_equals_the_oracle(seed):
+    rng = random.Random(seed)
+    n = rng.choice([0, 1, 5, 30])
+    scores = [rng.choice([float("nan"), 0.5, 1.0, rng.random()]) for _ in range(n)]
+    tokens = [rng.choice([0, 5, 50, 200]) for _ in range(n)]
+    sets = [frozenset(rng.randrange(40) for _ in range(rng.randint(0, 12))) for _ in range(n)]
+    budget = rng.choice([0, 100, 400, 2000])
+    before = [frozenset(range(rng.randrange(10)))] if seed % 2 else []
+    for max_overlap in (0.3, 0.8, 1.0, 2.0):
+        got, dups = pack_distinct(
+            np.array(scores), np.array(tokens), sets, budget, max_overlap, before
+        )
+        want, want_dups = pack_oracle(scores, tokens, sets, budget, max_overlap, before)
+        assert got.tolist() == want and dups.tolist() == want_dups
+        if max_overlap > 1:
+            expected = pack(np.array(scores, np.float64), np.array(tokens), budget)
+            assert got.tolist() == expected.tolist() and dups.size == 0
+
+
+def test_pack_distinct_drops_a_repeated_or_contained_text():
+    chunk = "Meridian Optics was founded in Brekkvik in 1911 by the lens grinder Tomas Veld."
+    summary = "Meridian Optics was founded in Brekkvik in 1911"  # a prefix: all inside
+    other = "The ferry crosses the fjord every morning at seven."
+    texts = [chunk, summary, chunk, other]
+    sets = [shingles(t, 5) for t in texts]
+    got, dups = pack_distinct(
+        np.array([0.9, 0.8, 0.7, 0.6]), np.array([20, 10, 20, 12]), sets, 1000, 0.8
+    )
+    assert got.tolist() == [0, 3] and dups.tolist() == [1, 2]
+    # a duplicate costs no budget: the next candidate still fits
+    again = [sets[0], sets[0], sets[3]]
+    got, _ = pack_distinct(np.array([0.9, 0.8, 0.7]), np.array([20, 20, 15]), again, 35, 0.8)
+    assert got.tolist() == [0, 2]
+    with pytest.raises(ValueError):
+        pack_distinct(np.array([1.0]), np.array([1]), [], 10, 0.8)
+    with pytest.raises(ValueError):
+        pack_distinct(np.array([1.0]), np.array([1]), [sets[0]], 10, 0.0)

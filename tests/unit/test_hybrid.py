@@ -1,0 +1,193 @@
+"""``hybrid`` end to end on the sample corpus (hashing embedder) through the Python API."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from graphstrata.bindings.api import Index
+from graphstrata.core.fusion import rrf, score_fusion, shingles
+from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.params import QueryError
+from graphstrata.engine.search.hybrid import HybridParams
+from graphstrata.engine.search.sparse_index import SparseIndex
+from graphstrata.engine.types import NodeKind
+
+T = int(NodeKind.T)
+QUESTION = "Which instruments did the Halvorsen Observatory build with Meridian Optics?"
+
+
+def config() -> IndexConfig:
+    cfg = IndexConfig()
+    cfg.hierarchy.enabled = False
+    cfg.heterograph.enabled = False
+    return cfg
+
+
+@pytest.fixture
+def index(tmp_path, hashing_embedder, sample_docs) -> Index:
+    ix = Index.create(tmp_path / "idx", config(), embedder=hashing_embedder, llm="extractive")
+    ix.insert(sample_docs)
+    return ix
+
+
+def candidates(index: Index, question: str, k: int):
+    """The two lists hybrid fuses, computed apart from the view."""
+    engine = index.engine
+    state = engine.state
+    q = np.asarray(engine.embedder.embed([question]), np.float32)
+    d_ids, d_scores = state.vectors.search(q, [T], k)
+    nodes = state.snapshot.nodes
+    ids = nodes.ids_of_kind(T)
+    fresh = SparseIndex.from_texts(ids, [T] * ids.size, nodes.text_of(ids))  # not the view's
+    s_ids, s_scores = fresh.search(question, [T], k)
+    return (d_ids[0], d_scores[0]), (s_ids, s_scores), (q[0], fresh)
+
+
+def fused(index: Index, question: str, k: int, method=None, w=None, rrf_k=None, complete=None):
+    """The fused ranking ``hybrid`` should pack (``fused_candidates``, recomputed); unset
+    arguments take the index's ``FusionConfig``."""
+    cfg = index.engine.config.fusion
+    method = cfg.method if method is None else method
+    w = cfg.dense_weight if w is None else w
+    rrf_k = cfg.rrf_k if rrf_k is None else rrf_k
+    complete = cfg.complete_scores if complete is None else complete
+    dense, sparse, (q, fresh) = candidates(index, question, k)
+    lists = [dense, sparse]
+    if complete:
+        union = np.union1d(dense[0], sparse[0])
+        cos = index.engine.state.snapshot.vectors.get(union) @ q
+        lists = [(union, cos), (union, fresh.score(question, union))]
+    if method == "score":
+        return score_fusion(lists, [w, 1 - w])[0]
+    rankings = [i[np.lexsort((i, -np.asarray(s, np.float64)))] for i, s in lists]
+    return rrf(rankings, [w, 1 - w], rrf_k)[0]
+
+
+def greedy(index: Index, ids, budget: int, max_overlap: float = 0.8, n: int = 5) -> list[int]:
+    nodes = index.engine.state.snapshot.nodes
+    out, seen, used = [], set(), 0
+    for i in ids.tolist():
+        t = int(nodes.tokens[nodes.rows([i])[0]])
+        if used + t > budget:
+            continue
+        sh = shingles(nodes.text_of([i])[0], n)
+        if max_overlap <= 1 and sh and len(sh & seen) >= max_overlap * len(sh):
+            continue
+        seen |= sh
+        out.append(i)
+        used += t
+    return out
+
+
+def test_hybrid_is_served_with_typed_params(index):
+    assert "hybrid" in index.modes
+    assert index.engine.mode_params["hybrid"] is HybridParams
+    assert HybridParams.field_names() == [
+        "method",
+        "rrf_k",
+        "dense_weight",
+        "complete_scores",
+        "max_overlap",
+    ]
+    for bad in (
+        {"rrf_k": -1},
+        {"dense_weight": 1.5},
+        {"method": "mean"},
+        {"max_overlap": 0},
+        {"rrf_k": "60"},
+        {"complete_scores": 1},
+        {"nonsense": 1},
+    ):
+        with pytest.raises(QueryError):
+            index.query(QUESTION, mode="hybrid", **bad)
+
+
+@pytest.mark.parametrize("budget", [0, 300, 2000])
+def test_hybrid_packs_the_fusion_of_dense_and_bm25(index, budget):
+    result = index.query(QUESTION, mode="hybrid", budget_tokens=budget)
+    k = index.engine.config.search.top_k
+    assert [h.id for h in result.nodes] == greedy(index, fused(index, QUESTION, k), budget)
+    assert all(h.kind == "T" for h in result.nodes)
+    assert sum(h.tokens for h in result.nodes) <= budget
+    assert all(a.score >= b.score for a, b in itertools.pairwise(result.nodes))
+    report = result.report
+    assert report["tokens_by_kind"] == ({"T": report["tokens"]} if result.nodes else {})
+    assert report["fusion"]["method"] == index.engine.config.fusion.method
+    dense, sparse, _ = candidates(index, QUESTION, k)
+    assert report["fusion"]["dense"] == len(dense[0])
+    assert report["fusion"]["sparse"] == len(sparse[0])
+
+
+def test_hybrid_params_override_the_config(index):
+    want = fused(index, QUESTION, 20, method="rrf", w=0.8, rrf_k=10)
+    got = index.query(QUESTION, mode="hybrid", top_k=20, method="rrf", rrf_k=10, dense_weight=0.8)
+    assert [h.id for h in got.nodes] == greedy(index, want, 2000)
+    want = fused(index, QUESTION, 20, method="score", w=0.3)
+    got = index.query(QUESTION, mode="hybrid", top_k=20, method="score", dense_weight=0.3)
+    assert [h.id for h in got.nodes] == greedy(index, want, 2000)
+    assert got.report["fusion"]["method"] == "score"
+    for method in ("rrf", "score"):
+        want = fused(index, QUESTION, 20, method=method, complete=False)
+        got = index.query(QUESTION, mode="hybrid", top_k=20, method=method, complete_scores=False)
+        assert [h.id for h in got.nodes] == greedy(index, want, 2000)
+
+
+def test_one_sided_hybrid_without_dedup_is_the_baseline(index):
+    for method, baseline in (("dense", "naive"), ("sparse", "bm25")):
+        got = index.query(QUESTION, mode="hybrid", method=method, max_overlap=2.0)
+        want = index.query(QUESTION, mode=baseline)
+        assert [h.id for h in got.nodes] == [h.id for h in want.nodes]
+
+
+def test_hybrid_skips_a_repeated_document(tmp_path, hashing_embedder, sample_docs):
+    ix = Index.create(tmp_path / "dup", config(), embedder=hashing_embedder, llm="extractive")
+    doc = next(d for d in sample_docs if d["doc_id"] == "observatory/sundra_array_spectrograph.md")
+    ix.insert([*sample_docs, {"doc_id": "copy.md", "text": doc["text"]}])
+    query = "Sundra Array Spectrograph gratings"
+    naive = ix.query(query, mode="naive", budget_tokens=4000).nodes
+    texts = [h.text for h in naive]
+    assert len(texts) > len(set(texts))  # the baseline spends budget on both copies
+    result = ix.query(query, mode="hybrid", budget_tokens=4000)
+    texts = [h.text for h in result.nodes]
+    assert len(texts) == len(set(texts))
+    assert result.report["fusion"]["duplicates"] >= 1
+    kept = ix.query(query, mode="hybrid", budget_tokens=4000, max_overlap=2.0)
+    assert len({h.text for h in kept.nodes}) < len(kept.nodes)
+
+
+def test_hybrid_follows_inserts_and_deletes(index, sample_docs):
+    index.query(QUESTION, mode="hybrid")  # builds the chunk postings of this version
+    index.insert([{"doc_id": "new.md", "text": "The quokkaberry harvest began in Brekkvik."}])
+    hits = index.query("quokkaberry harvest", mode="hybrid", method="sparse").nodes
+    assert [h.docs for h in hits] == [["new.md"]]
+    assert index.engine.state.views["hybrid"].sparse.built(T)  # advanced at the commit
+    index.delete(["new.md"])
+    assert index.query("quokkaberry", mode="hybrid", method="sparse").nodes == []
+    result = index.query(QUESTION, mode="hybrid")
+    want = fused(index, QUESTION, index.engine.config.search.top_k)
+    assert [h.id for h in result.nodes] == greedy(index, want, 2000)
+
+
+def test_hybrid_survives_reopen(tmp_path, hashing_embedder, sample_docs):
+    path = tmp_path / "idx"
+    ix = Index.create(path, config(), embedder=hashing_embedder, llm="extractive")
+    ix.insert(sample_docs[:10])
+    before = [h.id for h in ix.query(QUESTION, mode="hybrid").nodes]
+    again = Index.open(path, embedder=hashing_embedder, llm="extractive")
+    assert [h.id for h in again.query(QUESTION, mode="hybrid").nodes] == before
+
+
+def test_every_mode_reports_tokens_by_kind(tmp_path, hashing_embedder, sample_docs):
+    cfg = IndexConfig()
+    cfg.heterograph.enabled = False
+    ix = Index.create(tmp_path / "h", cfg, embedder=hashing_embedder, llm="extractive")
+    ix.insert(sample_docs)
+    for mode in ("naive", "bm25", "hybrid", "collapsed", "detailed", "summarized"):
+        result = ix.query(QUESTION, mode=mode, budget_tokens=1500)
+        by_kind = result.report["tokens_by_kind"]
+        assert sum(by_kind.values()) == result.report["tokens"] <= 1500, mode
+        for kind, tokens in by_kind.items():
+            assert tokens == sum(h.tokens for h in result.nodes if h.kind == kind)

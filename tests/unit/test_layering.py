@@ -1,0 +1,155 @@
+"""The layers import inward only (bindings -> evaluation -> engine -> core) and no module
+imports itself back through a cycle (docs/architecture.md, "Layers").
+
+Every import statement counts, including those inside functions: a function-level import
+hides a cycle from the interpreter at start-up but not from a reader.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "graphstrata"
+#: Lower rank = further inside. A module may import only its own layer or layers inside it.
+RANK = {"core": 0, "engine": 1, "evaluation": 2, "bindings": 3}
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def all_modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """graphstrata modules that ``name`` imports (a package import means its ``__init__``)."""
+    is_package = path.name == "__init__.py"
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            # ``from pkg import mod`` imports the submodule when there is one.
+            targets = [prefix] + [f"{prefix}.{a.name}" for a in node.names]
+        for target in targets:
+            if not target.startswith("graphstrata"):
+                continue
+            # The longest known module that the target names (``a.b.C`` -> ``a.b``).
+            parts = target.split(".")
+            while parts and ".".join(parts) not in modules:
+                parts.pop()
+            if parts:
+                found = ".".join(parts)
+                if found != name:
+                    out.add(found)
+    return out
+
+
+def layer(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in RANK else None
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    modules = all_modules()
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def test_the_walker_sees_the_layers(graph):
+    assert {layer(m) for m in graph} >= set(RANK)
+    assert any(layer(t) == "core" for t in graph["graphstrata.engine.index"])
+
+
+def test_imports_point_inward(graph):
+    outward = [
+        f"{src} -> {dst}"
+        for src, targets in graph.items()
+        for dst in targets
+        if layer(src) and layer(dst) and RANK[layer(dst)] > RANK[layer(src)]  # type: ignore[index]
+    ]
+    assert outward == []
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative; components with more than one module are cycles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for nxt in it:
+                if nxt not in graph:
+                    continue
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_no_import_cycles(graph):
+    assert strongly_connected(graph) == []
+
+
+def test_cycle_finder_finds_a_cycle():
+    g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert strongly_connected(g) == [["a", "b", "c"]]
+    assert strongly_connected({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_is_over_700_lines():
+    long = {
+        module_name(p): n
+        for p in ROOT.rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 700
+    }
+    assert long == {}
