@@ -52,7 +52,6 @@ test-browser: setup
 	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update && $$SUDO apt-get install -y chromium chromium-driver; fi
-	@$(PY) -c "import selenium" 2>/dev/null || $(PY) -m pip install -q selenium
 	$(PY) -m pytest -q tests/integration/test_web_page.py
 
 clean:

@@ -114,6 +114,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "bridge_units_8": {"bridge_max_units": 8},
     "bridge_units_16": {"bridge_max_units": 16},
     "bridge_units_32": {"bridge_max_units": 32},
+    "bridge_units_64": {"bridge_max_units": 64},
+    "bridge_units_128": {"bridge_max_units": 128},
     "bridge_src_10": {"bridge_sources": 10},
     "combo_1": {"sparse_match_weight": 2.0},
     "combo_2": {"sparse_match_weight": 2.0, "exact_match_weight": 0.5},
@@ -138,6 +140,34 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "sparse_top_k": 20,
         "bridge_weight": 0.6,
     },
+    "cand_a": {"sparse_top_k": 20, "structured_share": 0.05},
+    "spec_a": {
+        "exact_match_weight": 1.0,
+        "sparse_match_weight": 1.0,
+        "sparse_top_k": 20,
+        "structured_share": 0.05,
+    },
+    "spec_b": {
+        "exact_match_weight": 0.5,
+        "sparse_match_weight": 2.0,
+        "sparse_top_k": 20,
+        "structured_share": 0.05,
+    },
+    "spec_c": {
+        "exact_match_weight": 0.5,
+        "sparse_match_weight": 2.0,
+        "sparse_top_k": 50,
+        "structured_share": 0.05,
+    },
+    "spec_d": {
+        "exact_match_weight": 1.0,
+        "sparse_match_weight": 2.0,
+        "sparse_top_k": 20,
+        "structured_share": 0.05,
+    },
+    "cand_b": {"sparse_top_k": 20, "structured_share": 0.05, "entry_top_k": 20},
+    "cand_c": {"sparse_top_k": 20, "structured_share": 0.05, "bridge_weight": 0.15},
+    "cand_d": {"sparse_top_k": 30, "structured_share": 0.05},
     "gamma_0": {"token_exponent": 0.0},
     "gamma_05": {"token_exponent": 0.5},
     "gamma_1": {"token_exponent": 1.0},
@@ -418,11 +448,30 @@ def kinds_share(index: Any, items: list[dict], budget: int, n: int = 40) -> dict
     return {k: round(v / total, 3) for k, v in sorted(tokens.items())}
 
 
+def use_code_defaults(index: Any) -> None:
+    """Give the open index the search defaults of this code (``HeterographConfig()``).
+
+    An index records the config it was built with, search defaults included, and a view
+    reads the recorded values; ``default`` here must mean the shipped defaults, so every
+    field outside ``BUILD_FIELDS`` is reset and the graph view rebuilt.
+    """
+    import dataclasses
+
+    from graphstrata.engine.config import HeterographConfig
+
+    cfg = index.engine.config.heterograph
+    for f in dataclasses.fields(HeterographConfig):
+        if f.name not in BUILD_FIELDS:
+            setattr(cfg, f.name, getattr(HeterographConfig(), f.name))
+    swap_graph_view(index)
+
+
 def run_variants(
     index: Any, items: list[dict], budget: int, variants: list[str], baselines: bool
 ) -> dict[str, Any]:
     from graphstrata.evaluation import evaluate
 
+    use_code_defaults(index)
     cfg = index.engine.config.heterograph
     original = {k: getattr(cfg, k) for k in vars(cfg)}
     rows: dict[str, Any] = {}
@@ -509,7 +558,9 @@ def write_results(stem: str, payload: dict[str, Any], command: str) -> None:
         )
     lines += ["", "Variants (overrides of `HeterographConfig`):", ""]
     for name in payload["variants"]:
-        lines.append(f"- `{name}`: {json.dumps(VARIANTS[name]) if VARIANTS[name] else 'shipped defaults'}")
+        lines.append(
+            f"- `{name}`: {json.dumps(VARIANTS[name]) if VARIANTS[name] else 'shipped defaults'}"
+        )
     (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
 
 
@@ -524,7 +575,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-baselines", action="store_true")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--rebuild", action="store_true")
-    parser.add_argument("--out", default=None, help="results stem (default graph_tuning-<dataset>)")
+    parser.add_argument(
+        "--out", default=None, help="results stem (default graph_tuning-<dataset>[-<N>docs][-<rules>])"
+    )
     args = parser.parse_args(argv)
     if not (DATA / args.dataset / "corpus.jsonl").exists():
         log(f"{DATA / args.dataset} is absent: nothing to measure")
@@ -553,8 +606,14 @@ def main(argv: list[str] | None = None) -> int:
         "variants": variants,
         "rows": rows,
     }
-    stem = args.out or f"graph_tuning-{args.dataset}"
-    write_results(stem, payload, "python benchmarks/graph_tuning.py " + " ".join(argv or sys.argv[1:]))
+    stem = args.out or "-".join(
+        ["graph_tuning", args.dataset]
+        + ([f"{args.docs}docs"] if args.docs else [])
+        + ([args.rules] if args.rules != "default" else [])
+    )
+    write_results(
+        stem, payload, "python benchmarks/graph_tuning.py " + " ".join(argv or sys.argv[1:])
+    )
     log(f"wrote {RESULTS / stem}.md")
     return 0
 

@@ -103,13 +103,13 @@ class HeterographConfig:
     relation_top_k: int = 30
     exact_match_weight: float = 0.5
     vector_match_weight: float = 1.0
-    sparse_top_k: int = 50
+    sparse_top_k: int = 20
     sparse_kinds: str = "TS"
     sparse_match_weight: float = 2.0
     text_share: float = 0.0
     token_exponent: float = 0.75
     max_candidates: int = 400
-    structured_share: float = 0.1
+    structured_share: float = 0.05
     bridge_weight: float = 0.3
     bridge_sources: int = 5
     bridge_max_units: int = 1_000_000

@@ -8,9 +8,24 @@ from graphstrata.bindings.cli.serve import settings_from_args
 
 def test_limits_and_timeouts_reach_the_settings():
     args = build_parser().parse_args(
-        ["serve", "ix", "--header-timeout", "2.5", "--body-timeout", "7", "--max-connections",
-         "64", "--max-header-bytes", "8192", "--keep-alive-timeout", "3", "--writer-lock-wait",
-         "9", "--embed-threads", "1"]  # fmt: skip
+        [
+            "serve",
+            "ix",
+            "--header-timeout",
+            "2.5",
+            "--body-timeout",
+            "7",
+            "--max-connections",
+            "64",
+            "--max-header-bytes",
+            "8192",
+            "--keep-alive-timeout",
+            "3",
+            "--writer-lock-wait",
+            "9",
+            "--embed-threads",
+            "1",
+        ]
     )
     s = settings_from_args(args)
     assert (s.header_timeout_s, s.body_timeout_s, s.keep_alive_timeout_s) == (2.5, 7.0, 3.0)

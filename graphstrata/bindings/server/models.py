@@ -90,10 +90,15 @@ STRICT = ConfigDict(extra="forbid", strict=True)
 #: published schema (the engine's own checks give the error messages): a query or a text
 #: needs a character that is not whitespace (``str.isspace``, which counts U+001C-U+001F);
 #: a text holds no NUL; a doc_id holds no control character, line or paragraph separator.
-NOT_BLANK = r"[^\s\u001c-\u001f]"
-TEXT_PATTERN = r"^[^\u0000]*[^\s\u0000\u001c-\u001f][^\u0000]*$"
+#: Python's whitespace (``str.isspace``) spelled out: ``\s`` means other sets in other regex
+#: dialects (ECMA's lacks U+0085 and has U+FEFF), and schema clients use those dialects.
+_SPACE = (
+    r"\t\n\u000b\u000c\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+NOT_BLANK = rf"[^{_SPACE}]"
+TEXT_PATTERN = rf"^[^\u0000]*[^{_SPACE}\u0000][^\u0000]*$"
 _ID_CHAR = r"\u0000-\u001f\u007f-\u009f\u2028\u2029"
-DOC_ID_PATTERN = rf"^[^{_ID_CHAR}]*[^\s{_ID_CHAR}][^{_ID_CHAR}]*$"
+DOC_ID_PATTERN = rf"^[^{_ID_CHAR}]*[^{_SPACE}{_ID_CHAR}][^{_ID_CHAR}]*$"
 
 
 def integral(value: Any) -> Any:

@@ -242,6 +242,8 @@ class HeterographView(ComponentView):
         title = kind == int(EdgeKind.ELEMENT_TITLE)  # H -> O, looked up from O
         self._title_src, self._title_dst = sorted_links(dst[title], src[title])
         self.names, self.title_chunks = self._name_index()
+        self._text_like = (self.kinds == np.uint8(T)) | (self.kinds == np.uint8(S))
+        self._token_power: tuple[float, np.ndarray] | None = None
         t_src, t_dst = self._title_links()
         self.title_links = int(t_src.size)
         w_title = float(self.cfg.title_edge_weight)
@@ -381,10 +383,15 @@ class HeterographView(ComponentView):
 
     def _positions(self, ids: np.ndarray) -> np.ndarray:
         """Dense positions of the live ``ids`` (others dropped)."""
+        return self._live_positions(ids)[0]
+
+    def _live_positions(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Dense positions of the live ``ids`` (others dropped), and which ids are live."""
         if ids.size == 0 or self.ids.size == 0:
-            return _EMPTY_I
+            return _EMPTY_I, np.zeros(ids.size, bool)
         pos = np.minimum(np.searchsorted(self.ids, ids), self.ids.size - 1)
-        return pos[self.ids[pos] == ids].astype(np.int64)
+        live = self.ids[pos] == ids
+        return pos[live].astype(np.int64), live
 
     def _query_entities(self, query: Query) -> list[str]:
         if query.llm is None:
@@ -415,8 +422,7 @@ class HeterographView(ComponentView):
         out = []
         for kinds in (VECTOR_ENTRY_KINDS, (T,)):
             ids, scores = vector_candidates(self.vectors, query, kinds, k)
-            pos = self._positions(np.asarray(ids, np.int64))
-            live = np.isin(np.asarray(ids, np.int64), self.ids)
+            pos, live = self._live_positions(np.asarray(ids, np.int64))
             out.append((pos, minmax(np.asarray(scores, np.float64)[live])))
         return out
 
@@ -430,6 +436,34 @@ class HeterographView(ComponentView):
             if ids.size:
                 out.append((self._positions(ids), minmax(scores)))
         return out
+
+    def walk(
+        self, seeds: np.ndarray, seed_weights: np.ndarray, params: GraphParams
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Shallow PPR from the seeds: (positions reached, their scores)."""
+        if seeds.size == 0:
+            return _EMPTY_I, _EMPTY_F
+        touched, scores = shallow_ppr(
+            self.indptr,
+            self.indices,
+            self.weights,
+            seeds,
+            seed_weights,
+            alpha=float(params.resolve("ppr_alpha", self.cfg.ppr_alpha)),
+            iters=int(params.resolve("ppr_iters", self.cfg.ppr_iters)),
+        )
+        return np.asarray(touched), np.asarray(scores, np.float64)
+
+    def top_by_kind(
+        self, touched: np.ndarray, scores: np.ndarray, params: GraphParams
+    ) -> np.ndarray:
+        """The cross nodes: the top ``cross_top_k`` of each kind (``relation_top_k`` R)."""
+        if touched.size == 0:
+            return _EMPTY_I
+        k = int(params.resolve("cross_top_k", self.cfg.cross_top_k))
+        k_per_kind = {int(kind): k for kind in HETERO_KINDS}  # L nodes never are cross nodes
+        k_per_kind[int(NodeKind.R)] = int(params.resolve("relation_top_k", self.cfg.relation_top_k))
+        return np.asarray(top_k_by_kind(touched, scores, self.kinds[touched], k_per_kind), np.int64)
 
     def cross_nodes(
         self, seeds: np.ndarray, seed_weights: np.ndarray, params: GraphParams
@@ -449,23 +483,8 @@ class HeterographView(ComponentView):
         touched, scores, cross
             Positions reached, their PPR scores, and the cross nodes (positions).
         """
-        cfg = self.cfg
-        if seeds.size == 0:
-            return _EMPTY_I, _EMPTY_F, _EMPTY_I
-        touched, scores = shallow_ppr(
-            self.indptr,
-            self.indices,
-            self.weights,
-            seeds,
-            seed_weights,
-            alpha=float(params.resolve("ppr_alpha", cfg.ppr_alpha)),
-            iters=int(params.resolve("ppr_iters", cfg.ppr_iters)),
-        )
-        k = int(params.resolve("cross_top_k", cfg.cross_top_k))
-        k_per_kind = {int(kind): k for kind in HETERO_KINDS}  # L nodes never are cross nodes
-        k_per_kind[int(NodeKind.R)] = int(params.resolve("relation_top_k", cfg.relation_top_k))
-        cross = top_k_by_kind(touched, scores, self.kinds[touched], k_per_kind)
-        return np.asarray(touched), np.asarray(scores, np.float64), np.asarray(cross, np.int64)
+        touched, scores = self.walk(seeds, seed_weights, params)
+        return touched, scores, self.top_by_kind(touched, scores, params)
 
     def bridge_entities(
         self,
@@ -526,15 +545,23 @@ class HeterographView(ComponentView):
         self, touched: np.ndarray, scores: np.ndarray, gamma: float, limit: int
     ) -> tuple[np.ndarray, np.ndarray]:
         """The best touched chunks and units by PPR score / tokens ** gamma, best first."""
-        kinds = self.kinds[touched]
-        keep = ((kinds == np.uint8(T)) | (kinds == np.uint8(S))) & (scores > 0)
+        keep = self._text_like[touched] & (scores > 0)
         pos, sc = touched[keep], scores[keep]
-        density = sc / np.power(np.maximum(self.snapshot.nodes.tokens[pos], 1), gamma)
+        density = sc / self.token_power(gamma)[pos]
         if pos.size > limit:
             top = np.argpartition(-density, limit - 1)[:limit]
             pos, density = pos[top], density[top]
         order = np.argsort(-density, kind="stable")
         return pos[order], density[order]
+
+    def token_power(self, gamma: float) -> np.ndarray:
+        """``max(tokens, 1) ** gamma`` of every position (cached for the last gamma)."""
+        cached = self._token_power
+        if cached is None or cached[0] != gamma:
+            tokens = np.maximum(self.snapshot.nodes.tokens, 1).astype(np.float64)
+            cached = (gamma, np.power(tokens, gamma))
+            self._token_power = cached
+        return cached[1]
 
     def _retrieve(
         self,
@@ -547,11 +574,14 @@ class HeterographView(ComponentView):
         params = query.params
         assert isinstance(params, GraphParams)
         cfg = self.cfg
-        touched, scores, cross = self.cross_nodes(seeds, seed_weights, params)
+        touched, scores = self.walk(seeds, seed_weights, params)
         gamma = float(params.resolve("token_exponent", cfg.token_exponent))
         limit = int(cfg.max_candidates)
-        # The next hop: walk again, the entities of the best chunks and units added to the
-        # seeds (they compete with the first hop for the budget on one scale).
+        score = np.zeros(self.ids.shape[0], np.float64)
+        score[touched] = scores
+        # The next hop: the entities of the best chunks and units seed a second walk. PPR is
+        # linear in its seeds, so the walk from all seeds plus these equals the first walk
+        # plus ``bridge_weight`` times a walk from these alone (each walk's seeds sum to 1).
         w_bridge = float(params.resolve("bridge_weight", cfg.bridge_weight))
         n_sources = int(params.resolve("bridge_sources", cfg.bridge_sources))
         info["bridge_nodes"] = 0
@@ -565,17 +595,18 @@ class HeterographView(ComponentView):
             )
             info["bridge_nodes"] = int(entities.size)
             if entities.size:
-                seeds, seed_weights = merge_seeds(
-                    [(seeds, seed_weights, 1.0), (entities, weights, w_bridge)]
-                )
-                touched, scores, cross = self.cross_nodes(seeds, seed_weights, params)
+                b_touched, b_scores = self.walk(entities, weights, params)
+                fresh = score[b_touched] == 0
+                score[b_touched] += w_bridge * b_scores
+                score /= 1.0 + w_bridge
+                touched = np.concatenate([touched, b_touched[fresh]])
+                scores = score[touched]
+        cross = self.top_by_kind(touched, scores, params)
         info["touched_nodes"] = int(touched.size)
         info["cross_nodes"] = int(cross.size)
         if seeds.size == 0:
             info["retrievable_candidates"] = info["text_nodes"] = 0
             return []
-        score = np.zeros(self.ids.shape[0], np.float64)
-        score[touched] = scores
         tokens_of = self.snapshot.nodes.tokens
         text, text_density = self._ranked_text(touched, scores, gamma, limit)
         # Other kinds: the seeds and cross nodes; an entity contributes its attributes and a
@@ -595,7 +626,14 @@ class HeterographView(ComponentView):
             & (other_kinds != np.uint8(S))
             & (score[other] > 0)
         ]
-        other_density = score[other] / np.power(np.maximum(tokens_of[other], 1), gamma)
+        other_density = score[other] / self.token_power(gamma)[other]
+        # What the question names leads: the attributes of its matched entities and the
+        # elements of its matched titles (NodeRAG returns them with their entity / title).
+        named = linked[np.isin(np.concatenate([from_n, from_o]), exact)]
+        if named.size and other.size:
+            top = max(float(other_density.max()), float(text_density.max(initial=0.0)))
+            lead = np.isin(other, named)
+            other_density = np.where(lead, np.maximum(other_density, top), other_density)
         cand = np.concatenate([text, other])
         density = np.concatenate([text_density, other_density])
         info["retrievable_candidates"] = int(cand.size)
