@@ -423,6 +423,122 @@ def open_or_build(
     return index, record
 
 
+# ------------------------------------------------------------------ the search before #12
+#: Search defaults of ``graph`` before issue #12 (NodeRAG's public code).
+BEFORE_DEFAULTS: dict[str, Any] = {
+    "entry_top_k": 10,
+    "cross_top_k": 10,
+    "relation_top_k": 30,
+    "ppr_alpha": 0.5,
+    "ppr_iters": 2,
+    "exact_match_weight": 1.0,
+    "vector_match_weight": 1.0,
+}
+
+
+def before_view(index: Any) -> Any:
+    """The ``graph`` view as it was before issue #12, for the "before" row.
+
+    The logic of ``HeterographView`` at commit 2d12b57
+    (``git show 2d12b57:graphstrata/engine/heterograph_search.py``), ported to the current
+    module layout: exact entity/title matches (1.0 each) and the vector top-10 over S/A/H
+    (1.0 each) seed a shallow PPR (alpha 0.5, t = 2); seeds and the top 10 cross nodes of
+    each kind (30 relationships), an entity's attributes and a title's element, ranked by
+    PPR score and packed greedily. Run it on the same index as the current search.
+    """
+    from graphstrata.core.budget import pack
+    from graphstrata.core.graph import csr_from_edges
+    from graphstrata.core.ppr import shallow_ppr, top_k_by_kind
+    from graphstrata.engine.component import ComponentView
+    from graphstrata.engine.heterograph.parse import normalize_name, parse_query_entities
+    from graphstrata.engine.heterograph.ranking import follow, sorted_links
+    from graphstrata.engine.heterograph.schema import (
+        HETERO_EDGE_KINDS,
+        HETERO_KINDS,
+        HETERO_RETRIEVABLE,
+        VECTOR_ENTRY_KINDS,
+        N,
+        O,
+    )
+    from graphstrata.engine.prompts import query_entities_request
+    from graphstrata.engine.search import make_hits, vector_candidates
+    from graphstrata.engine.types import EdgeKind, NodeKind
+
+    state = index.engine.state
+    cfg = BEFORE_DEFAULTS
+
+    class BeforeView(ComponentView):
+        def __init__(self) -> None:
+            snap = state.snapshot
+            self.ids, self.kinds = snap.nodes.ids, snap.nodes.kind
+            table = snap.edges
+            kind = table.column("kind").to_numpy()
+            sel = np.isin(kind, np.asarray(HETERO_EDGE_KINDS, dtype=np.uint8))
+            src = np.searchsorted(self.ids, table.column("src").to_numpy()[sel]).astype(np.int64)
+            dst = np.searchsorted(self.ids, table.column("dst").to_numpy()[sel]).astype(np.int64)
+            weight = table.column("weight").to_numpy()[sel].astype(np.float32)
+            kind = kind[sel]
+            self.csr = csr_from_edges(src, dst, weight, int(self.ids.size))
+            attr = kind == int(EdgeKind.ENTITY_ATTRIBUTE)
+            self.attr = sorted_links(src[attr], dst[attr])
+            title = kind == int(EdgeKind.ELEMENT_TITLE)
+            self.title = sorted_links(dst[title], src[title])
+            names: dict[str, list[int]] = {}
+            texts = snap.nodes.texts
+            for p in np.nonzero(np.isin(self.kinds, np.asarray([N, O], np.uint8)))[0].tolist():
+                key = normalize_name(texts[p])
+                if key:
+                    names.setdefault(key, []).append(p)
+            self.names = {k: np.asarray(v, np.int64) for k, v in names.items()}
+
+        def search(self, mode: str, query: Any) -> list[Any]:
+            ents: list[str] = []
+            if query.llm is not None:
+                (answer,) = query.llm.complete(
+                    "query_entities", [query_entities_request(query.text)]
+                )
+                ents = parse_query_entities(answer.text)
+            keys = [normalize_name(e) for e in ents]
+            matched = [self.names[k] for k in keys if k in self.names]
+            exact = np.unique(np.concatenate(matched)) if matched else np.zeros(0, np.int64)
+            ids, _ = vector_candidates(state.vectors, query, VECTOR_ENTRY_KINDS, cfg["entry_top_k"])
+            pos = np.minimum(np.searchsorted(self.ids, ids), self.ids.size - 1)
+            vec = pos[self.ids[pos] == ids].astype(np.int64)
+            seeds = np.concatenate([exact, vec])
+            weights = np.concatenate(
+                [np.full(exact.size, cfg["exact_match_weight"]), np.full(vec.size, 1.0)]
+            )
+            if seeds.size == 0:
+                return []
+            uniq, inv = np.unique(seeds, return_inverse=True)
+            w = np.zeros(uniq.size)
+            np.add.at(w, inv, weights)
+            touched, scores = shallow_ppr(
+                *self.csr, uniq, w, alpha=cfg["ppr_alpha"], iters=cfg["ppr_iters"]
+            )
+            k = {int(kd): cfg["cross_top_k"] for kd in HETERO_KINDS}
+            k[int(NodeKind.R)] = cfg["relation_top_k"]
+            cross = np.asarray(top_k_by_kind(touched, scores, self.kinds[touched], k), np.int64)
+            score = np.zeros(self.ids.size)
+            score[touched] = scores
+            picked = np.unique(np.concatenate([uniq, cross]))
+            kinds = self.kinds[picked]
+            via_n, from_n = follow(*self.attr, picked[kinds == N])
+            via_o, from_o = follow(*self.title, picked[kinds == O])
+            linked = np.concatenate([via_n, via_o])
+            np.maximum.at(score, linked, score[np.concatenate([from_n, from_o])])
+            cand = np.unique(np.concatenate([picked, linked]))
+            cand = cand[np.isin(self.kinds[cand], np.asarray(HETERO_RETRIEVABLE, np.uint8))]
+            ranked = cand[np.argsort(-score[cand], kind="stable")]
+            tokens = state.snapshot.nodes.tokens[ranked]
+            chosen = pack(score[ranked], tokens, int(query.budget_tokens))
+            return make_hits(
+                state.snapshot, state.doc_names, self.ids[ranked[chosen]], score[ranked[chosen]]
+            )
+
+    return BeforeView()
+
+
 # ------------------------------------------------------------------ evaluation
 def summarize(mode_result: Any) -> dict[str, Any]:
     overall = mode_result.overall
@@ -464,6 +580,23 @@ def use_code_defaults(index: Any) -> None:
         if f.name not in BUILD_FIELDS:
             setattr(cfg, f.name, getattr(HeterographConfig(), f.name))
     swap_graph_view(index)
+
+
+def run_before(index: Any, items: list[dict], budget: int) -> dict[str, Any]:
+    """The "before" row: ``graph`` with the search before issue #12, on this index."""
+    from graphstrata.evaluation import evaluate
+
+    state = index.engine.state
+    current = state.views["graph"]
+    state.views["graph"] = before_view(index)
+    try:
+        result = evaluate(index, items, ["graph"], budget)
+        row = summarize(result.modes["graph"])
+        row["kinds"] = kinds_share(index, items, budget)
+    finally:
+        state.views["graph"] = current
+    log(f"graph:before: {fmt(row)}")
+    return row
 
 
 def run_variants(
@@ -573,10 +706,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=2000)
     parser.add_argument("--variants", default="default")
     parser.add_argument("--no-baselines", action="store_true")
+    parser.add_argument(
+        "--before", action="store_true", help="add the row of the search before issue #12"
+    )
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument(
-        "--out", default=None, help="results stem (default graph_tuning-<dataset>[-<N>docs][-<rules>])"
+        "--out",
+        default=None,
+        help="results stem (default graph_tuning-<dataset>[-<N>docs][-<rules>])",
     )
     args = parser.parse_args(argv)
     if not (DATA / args.dataset / "corpus.jsonl").exists():
@@ -593,7 +731,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         items = items[: args.limit]
     index, record = open_or_build(args.dataset, docs, info, args.rules, embedder, args.rebuild)
-    rows = run_variants(index, items, args.budget, variants, not args.no_baselines)
+    rows = {}
+    if args.before:
+        rows["graph:before"] = run_before(index, items, args.budget)
+    rows.update(run_variants(index, items, args.budget, variants, not args.no_baselines))
     payload = {
         "dataset": args.dataset,
         "index": index.engine.store.root.name,

@@ -83,7 +83,18 @@ class HierarchyConfig:
 
 @dataclass
 class HeterographConfig:
-    """NodeRAG heterograph (paper §2, Appendix C; search defaults from its public code)."""
+    """NodeRAG heterograph (paper §2, Appendix C; build defaults from its public code).
+
+    The ``graph`` search defaults (from ``ppr_alpha`` on) were chosen with
+    ``benchmarks/graph_tuning.py`` on HotpotQA (994 passages, 100 questions) and a
+    150-document MultiHop-RAG subset (274 questions), then checked on all of MultiHop-RAG
+    (609 documents, 500 questions), CPU defaults, 2,000-token budget; the numbers are in
+    ``benchmarks/results/graph_tuning-*.md`` ("fact R" = gold facts verbatim in a retrieved
+    node, "HP" / "MH150" / "MH" the three sets). Each field is also a ``graph`` query
+    parameter (``GraphParams``) except the ones the view builds its walk from
+    (``semantic_edge_weight``, ``title_edge_weight``, ``sparse_kinds``,
+    ``max_candidates``).
+    """
 
     enabled: bool = True
     seed: int = 20250402
@@ -96,25 +107,62 @@ class HeterographConfig:
     attribute_tokens: int = 200
     element_tokens: int = 400
     decompose_tokens: int = 1024
+    #: Restart probability and steps of the shallow PPR (NodeRAG: 0.5, 2; 0.3/0.7 and 1/3
+    #: steps moved fact R by at most 1.3 points on HP and MH150).
     ppr_alpha: float = 0.5
     ppr_iters: int = 2
+    #: Vector entry points over S/A/H (NodeRAG: 10) and as many over T; 20 moved fact R by
+    #: -0.5 (HP), +1.7 (MH150) points: kept at NodeRAG's value.
     entry_top_k: int = 10
     cross_top_k: int = 10
     relation_top_k: int = 30
+    #: Shares of the restart mass of the exact-match, vector and BM25 entry points. Exact
+    #: 0.5 / vector 1 / BM25 2 measured best of the grid on MH150 (+1.8 to +2.1 points of
+    #: fact R over 1/1/1) and equal on HP; without BM25 entry points fact R falls 0.981
+    #: (HP) and 0.435 (MH150), without vector entry points 0.981 / 0.508.
     exact_match_weight: float = 0.5
     vector_match_weight: float = 1.0
-    sparse_top_k: int = 20
-    sparse_kinds: str = "TS"
     sparse_match_weight: float = 2.0
+    #: BM25 entry points per kind of ``sparse_kinds``: 20 was as good as 50 on HP and MH150
+    #: and better on MH (+2 points), and faster.
+    sparse_top_k: int = 20
+    #: Kinds with BM25 entry points: chunks and units. Adding A, H, R ("TSAHR") cost 4.2
+    #: points of fact R on MH150 (their short texts match query words by accident).
+    sparse_kinds: str = "TS"
+    #: Share of the budget packed with chunks alone before anything else: 0 (rank all kinds
+    #: on one scale); 0.25 cost 0.7 points on MH150 and nothing on HP.
     text_share: float = 0.0
+    #: Rank by PPR score / tokens ** 0.75: a chunk holds several units' worth of facts for
+    #: several units' worth of tokens. Ranking by PPR score alone gave HP 0.988 but MH150
+    #: 0.44-0.49 (chunks crowd out units); 0.5 and 1.0 were within a point of 0.75 on HP,
+    #: MH150 and MH.
     token_exponent: float = 0.75
+    #: Chunks and units kept for ranking (by density, after the walk).
     max_candidates: int = 400
+    #: Most of the budget attributes, elements and relationships take together. They rarely
+    #: hold a gold fact verbatim: 0.1 -> 0.05 gained 2.3 points of fact R on MH150 and 3.2
+    #: on MH (0 gains a point more); 0.05 keeps room for the attribute of an entity the
+    #: question names, which leads the structured nodes.
     structured_share: float = 0.05
+    #: The second hop: share of the restart mass given, in a second walk, to the entities
+    #: of the first walk's 5 best chunks and units (the bridge of a multi-hop question).
+    #: 0.3 took HP from 0.972 to 0.988 fact R and 0.975 to 0.990 doc R, and cost MH150 0.7
+    #: and MH 0.9 points (their questions name every article they need); 0.6 gained HP 0.7
+    #: more and cost MH150 another 0.8.
     bridge_weight: float = 0.3
     bridge_sources: int = 5
+    #: A bridge entity is mentioned by at most this many units (16-128 changed fact R by
+    #: less than a point: no cap).
     bridge_max_units: int = 1_000_000
+    #: Weight of a semantic edge in the walk relative to a structural edge (0.2 and 0 were
+    #: within a point on HP and MH150).
     semantic_edge_weight: float = 1.0
+    #: Weight of an entity -> chunk link to the document titled with the entity's name (0
+    #: and 3 within a point; the titles still seed exact matches).
     title_edge_weight: float = 1.0
+    #: Also match the question's capitalized word n-grams against known names (entities,
+    #: element titles, document titles): within a point on HP and MH150; kept so a name the
+    #: entity rules split ("Haymo of Faversham") is still matched whole.
     match_query_ngrams: bool = True
 
 

@@ -123,10 +123,10 @@ class GraphParams(ModeParams):
     vector_match_weight:
         Share of the restart mass given to the vector entry points (>= 0).
     rank:
-        ``score`` (PPR score order, the default) or ``entries_first`` (entry points before
-        cross nodes, each by score) for the structured nodes.
+        ``score`` (ranking score order, the default) or ``entries_first`` (entry points,
+        and what they map to, before the nodes the walk reached, each by score).
     sparse_top_k:
-        BM25 entry points taken per retrievable kind (0: no sparse entry).
+        BM25 entry points taken per kind of the index's ``sparse_kinds`` (0: none).
     sparse_match_weight:
         Share of the restart mass given to the BM25 entry points (>= 0).
     text_share:
