@@ -1,30 +1,35 @@
 """Tuning ``graph`` (NodeRAG search) against ``naive`` and ``bm25`` (issue #12, part B).
 
-    python benchmarks/graph_tuning.py --dataset hotpotqa
-    python benchmarks/graph_tuning.py --dataset multihop_rag --docs 200
-    python benchmarks/graph_tuning.py --dataset hotpotqa --rules legacy --variants default
-    python benchmarks/graph_tuning.py --dataset hotpotqa --variants default,no_bm25 --budget 2000
+    python benchmarks/graph_tuning.py --dataset hotpotqa --before --variants ablations
+    python benchmarks/graph_tuning.py --dataset multihop_rag --before --variants ablations
+    python benchmarks/graph_tuning.py --dataset multihop_rag --docs 150 --variants ablations
+    python benchmarks/graph_tuning.py --dataset hotpotqa --rules legacy --before
 
 For one dataset of ``../shared/data`` it builds (or reuses) an index with the heterograph and
 the sparse component (the hierarchy is switched off: ``graph`` does not read it), default
 ``IndexConfig`` otherwise, CPU backends: the extractive LLM with the entity rules named by
-``--rules`` and the embedder named by ``--embedder`` (default ``minilm-onnx``: the packaged
-all-MiniLM-L6-v2 on ONNX Runtime, the same vectors as the torch model within 1e-5, faster on
-these cores). Embeddings are cached by text under ``build/graph-tuning/embed-cache`` so a
-rebuild after a change of the entity rules embeds only the texts that changed.
+``--rules`` (``default`` or ``legacy``, ``bindings/extractive.py``) and the embedder named by
+``--embedder`` (default ``minilm-onnx``: the packaged all-MiniLM-L6-v2 on ONNX Runtime, the
+same function as the torch model, faster on these cores). Embeddings are cached by text
+under ``build/graph-tuning/embed-cache``, so a rebuild after a change of the entity rules
+embeds only the texts that changed. An index is rebuilt when the sources it depends on
+change (``build_files``: everything but the query side).
 
-Then it runs ``graphstrata.evaluation.evaluate`` at ``--budget`` tokens for ``naive``,
-``bm25`` and ``graph`` under each named variant of the ``graph`` defaults (``VARIANTS``:
-overrides of ``HeterographConfig`` fields, set on the open index's config, which its view
-reads at query time), and writes ``benchmarks/results/graph_tuning-<dataset>.{md,json}``
-(``--out`` changes the stem). Search latency is the view's own time per question (the
-engine's ``search_seconds``, query embedding apart), p50 and p99 over the questions.
+Then it runs ``graphstrata.evaluation.evaluate`` at ``--budget`` tokens (default 2,000) for
+``naive`` and ``bm25`` (unless ``--no-baselines``), for ``graph`` as it was before issue #12
+(``--before``: ``before_view``, on the same index) and for ``graph`` under each named
+variant (``VARIANTS``: overrides of ``HeterographConfig`` fields on top of this code's
+defaults; ``--variants ablations`` runs ``ABLATIONS``), and writes
+``benchmarks/results/graph_tuning-<dataset>[-<N>docs][-<rules>].{md,json}`` (``--out``
+changes the stem). Search latency is the mode's own time per question (the engine's
+``search_seconds``; the query embedding is apart), p50 and p99 over the questions; other
+work on the machine inflates it (the load average is in the table's header).
 
-MultiHop-RAG's full heterograph takes ~50 minutes to embed on two cores, so ``--docs N``
-builds a subset: questions (null queries excluded) are taken in a seeded random order
-while the union of their gold documents stays within ``N``; the subset is that union,
-topped up to ``N`` with other documents of the corpus (distractors) in the same seeded
-order; every non-null question whose gold documents all lie in the subset is evaluated.
+``--docs N`` (MultiHop-RAG only) builds a subset for quick tuning: questions (null queries
+excluded) are taken in a seeded random order while the union of their gold documents stays
+within ``N``; the subset is that union, topped up to ``N`` with other documents (none are
+needed at 150: the greedy union fills it); every non-null question whose gold documents all
+lie in the subset is evaluated (274 at 150).
 
 Skips cleanly (exit 0) when ``../shared/data`` is absent. Indexes live under
 ``build/graph-tuning/`` (git-ignored); the data is only read.
@@ -61,117 +66,51 @@ MEASURES = ("doc_recall", "fact_recall_text", "fact_recall_chunk", "answer_conta
 #: the shipped configuration; the others each change one thing, for the ablation table.
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
-    # NodeRAG's search as it was before issue #12 (exact + vector entry points, PPR, no BM25,
-    # no passage quota, no title links, no n-gram names); on an index built with the
-    # "legacy" rules this is the "before" row.
-    "noderag": {
-        "sparse_top_k": 0,
-        "text_share": 0.0,
-        "token_exponent": 0.0,
-        "structured_share": 1.0,
-        "title_edge_weight": 0.0,
-        "match_query_ngrams": False,
-        "entry_top_k": 10,
-    },
-    "no_sparse": {"sparse_top_k": 0},
-    "no_vector": {"entry_top_k": 0},
+    # entry points
     "no_exact": {"exact_match_weight": 0.0},
-    "no_titles": {"title_edge_weight": 0.0},
+    "no_vector": {"entry_top_k": 0},
+    "no_sparse": {"sparse_top_k": 0},
+    "weights_111": {
+        "exact_match_weight": 1.0,
+        "vector_match_weight": 1.0,
+        "sparse_match_weight": 1.0,
+    },
+    "exact_1": {"exact_match_weight": 1.0},
+    "sparse_1": {"sparse_match_weight": 1.0},
+    "entry_20": {"entry_top_k": 20},
+    "sparse_50": {"sparse_top_k": 50},
+    "sparse_all": {"sparse_kinds": "TSAHR"},
     "no_ngrams": {"match_query_ngrams": False},
-    "text_0": {"text_share": 0.0},
-    "text_25": {"text_share": 0.25},
-    "text_75": {"text_share": 0.75},
-    "text_100": {"text_share": 1.0},
-    "exact_05": {"exact_match_weight": 0.5},
-    "exact_2": {"exact_match_weight": 2.0},
-    "exact_4": {"exact_match_weight": 4.0},
-    "vector_05": {"vector_match_weight": 0.5},
-    "vector_2": {"vector_match_weight": 2.0},
-    "sparse_05": {"sparse_match_weight": 0.5},
-    "sparse_2": {"sparse_match_weight": 2.0},
+    "no_titles": {"title_edge_weight": 0.0},
+    # walk
     "alpha_03": {"ppr_alpha": 0.3},
     "alpha_07": {"ppr_alpha": 0.7},
     "iters_1": {"ppr_iters": 1},
     "iters_3": {"ppr_iters": 3},
-    "semantic_02": {"semantic_edge_weight": 0.2},
     "semantic_0": {"semantic_edge_weight": 0.0},
-    "title_3": {"title_edge_weight": 3.0},
-    "entry_20": {"entry_top_k": 20},
-    "entry_50": {"entry_top_k": 50},
-    "sparse_20": {"sparse_top_k": 20},
-    "sparse_100": {"sparse_top_k": 100},
-    "struct_0": {"structured_share": 0.0},
-    "struct_005": {"structured_share": 0.05},
-    "struct_02": {"structured_share": 0.2},
-    "struct_1": {"structured_share": 1.0},
-    "sparse_all": {"sparse_kinds": "TSAHR"},
+    "semantic_02": {"semantic_edge_weight": 0.2},
     "bridge_0": {"bridge_weight": 0.0},
-    "bridge_01": {"bridge_weight": 0.1},
     "bridge_06": {"bridge_weight": 0.6},
     "bridge_1": {"bridge_weight": 1.0},
-    "bridge_src_3": {"bridge_sources": 3},
-    "bridge_units_4": {"bridge_max_units": 4},
-    "bridge_units_8": {"bridge_max_units": 8},
-    "bridge_units_16": {"bridge_max_units": 16},
-    "bridge_units_32": {"bridge_max_units": 32},
-    "bridge_units_64": {"bridge_max_units": 64},
-    "bridge_units_128": {"bridge_max_units": 128},
     "bridge_src_10": {"bridge_sources": 10},
-    "combo_1": {"sparse_match_weight": 2.0},
-    "combo_2": {"sparse_match_weight": 2.0, "exact_match_weight": 0.5},
-    "combo_3": {"sparse_match_weight": 2.0, "exact_match_weight": 0.5, "sparse_top_k": 20},
-    "combo_4": {
-        "sparse_match_weight": 2.0,
-        "exact_match_weight": 0.5,
-        "sparse_top_k": 20,
-        "entry_top_k": 20,
-    },
-    "combo_5": {
-        "sparse_match_weight": 2.0,
-        "exact_match_weight": 0.5,
-        "sparse_top_k": 20,
-        "entry_top_k": 20,
-        "ppr_alpha": 0.7,
-    },
-    "combo_1b": {"sparse_match_weight": 2.0, "bridge_weight": 0.6},
-    "combo_3b": {
-        "sparse_match_weight": 2.0,
-        "exact_match_weight": 0.5,
-        "sparse_top_k": 20,
-        "bridge_weight": 0.6,
-    },
-    "cand_a": {"sparse_top_k": 20, "structured_share": 0.05},
-    "spec_a": {
-        "exact_match_weight": 1.0,
-        "sparse_match_weight": 1.0,
-        "sparse_top_k": 20,
-        "structured_share": 0.05,
-    },
-    "spec_b": {
-        "exact_match_weight": 0.5,
-        "sparse_match_weight": 2.0,
-        "sparse_top_k": 20,
-        "structured_share": 0.05,
-    },
-    "spec_c": {
-        "exact_match_weight": 0.5,
-        "sparse_match_weight": 2.0,
-        "sparse_top_k": 50,
-        "structured_share": 0.05,
-    },
-    "spec_d": {
-        "exact_match_weight": 1.0,
-        "sparse_match_weight": 2.0,
-        "sparse_top_k": 20,
-        "structured_share": 0.05,
-    },
-    "cand_b": {"sparse_top_k": 20, "structured_share": 0.05, "entry_top_k": 20},
-    "cand_c": {"sparse_top_k": 20, "structured_share": 0.05, "bridge_weight": 0.15},
-    "cand_d": {"sparse_top_k": 30, "structured_share": 0.05},
+    "bridge_units_64": {"bridge_max_units": 64},
+    # ranking and packing
     "gamma_0": {"token_exponent": 0.0},
     "gamma_05": {"token_exponent": 0.5},
     "gamma_1": {"token_exponent": 1.0},
+    "text_25": {"text_share": 0.25},
+    "text_100": {"text_share": 1.0},
+    "struct_0": {"structured_share": 0.0},
+    "struct_01": {"structured_share": 0.1},
+    "struct_1": {"structured_share": 1.0},
 }
+#: The ablation rows of the published tables.
+ABLATIONS = (
+    "default,no_exact,no_vector,no_sparse,weights_111,exact_1,sparse_1,entry_20,sparse_50,"
+    "sparse_all,no_ngrams,no_titles,alpha_03,alpha_07,iters_1,iters_3,semantic_0,semantic_02,"
+    "bridge_0,bridge_06,bridge_1,bridge_src_10,bridge_units_64,gamma_0,gamma_05,gamma_1,"
+    "text_25,text_100,struct_0,struct_01,struct_1"
+)
 #: Fields the view reads when it is built (the walk's CSR), not per query.
 VIEW_FIELDS = ("semantic_edge_weight", "title_edge_weight", "sparse_kinds")
 
@@ -658,6 +597,23 @@ def fmt(row: dict[str, Any]) -> str:
     )
 
 
+def targets(rows: dict[str, Any]) -> list[str]:
+    """Issue #12's targets for ``graph:default``: >= max(naive, bm25) + 3 points of fact
+    recall (text) and of document recall; search p50 <= 10 ms, p99 <= 40 ms."""
+    graph = rows.get("graph:default")
+    if graph is None or "naive" not in rows or "bm25" not in rows:
+        return []
+    out = ["", "Targets (issue #12) for `graph:default`:", ""]
+    for key, label in (("fact_recall_text", "fact R text"), ("doc_recall", "doc R")):
+        goal = max(rows["naive"][key], rows["bm25"][key]) + 0.03
+        verdict = "met" if graph[key] >= goal else "NOT met"
+        out.append(f"- {label} >= {goal:.3f}: {graph[key]:.3f}, {verdict}")
+    for key, goal in (("search_p50", 10.0), ("search_p99", 40.0)):
+        verdict = "met" if graph[key] <= goal else "NOT met"
+        out.append(f"- search {key[-3:]} <= {goal:.0f} ms: {graph[key]:.2f} ms, {verdict}")
+    return out
+
+
 def write_results(stem: str, payload: dict[str, Any], command: str) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{stem}.json").write_text(json.dumps(payload, indent=1, default=str))
@@ -689,7 +645,13 @@ def write_results(stem: str, payload: dict[str, Any], command: str) -> None:
             f"| {r['fact_recall_chunk']:.3f} | {r['answer_contained']:.3f} | {r['tokens']:.0f} "
             f"| {r['search_p50']:.2f} | {r['search_p99']:.2f} | {kinds} |"
         )
-    lines += ["", "Variants (overrides of `HeterographConfig`):", ""]
+    lines += targets(rows)
+    lines += ["", "Rows:", ""]
+    if "graph:before" in rows:
+        lines.append(
+            "- `graph:before`: the search before issue #12 on this index (`before_view`: "
+            f"NodeRAG's dual search, {json.dumps(BEFORE_DEFAULTS)})"
+        )
     for name in payload["variants"]:
         lines.append(
             f"- `{name}`: {json.dumps(VARIANTS[name]) if VARIANTS[name] else 'shipped defaults'}"
@@ -704,7 +666,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rules", default="default", help="extractive entity rules")
     parser.add_argument("--embedder", default="minilm-onnx")
     parser.add_argument("--budget", type=int, default=2000)
-    parser.add_argument("--variants", default="default")
+    parser.add_argument("--variants", default="default", help="comma list, or 'ablations'")
     parser.add_argument("--no-baselines", action="store_true")
     parser.add_argument(
         "--before", action="store_true", help="add the row of the search before issue #12"
@@ -722,7 +684,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from graphstrata.bindings.backends import make_embedder
 
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    named = ABLATIONS if args.variants == "ablations" else args.variants
+    variants = [v.strip() for v in named.split(",") if v.strip()]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         raise SystemExit(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
