@@ -3,12 +3,12 @@
     python benchmarks/graph_tuning.py --dataset hotpotqa --before --variants ablations
     python benchmarks/graph_tuning.py --dataset multihop_rag --before --variants ablations
     python benchmarks/graph_tuning.py --dataset multihop_rag --docs 150 --variants ablations
-    python benchmarks/graph_tuning.py --dataset hotpotqa --rules legacy --before
+    python benchmarks/graph_tuning.py --dataset hotpotqa --rules refined
 
 For one dataset of ``../shared/data`` it builds (or reuses) an index with the heterograph and
 the sparse component (the hierarchy is switched off: ``graph`` does not read it), default
 ``IndexConfig`` otherwise, CPU backends: the extractive LLM with the entity rules named by
-``--rules`` (``default`` or ``legacy``, ``bindings/extractive.py``) and the embedder named by
+``--rules`` (``standard``, the backend's default, or ``refined``; ``ENTITY_RULES``) and the embedder named by
 ``--embedder`` (default ``minilm-onnx``: the packaged all-MiniLM-L6-v2 on ONNX Runtime, the
 same function as the torch model, faster on these cores). Embeddings are cached by text
 under ``build/graph-tuning/embed-cache``, so a rebuild after a change of the entity rules
@@ -80,7 +80,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "entry_20": {"entry_top_k": 20},
     "sparse_50": {"sparse_top_k": 50},
     "sparse_all": {"sparse_kinds": "TSAHR"},
-    "no_ngrams": {"match_query_ngrams": False},
+    "ngrams": {"match_query_ngrams": True},
     "no_titles": {"title_edge_weight": 0.0},
     # walk
     "alpha_03": {"ppr_alpha": 0.3},
@@ -107,7 +107,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 #: The ablation rows of the published tables.
 ABLATIONS = (
     "default,no_exact,no_vector,no_sparse,weights_111,exact_1,sparse_1,entry_20,sparse_50,"
-    "sparse_all,no_ngrams,no_titles,alpha_03,alpha_07,iters_1,iters_3,semantic_0,semantic_02,"
+    "sparse_all,ngrams,no_titles,alpha_03,alpha_07,iters_1,iters_3,semantic_0,semantic_02,"
     "bridge_0,bridge_06,bridge_1,bridge_src_10,bridge_units_64,gamma_0,gamma_05,gamma_1,"
     "text_25,text_100,struct_0,struct_01,struct_1"
 )
@@ -663,7 +663,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default="hotpotqa", choices=["hotpotqa", "multihop_rag"])
     parser.add_argument("--docs", type=int, default=None, help="MultiHop-RAG subset size")
-    parser.add_argument("--rules", default="default", help="extractive entity rules")
+    parser.add_argument(
+        "--rules", default="standard", help="extractive entity rules: standard or refined"
+    )
     parser.add_argument("--embedder", default="minilm-onnx")
     parser.add_argument("--budget", type=int, default=2000)
     parser.add_argument("--variants", default="default", help="comma list, or 'ablations'")
@@ -713,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
     stem = args.out or "-".join(
         ["graph_tuning", args.dataset]
         + ([f"{args.docs}docs"] if args.docs else [])
-        + ([args.rules] if args.rules != "default" else [])
+        + ([args.rules] if args.rules != "standard" else [])
     )
     write_results(
         stem, payload, "python benchmarks/graph_tuning.py " + " ".join(argv or sys.argv[1:])

@@ -161,9 +161,10 @@ class HeterographConfig:
     #: and 3 within a point; the titles still seed exact matches).
     title_edge_weight: float = 1.0
     #: Also match the question's capitalized word n-grams against known names (entities,
-    #: element titles, document titles): within a point on HP and MH150; kept so a name the
-    #: entity rules split ("Haymo of Faversham") is still matched whole.
-    match_query_ngrams: bool = True
+    #: element titles, document titles). Off: on (row ``ngrams``) was within 0.3 point of off
+    #: on HP, MH150 and MH (benchmarks/results/graph_tuning-*.md) and costs a name lookup per
+    #: n-gram; a query can turn it on for names the entity rules split ("Haymo of Faversham").
+    match_query_ngrams: bool = False
 
 
 @dataclass

@@ -75,11 +75,11 @@ def test_entity_rules_apply_to_decomposition_and_query_entities():
 
     question = query_entities_request("Did the US regulator fine Apple's iPhone unit?")
     chunk = decompose_request("The US regulator fined Apple's iPhone unit in 2023.", 512)
-    new = ExtractiveLLM().complete([question, chunk])
-    old = ExtractiveLLM(entity_rules="legacy").complete([question, chunk])
-    assert json.loads(new[0].text)["entities"] == ["US", "Apple", "iPhone"]
-    assert "US" not in json.loads(old[0].text)["entities"]
-    (unit,) = json.loads(new[1].text)["semantic_units"]
+    refined = ExtractiveLLM(entity_rules="refined").complete([question, chunk])
+    standard = ExtractiveLLM().complete([question, chunk])
+    assert json.loads(refined[0].text)["entities"] == ["US", "Apple", "iPhone"]
+    assert "US" not in json.loads(standard[0].text)["entities"]
+    (unit,) = json.loads(refined[1].text)["semantic_units"]
     assert {"US", "Apple", "iPhone", "2023"} <= set(unit["entities"])
     with pytest.raises(ValueError, match="unknown entity rules"):
         ExtractiveLLM(entity_rules="nope")

@@ -91,35 +91,38 @@ def test_backend_answer_is_valid_decomposition_json(sample_docs):
 
 
 # ------------------------------------------------------------------ rule sets
-def test_default_rules_keep_acronyms_and_capitalized_title_words():
-    assert extract_entities("IT workers in the US use AI tools.") == ["IT", "US", "AI"]
-    assert extract_entities("IT workers in the US use AI tools.", rules="legacy") == ["AI"]
-    ents = extract_entities("Are the Woman's Viewpoint and Pick Me Up, both British, magazines?")
-    assert "Pick Me Up" in ents
-    assert "Pick" in extract_entities(
-        "Are the Woman's Viewpoint and Pick Me Up, both British, magazines?", rules="legacy"
-    )
+def test_refined_rules_keep_acronyms_and_capitalized_title_words():
+    sentence = "IT workers in the US use AI tools."
+    assert extract_entities(sentence, rules="refined") == ["IT", "US", "AI"]
+    assert extract_entities(sentence) == ["AI"]  # standard: "IT", "US" read as stop words
+    question = "Are the Woman's Viewpoint and Pick Me Up, both British, magazines?"
+    assert "Pick Me Up" in extract_entities(question, rules="refined")
+    assert "Pick" in extract_entities(question)
 
 
-def test_default_rules_drop_sentence_openers():
+def test_refined_rules_drop_sentence_openers():
     sentence = "Considering the report, Recently Google and Following Apple's lead, FTX fell."
-    ents = extract_entities(sentence)
+    ents = extract_entities(sentence, rules="refined")
     assert "Considering" not in ents and "Recently" not in ents
     assert "Google" in ents and "Apple" in ents and "FTX" in ents
-    assert "Considering" in extract_entities(sentence, rules="legacy")
-    # An opener is trimmed only at the front of a name; a name that merely ends in -ly stays.
-    assert extract_entities("Italy beat Sicily.") == ["Italy", "Sicily"]
+    assert "Considering" in extract_entities(sentence)
+    # Only listed openers go: a name that merely ends in -ly stays.
+    assert extract_entities("Italy beat Sicily.", rules="refined") == ["Italy", "Sicily"]
 
 
-def test_default_rules_brands_acronym_numbers_iso_dates_and_possessives():
-    ents = extract_entities("Apple's iPhone sold on eBay from 2023-11-24, per BWV 1033 notes.")
-    assert ents == ["Apple", "iPhone", "eBay", "2023-11-24", "BWV 1033"]
-    legacy = extract_entities(
-        "Apple's iPhone sold on eBay from 2023-11-24, per BWV 1033 notes.", rules="legacy"
-    )
-    assert "Phone" in legacy and "Bay" in legacy and "BWV" in legacy
+def test_refined_rules_brands_acronym_numbers_iso_dates_and_possessives():
+    sentence = "Apple's iPhone sold on eBay from 2023-11-24, per BWV 1033 notes."
+    assert extract_entities(sentence, rules="refined") == [
+        "Apple",
+        "iPhone",
+        "eBay",
+        "2023-11-24",
+        "BWV 1033",
+    ]
+    standard = extract_entities(sentence)
+    assert "Phone" in standard and "Bay" in standard and "BWV" in standard
     # A year after an acronym stays a year of its own.
-    assert extract_entities("The NFL 2023 season began.") == ["NFL", "2023"]
+    assert extract_entities("The NFL 2023 season began.", rules="refined") == ["NFL", "2023"]
 
 
 def test_the_old_examples_hold_under_both_rule_sets():
@@ -136,8 +139,10 @@ def test_the_old_examples_hold_under_both_rule_sets():
         assert ["Tomas Veld", "founded", "Meridian Optics"] in unit["relationships"]
 
 
-def test_rule_sets_are_named():
-    assert rules_named("legacy") is ENTITY_RULES["legacy"]
-    assert rules_named(ENTITY_RULES["default"]) is ENTITY_RULES["default"]
+def test_rule_sets_are_named_and_standard_is_the_default():
+    assert rules_named() is ENTITY_RULES["standard"]
+    assert rules_named("refined") is ENTITY_RULES["refined"]
+    assert rules_named(ENTITY_RULES["refined"]) is ENTITY_RULES["refined"]
+    assert ExtractiveLLM().rules is ENTITY_RULES["standard"]
     with pytest.raises(ValueError, match="unknown entity rules 'v9'"):
         rules_named("v9")

@@ -427,3 +427,12 @@ def test_bridge_walk_seeds_entities_of_the_first_hop(built):
 def test_new_graph_parameters_are_checked(values, message):
     with pytest.raises(ValueError, match=message):
         GraphParams.parse(values, "graph")
+
+
+def test_question_ngrams_match_names_the_entity_rules_miss(built):
+    # The rules read "Considering Brekkvik" as one name; its n-gram "Brekkvik" is one.
+    q = "Considering Brekkvik, what does its harbour ship?"
+    on = built.query(q, mode="graph", match_query_ngrams=True).report
+    off = built.query(q, mode="graph", match_query_ngrams=False).report
+    assert on["matched_names"] >= 1 and off["matched_names"] == 0
+    assert on["exact_nodes"] > off["exact_nodes"]
