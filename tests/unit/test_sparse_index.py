@@ -196,6 +196,23 @@ def test_search_orders_best_first_ties_by_id_and_keeps_k():
     assert empty.search("lens", k=5)[0].size == 0
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_top_k_equals_the_head_of_the_full_ranking_with_ties(seed):
+    # Few distinct texts make many exact score ties right at the k-th place.
+    rng = random.Random(seed)
+    texts = [" ".join(rng.choices(WORDS[:6], k=rng.randint(1, 3))) for _ in range(300)]
+    ids = np.array(rng.sample(range(10_000), len(texts)), dtype=np.int64)
+    index = KindIndex.build(ids, texts)
+    for query in ["lens optics", "meridian", "lens lenses observatory optics"]:
+        full_ids, full_scores = index.search(query, k=10**9)
+        order = np.lexsort((full_ids, -full_scores.astype(np.float64)))
+        np.testing.assert_array_equal(order, np.arange(full_ids.size))
+        for k in [1, 2, 7, 50, full_ids.size - 1, full_ids.size, full_ids.size + 5]:
+            k_ids, k_scores = index.search(query, k=k)
+            np.testing.assert_array_equal(k_ids, full_ids[:k])
+            np.testing.assert_array_equal(k_scores, full_scores[:k])
+
+
 def _assert_same(advanced: KindIndex, live: dict[int, str], queries: list[str]) -> None:
     ids = np.array(sorted(live), dtype=np.int64)
     texts = [live[i] for i in ids.tolist()]

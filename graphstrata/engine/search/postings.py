@@ -472,5 +472,12 @@ class KindIndex:
         acc = self.scores(terms, k1, b)
         hit = np.flatnonzero(acc > 0)
         ids, vals = self.slot_ids[hit], acc[hit]
-        order = np.lexsort((ids, -vals))[: int(k)]
+        k = int(k)
+        if ids.size > k:
+            # A common word matches most of a collection: sort only the candidates scoring at
+            # least the k-th best (ties at it included, so the id order of ties is exact).
+            kth = np.partition(vals, ids.size - k)[ids.size - k]
+            keep = vals >= kth
+            ids, vals = ids[keep], vals[keep]
+        order = np.lexsort((ids, -vals))[:k]
         return ids[order], vals[order].astype(np.float32)
