@@ -269,6 +269,7 @@ class Index:
         budget_tokens: int = 2000,
         limit: int | None = None,
         top_k: int | None = None,
+        answers: bool = False,
     ) -> Any:
         """Retrieval quality of each mode on a QA set (see :mod:`graphstrata.evaluation`).
 
@@ -280,6 +281,9 @@ class Index:
             Modes to evaluate (default: every served mode).
         budget_tokens, limit, top_k:
             Token budget, first N questions, candidates per query.
+        answers:
+            Also answer each question with the index's LLM and score the gold answer's
+            containment in the generated answer (``gen. answer``).
 
         Returns
         -------
@@ -288,7 +292,9 @@ class Index:
         """
         from graphstrata.evaluation import evaluate
 
-        return evaluate(self.engine, qa, modes, budget_tokens, limit=limit, top_k=top_k)
+        return evaluate(
+            self.engine, qa, modes, budget_tokens, limit=limit, top_k=top_k, answers=answers
+        )
 
     def stats(self) -> dict[str, Any]:
         """Documents, nodes per kind, edges, segments, size, backends and modes."""

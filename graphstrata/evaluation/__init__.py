@@ -2,7 +2,8 @@
 
 No LLM is needed: every measure compares the retrieved nodes with gold documents, gold
 evidence sentences and gold answers at a fixed retrieved-token budget, so a mode that
-retrieves more text cannot win by volume.
+retrieves more text cannot win by volume. With ``answers=True`` the index's LLM backend also
+answers each question, and the containment of the gold answer in that answer is measured.
 
 API (stable; the benchmarks and ``graphstrata eval`` import it)
 ---------------------------------------------------------------
@@ -19,9 +20,11 @@ API (stable; the benchmarks and ``graphstrata eval`` import it)
     ``QUESTION_KEYS``. A measure that does not apply to the question is ``None``.
 ``aggregate(scores) -> dict``
     Means over a list of ``score_hits`` dicts (``None`` values excluded, with counts).
-``evaluate(index_or_engine, qa_items, modes, budget, limit=None, top_k=None) -> EvalResult``
+``evaluate(index_or_engine, qa_items, modes, budget, limit=None, top_k=None,
+answers=False) -> EvalResult``
     Run every question through every mode of an ``Engine`` (or anything with ``.engine``,
-    e.g. ``graphstrata.Index``); ``qa_items`` may be a path. ``EvalResult.to_dict()`` is the
+    e.g. ``graphstrata.Index``); ``qa_items`` may be a path. ``answers=True`` adds
+    ``answer_generated`` (containment of the gold answer in the generated answer). ``EvalResult.to_dict()`` is the
     JSON form, ``EvalResult.table()`` a readable (Markdown) table.
 
 Modules: ``scoring`` (QA items, measures and their tie rules, aggregates), ``results``
@@ -30,9 +33,11 @@ it imports the engine, never the reverse (docs/architecture.md, "Layers").
 """
 
 from graphstrata.evaluation.results import (
+    ANSWER_COLUMNS,
     TABLE_COLUMNS,
     EvalResult,
     ModeResult,
+    columns,
     format_rows,
     format_table,
     markdown_table,
@@ -40,6 +45,8 @@ from graphstrata.evaluation.results import (
 )
 from graphstrata.evaluation.runner import QUERY_BATCH, ProgressFn, evaluate, parse_modes
 from graphstrata.evaluation.scoring import (
+    ANSWER_COST_KEYS,
+    ANSWER_KEYS,
     MEAN_KEYS,
     QUESTION_KEYS,
     SKIPPED_ANSWERS,
@@ -60,10 +67,14 @@ from graphstrata.evaluation.scoring import (
     normalize,
     score_hits,
     scored_answers,
+    text_containment,
     unique,
 )
 
 __all__ = [
+    "ANSWER_COLUMNS",
+    "ANSWER_COST_KEYS",
+    "ANSWER_KEYS",
     "MEAN_KEYS",
     "QUERY_BATCH",
     "QUESTION_KEYS",
@@ -81,6 +92,7 @@ __all__ = [
     "answer_containment",
     "as_qa_item",
     "as_qa_items",
+    "columns",
     "document_recall",
     "evaluate",
     "fact_recall_chunk",
@@ -95,5 +107,6 @@ __all__ = [
     "score_hits",
     "scored_answers",
     "table_header",
+    "text_containment",
     "unique",
 ]

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphstrata.evaluation.scoring import MEAN_KEYS
+from graphstrata.evaluation.scoring import ANSWER_KEYS, MEAN_KEYS
 
 
 @dataclass
@@ -44,6 +44,8 @@ class EvalResult:
     available_modes: list[str]
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: The LLM backend that answered (``evaluate(..., answers=True)``), else None.
+    answer_llm: str | None = None
 
     def to_dict(self, include_questions: bool = False) -> dict[str, Any]:
         """The JSON form (floats rounded to 4 decimals); per-question scores on request."""
@@ -56,6 +58,7 @@ class EvalResult:
             "available_modes": self.available_modes,
             "seconds": round(self.seconds, 3),
             "notes": self.notes,
+            "answer_llm": self.answer_llm,
             "modes": {m: r.to_dict(include_questions) for m, r in self.modes.items()},
         }
 
@@ -81,17 +84,28 @@ TABLE_COLUMNS = (
     ("embed_ms", "embed ms"),
     ("search_ms", "search ms"),
 )
+#: Columns added when the generated answers were evaluated (``EvalResult.answer_llm``).
+ANSWER_COLUMNS = (
+    ("answer_generated", "gen. answer (n)"),
+    ("answer_tokens", "answer tokens"),
+    ("answer_ms", "answer ms"),
+)
+
+
+def columns(answers: bool = False) -> tuple[tuple[str, str], ...]:
+    """The table's (key, title) columns, with the generated-answer ones when ``answers``."""
+    return TABLE_COLUMNS + ANSWER_COLUMNS if answers else TABLE_COLUMNS
 
 
 def _cell(key: str, agg: Mapping[str, Any]) -> str:
     value = agg.get(key)
     if value is None:
         return "–"
-    if key == "answer_contained":  # applies to few questions of some types: show how many
+    if key in ("answer_contained", *ANSWER_KEYS):  # few questions of some types: how many
         return f"{value:.3f} ({agg[key + '_n']})"
     if key in MEAN_KEYS:
         return f"{value:.3f}"
-    if key == "tokens":
+    if key in ("tokens", "answer_tokens"):
         return f"{value:.0f}"
     return f"{value:.1f}"
 
@@ -102,10 +116,12 @@ def format_rows(
     """Table rows (without header) of one result: one per mode, then per mode and type.
 
     A mode the index does not serve gets one "unavailable" row (none if ``unavailable`` is
-    false); ``label`` fills an extra first column (e.g. the dataset or the budget).
+    false); ``label`` fills an extra first column (e.g. the dataset or the budget). With
+    generated answers (``answer_llm`` set) the ``ANSWER_COLUMNS`` follow.
     """
     rows: list[list[str]] = []
-    width = len(TABLE_COLUMNS)
+    cols = columns(result.answer_llm is not None)
+    width = len(cols)
     prefix = [label] if label else []
     for mode, res in result.modes.items():
         if not res.available:
@@ -122,15 +138,17 @@ def format_rows(
                     mode,
                     qtype,
                     str(agg["questions"]),
-                    *[_cell(k, agg) for k, _ in TABLE_COLUMNS],
+                    *[_cell(k, agg) for k, _ in cols],
                 ]
             )
     return rows
 
 
-def table_header(label: str = "") -> list[str]:
-    """Column titles of ``format_rows``' rows (``label`` adds a first column)."""
-    return [*([label] if label else []), "mode", "type", "n", *[t for _, t in TABLE_COLUMNS]]
+def table_header(label: str = "", answers: bool = False) -> list[str]:
+    """Column titles of ``format_rows``' rows (``label`` adds a first column; ``answers``
+    the generated-answer columns)."""
+    titles = [t for _, t in columns(answers)]
+    return [*([label] if label else []), "mode", "type", "n", *titles]
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -150,6 +168,9 @@ def format_table(result: EvalResult, by_type: bool = True) -> str:
         f"{result.questions} questions, budget {result.budget} tokens, "
         f"index version {result.version}"
     )
-    table = markdown_table(table_header(), format_rows(result, by_type))
+    if result.answer_llm is not None:
+        caption += f", answers by {result.answer_llm}"
+    header = table_header(answers=result.answer_llm is not None)
+    table = markdown_table(header, format_rows(result, by_type))
     notes = "".join(f"\nnote: {n}" for n in result.notes)
     return f"{caption}\n\n{table}{notes}"

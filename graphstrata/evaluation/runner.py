@@ -1,4 +1,5 @@
-"""Running a QA set through the search modes of an index (``evaluate``)."""
+"""Running a QA set through the search modes of an index (``evaluate``), and optionally its
+answer path (``answers=True``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from graphstrata.engine.tokens import count_tokens
 from graphstrata.evaluation.results import EvalResult, ModeResult
 from graphstrata.evaluation.scoring import (
     ChunkMap,
@@ -16,6 +18,8 @@ from graphstrata.evaluation.scoring import (
     as_qa_items,
     load_qa,
     score_hits,
+    scored_answers,
+    text_containment,
     unique,
 )
 
@@ -85,6 +89,34 @@ def _query_mode(
     return scores
 
 
+def _answer_mode(
+    engine: Any,
+    items: Sequence[QAItem],
+    scores: list[dict[str, Any]],
+    mode: str,
+    budget: int,
+    top_k: int | None,
+    progress: ProgressFn | None,
+) -> None:
+    """Answer each question whose gold answers are scored, and add ``answer_generated``,
+    ``answer_ms`` and ``answer_tokens`` to its score (``None`` for the others)."""
+    answered = 0
+    for item, score in zip(items, scores, strict=True):
+        score.update(answer_generated=None, answer_ms=None, answer_tokens=None)
+        if not scored_answers(item.answers):
+            continue
+        result = engine.answer(item.question, mode, budget, top_k=top_k)
+        text = result.answer or ""
+        score.update(
+            answer_generated=text_containment([text], item.answers),
+            answer_ms=1000.0 * float(result.report.get("answer_seconds", 0.0)),
+            answer_tokens=count_tokens(text),
+        )
+        answered += 1
+        if progress and answered % QUERY_BATCH == 0:
+            progress(f"answer {mode}", answered, len(items))
+
+
 def evaluate(
     index_or_engine: Any,
     qa_items: str | Path | Iterable[Any],
@@ -93,6 +125,7 @@ def evaluate(
     limit: int | None = None,
     top_k: int | None = None,
     progress: ProgressFn | None = None,
+    answers: bool = False,
 ) -> EvalResult:
     """Evaluate search modes of an index over a QA set at one retrieved-token budget.
 
@@ -113,6 +146,13 @@ def evaluate(
         Candidates per query (default: the index's ``search.top_k``).
     progress : callable(stage, done, total), optional
         Called after each batch of questions.
+    answers : bool
+        Also answer every question whose gold answers are scored with the index's LLM
+        backend (``Engine.answer``: the same retrieval, then one LLM call with the fixed
+        answer prompt) and score the containment of the gold answer in the generated answer
+        (``answer_generated``; see :mod:`graphstrata.evaluation.scoring`). The retrieval
+        measures are the batched retrieval's, unchanged by this option; the answer path
+        retrieves again per question.
 
     Returns
     -------
@@ -140,6 +180,7 @@ def evaluate(
         questions=len(items),
         modes={},
         available_modes=available,
+        answer_llm=str(getattr(engine.llm, "name", type(engine.llm).__name__)) if answers else None,
     )
     result.notes.extend(_gold_notes(items, chunk_map))
     for mode in parse_modes(modes, available):
@@ -147,6 +188,8 @@ def evaluate(
             result.modes[mode] = ModeResult(mode, available=False)
             continue
         scores = _query_mode(engine, items, mode, int(budget), top_k, chunk_map, progress)
+        if answers:
+            _answer_mode(engine, items, scores, mode, int(budget), top_k, progress)
         types = unique(s["type"] for s in scores)
         result.modes[mode] = ModeResult(
             mode,

@@ -37,6 +37,12 @@ information." tell nothing by occurring in a text, so they are skipped (case and
 period ignored; see ``SKIPPED_ANSWERS``); the measure is ``None`` when every gold answer is
 skipped.
 
+*Generated-answer containment* (``answer_generated``, only with ``evaluate(...,
+answers=True)``): the same rule applied to the answer the index's LLM backend wrote from
+the retrieved context (``Engine.answer``), instead of to the context itself; questions whose
+gold answers are all skipped are not answered. ``answer_ms`` is the LLM call's time and
+``answer_tokens`` the answer's length (cl100k tokens).
+
 *Cost*: ``tokens`` (retrieved tokens actually used, at most the budget), ``nodes``,
 ``embed_ms`` (query embedding; the engine embeds a batch of questions at once and reports
 the per-question share), ``search_ms`` (the mode's search alone) and ``llm_calls``. Each mode
@@ -97,6 +103,11 @@ MEAN_KEYS = (
     "fact_recall_chunk",
     "answer_contained",
 )
+#: Measures of the generated answer (``evaluate(..., answers=True)``): averaged like
+#: ``MEAN_KEYS``, reported only when answers were evaluated.
+ANSWER_KEYS = ("answer_generated",)
+#: Cost keys of the generated answer, averaged over the questions answered.
+ANSWER_COST_KEYS = ("answer_ms", "answer_tokens")
 
 
 class QAError(ValueError):
@@ -350,11 +361,21 @@ def fact_recall_chunk(
 
 def answer_containment(hits: Sequence[HitLike], answers: Sequence[str]) -> float | None:
     """1.0 if a scored gold answer occurs (case-insensitive) in one hit's text, else 0.0."""
+    return text_containment([h.text for h in hits], answers)
+
+
+def text_containment(texts: Sequence[str], answers: Sequence[str]) -> float | None:
+    """1.0 if a scored gold answer occurs (case-insensitive, whitespace-normalized) in one
+    of ``texts``, else 0.0; ``None`` when every gold answer is skipped (``SKIPPED_ANSWERS``).
+
+    The one containment rule: of the retrieved text (``answer_containment``) and of a
+    generated answer (``answer_generated``).
+    """
     wanted = scored_answers(answers)
     if not wanted:
         return None
-    texts = [normalize(h.text).lower() for h in hits]
-    return float(any(a in t for a in wanted for t in texts))
+    lowered = [normalize(t).lower() for t in texts]
+    return float(any(a in t for a in wanted for t in lowered))
 
 
 def score_hits(hits: Sequence[HitLike], item: QAItem, chunk_map: ChunkMap) -> dict[str, Any]:
@@ -387,7 +408,9 @@ def aggregate(scores: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     Each recall-like measure is averaged over the questions where it applies (its count is
     ``<key>_n``); cost keys (``tokens``, ``nodes``, ``embed_ms``, ``search_ms``,
-    ``llm_calls``) over all questions, with the 95th percentile of ``search_ms``.
+    ``llm_calls``) over all questions, with the 95th percentile of ``search_ms``. When the
+    scores hold generated answers, ``ANSWER_KEYS`` (with counts) and ``ANSWER_COST_KEYS``
+    too.
     """
     out: dict[str, Any] = {"questions": len(scores)}
     for key in MEAN_KEYS:
@@ -397,6 +420,13 @@ def aggregate(scores: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for key in ("tokens", "nodes", "embed_ms", "search_ms", "llm_calls"):
         values = [float(s[key]) for s in scores if s.get(key) is not None]
         out[key] = _mean(values)
+    if any(key in s for s in scores for key in ANSWER_KEYS):  # answers were evaluated
+        for key in ANSWER_KEYS:
+            values = [float(s[key]) for s in scores if s.get(key) is not None]
+            out[key] = _mean(values)
+            out[f"{key}_n"] = len(values)
+        for key in ANSWER_COST_KEYS:
+            out[key] = _mean([float(s[key]) for s in scores if s.get(key) is not None])
     search = [float(s["search_ms"]) for s in scores if s.get("search_ms") is not None]
     out["search_ms_p95"] = float(np.percentile(search, 95)) if search else None
     out["facts_unlocated"] = int(sum(int(s.get("facts_unlocated") or 0) for s in scores))

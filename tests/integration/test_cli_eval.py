@@ -62,3 +62,26 @@ def test_eval_errors_are_one_line(index_path, tmp_path):
     assert proc.returncode == 1 and "bad.jsonl:1" in proc.stderr
     proc = run("eval", str(index_path), str(SAMPLE_QA), "--budget", "0", check=False)
     assert proc.returncode == 1 and "--budget" in proc.stderr
+
+
+def test_eval_answers_reports_containment_in_the_generated_answer(index_path, tmp_path):
+    out = tmp_path / "answers.md"
+    args = ["eval", str(index_path), str(SAMPLE_QA), "--modes", "naive,bm25"]
+    proc = run(*args, "--answers", "--json")
+    result = json.loads(proc.stdout)
+    assert result["answer_llm"] == "extractive"
+    for mode in ("naive", "bm25"):
+        overall = result["modes"][mode]["overall"]
+        assert overall["answer_generated_n"] == 10  # the two null queries are not answered
+        assert 0.0 <= overall["answer_generated"] <= 1.0
+        assert overall["answer_tokens"] > 0
+        nulls = result["modes"][mode]["by_type"]["null_query"]
+        assert nulls["answer_generated"] is None and nulls["answer_generated_n"] == 0
+    # The generated answer holds less text than the context it was written from.
+    assert overall["answer_generated"] <= overall["answer_contained"]
+    table = run(*args, "--answers", "--no-by-type", "--out", str(out)).stdout
+    assert "gen. answer (n)" in table and "answers by extractive" in table
+    assert out.read_text().strip() == table.strip()
+    plain = json.loads(run(*args, "--json").stdout)
+    assert plain["answer_llm"] is None
+    assert "answer_generated" not in plain["modes"]["naive"]["overall"]

@@ -1,7 +1,8 @@
 """The web page at ``/`` in a real headless Chromium (Selenium, Debian's chromium and
 chromedriver; never a driver download) against a real server on the sample corpus, with
 the bearer token on: ask a question, see results with citations, open a document's text and
-a node's neighbourhood, and save a screenshot under build/."""
+a node's neighbourhood, and save a screenshot under build/; then ask in ``graph`` mode and see
+the walk's entry points and edges in a node's neighbourhood (a second screenshot)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ pytestmark = pytest.mark.integration
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 SCREENSHOT = Path(__file__).resolve().parents[2] / "build" / "web-page.png"
+WALK_SCREENSHOT = SCREENSHOT.with_name("web-page-walk.png")
 TOKEN = "page-token"
 
 if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
@@ -29,7 +31,7 @@ webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not insta
 
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +101,40 @@ def test_question_results_citations_and_neighbourhood(page_server, browser) -> N
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     assert browser.save_screenshot(str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 10_000
+
+
+def test_graph_walk_entry_points_and_edges_in_the_neighbourhood(page_server, browser) -> None:
+    wait = WebDriverWait(browser, 60)
+    browser.get(page_server.url + "/")  # the token is kept in the session
+    wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "index(es) served"))
+    Select(browser.find_element(By.ID, "mode")).select_by_value("graph")
+    browser.find_element(By.ID, "with-answer").click()  # retrieval only
+    browser.find_element(By.ID, "query").send_keys("Who founded Meridian Optics?")
+    browser.find_element(By.ID, "go").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "(graph)"))
+    results = browser.find_elements(By.CSS_SELECTOR, "#results li.result")
+    assert results and browser.find_element(By.ID, "answer").text == ""
+    results[0].find_element(By.CSS_SELECTOR, ".hood").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#graph line.walk")))
+    walk_line = browser.find_element(By.ID, "walk-line").text
+    assert "Graph walk of" in walk_line and "entry points" in walk_line
+    walk_edges = browser.find_elements(By.CSS_SELECTOR, "#graph line.walk")
+    plain_edges = browser.find_elements(By.CSS_SELECTOR, "#graph line.edge")
+    entries = browser.find_elements(By.CSS_SELECTOR, "#graph g.node.entry circle.entry-ring")
+    assert walk_edges and plain_edges and entries
+    # Walk edges are drawn apart from the other edges: another colour, an arrow, a width.
+    first = walk_edges[0]
+    assert first.get_attribute("stroke") != plain_edges[0].get_attribute("stroke")
+    assert first.get_attribute("marker-end") == "url(#walk-arrow)"
+    assert float(first.get_attribute("stroke-width")) >= 1.5
+    legend = browser.find_element(By.ID, "graph-legend").text
+    assert "walk edge" in legend and "entry point" in legend
+    # Every walk edge ends on drawn nodes; the entry points are among them.
+    drawn = {
+        g.get_attribute("data-node")
+        for g in browser.find_elements(By.CSS_SELECTOR, "#graph g.node")
+    }
+    assert {e.find_element(By.XPATH, "..").get_attribute("data-node") for e in entries} <= drawn
+    WALK_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(WALK_SCREENSHOT))
+    assert WALK_SCREENSHOT.stat().st_size > 10_000

@@ -25,6 +25,7 @@ from graphstrata.evaluation import (
     normalize,
     score_hits,
     scored_answers,
+    text_containment,
 )
 
 from ..conftest import SAMPLE_QA
@@ -332,3 +333,48 @@ def test_evaluate_notes_gold_documents_missing_from_the_index(sample_index):
     result = evaluate(sample_index, rows, "naive", budget=300)
     assert result.modes["naive"].overall["doc_recall"] == 0.0
     assert any("not in the index" in n for n in result.notes)
+
+
+def test_text_containment_is_the_rule_of_answer_containment():
+    answers = ["Tomas Veld", "yes"]
+    assert text_containment(["founded by  TOMAS\nveld in 1971"], answers) == 1.0
+    assert text_containment(["founded by Tomas", "Veld"], answers) == 0.0  # never joined
+    assert text_containment(["yes"], ["Yes.", "Insufficient information."]) is None
+    hits = [hit(1, "It was Tomas Veld.", [])]
+    assert answer_containment(hits, answers) == text_containment([h.text for h in hits], answers)
+
+
+def test_evaluate_with_answers_scores_the_generated_answer(sample_index):
+    rows = [
+        {"id": "a", "question": "Who founded Meridian Optics?", "answers": ["Tomas Veld"]},
+        {"id": "b", "question": "Who founded Meridian Optics?", "answers": ["Zebulon Quark"]},
+        {"id": "c", "question": "Is Brekkvik a town?", "answers": ["yes"], "type": "yn"},
+    ]
+    result = evaluate(sample_index, rows, "hybrid", budget=2000, answers=True)
+    res = result.modes["hybrid"]
+    by_id = {q["id"]: q for q in res.questions}
+    assert by_id["a"]["answer_generated"] == 1.0 and by_id["b"]["answer_generated"] == 0.0
+    assert by_id["a"]["answer_tokens"] > 0 and by_id["a"]["answer_ms"] >= 0.0
+    assert by_id["c"]["answer_generated"] is None and by_id["c"]["answer_tokens"] is None
+    assert res.overall["answer_generated"] == 0.5 and res.overall["answer_generated_n"] == 2
+    assert res.by_type["yn"]["answer_generated"] is None
+    assert res.by_type["yn"]["answer_generated_n"] == 0
+    assert result.answer_llm == "extractive" and result.to_dict()["answer_llm"] == "extractive"
+    table = result.table()
+    assert "gen. answer (n)" in table and "0.500 (2)" in table and "answers by extractive" in table
+    # The same answers as the index's answer path, and retrieval scores as without answers.
+    for row in rows[:2]:
+        answer = sample_index.answer(row["question"], "hybrid", 2000).answer
+        assert by_id[row["id"]]["answer_generated"] == text_containment([answer], row["answers"])
+    plain = evaluate(sample_index, rows, "hybrid", budget=2000)
+    assert "answer_generated" not in plain.modes["hybrid"].overall
+    assert "gen. answer" not in plain.table() and plain.answer_llm is None
+    for key in ("doc_recall", "answer_contained", "tokens"):
+        assert plain.modes["hybrid"].overall[key] == res.overall[key]
+
+
+def test_index_evaluate_passes_answers_on(sample_index):
+    rows = [{"id": "a", "question": "Who founded Meridian Optics?", "answers": ["Tomas Veld"]}]
+    with_answers = sample_index.evaluate(rows, "hybrid", 2000, answers=True)
+    assert with_answers.modes["hybrid"].overall["answer_generated_n"] == 1
+    assert "answer_generated" not in sample_index.evaluate(rows, "hybrid").modes["hybrid"].overall

@@ -1,11 +1,14 @@
 """``graphstrata eval``: retrieval quality of an index on a QA file.
 
     graphstrata eval INDEX QA.jsonl [--modes naive,bm25,collapsed,graph] [--budget 2000]
-                     [--limit N] [--top-k K] [--by-type/--no-by-type] [--json] [--out FILE]
+                     [--limit N] [--top-k K] [--answers] [--by-type/--no-by-type] [--json]
+                     [--out FILE]
 
 Prints a Markdown table (or the JSON with ``--json``); ``--out FILE`` also writes the result:
 JSON with every question's scores, or the table when FILE ends in ``.md``. The measures are
-defined in :mod:`graphstrata.evaluation`.
+defined in :mod:`graphstrata.evaluation`. ``--answers`` also answers each question with the
+index's LLM backend (``--llm``; extractive by default) and reports the containment of the gold
+answer in the generated answer (``gen. answer (n)``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             limit=args.limit,
             top_k=args.top_k,
             progress=progress,
+            answers=args.answers,
         )
     finally:
         progress.close()
@@ -101,6 +105,12 @@ def register(sub: Any) -> None:
     p.add_argument("--budget", type=int, default=2000, help="retrieved-token budget (default 2000)")
     p.add_argument("--limit", type=int, default=None, help="evaluate the first N questions")
     p.add_argument("--top-k", type=int, default=None, dest="top_k", help="candidates per query")
+    p.add_argument(
+        "--answers",
+        action="store_true",
+        help="also answer each question with the index's LLM backend and report answer "
+        "containment in the generated answer (yes/no and null questions are skipped)",
+    )
     p.add_argument(
         "--by-type",
         action=argparse.BooleanOptionalAction,

@@ -1,4 +1,5 @@
-"""Entry-point weights and budget packing of the ``graph`` search (``search`` uses them).
+"""Entry-point weights, bridge seeds, budget packing and the walk trace of the ``graph``
+search (``search`` uses them).
 
 Small pure functions over numpy arrays of dense node positions, kept apart from the view so
 each is tested on its own (docs/architecture.md, "Search modes and parameters").
@@ -7,23 +8,35 @@ each is tested on its own (docs/architecture.md, "Search modes and parameters").
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
+from graphstrata.core.ppr import shallow_ppr
 from graphstrata.engine.types import NodeKind
 
 _EMPTY_I = np.zeros(0, np.int64)
 _EMPTY_F = np.zeros(0, np.float64)
 
 __all__ = [
+    "TITLE_LINK",
     "Packer",
+    "bridge_seeds",
     "follow",
     "kinds_of_letters",
     "maximal_keys",
     "merge_seeds",
     "minmax",
+    "pair_kinds",
+    "seed_matches",
     "sorted_links",
+    "walk_distribution",
+    "walk_edges",
 ]
+
+#: Edge kind reported for a title link (an entity and a chunk of the document titled with its
+#: name): an edge of the walk's graph that the search adds, not an ``EdgeKind`` of the store.
+TITLE_LINK = 0
 
 
 def kinds_of_letters(letters: str, allowed: tuple[int, ...]) -> tuple[int, ...]:
@@ -207,3 +220,214 @@ class Packer:
         """(positions, scores) of the packed nodes, in packing order."""
         order = [p for p in dict.fromkeys(self._order) if p in self._score]
         return np.asarray(order, np.int64), np.asarray([self._score[p] for p in order])
+
+
+def bridge_seeds(
+    kinds: np.ndarray,
+    text_kind: int,
+    chunk_links: tuple[np.ndarray, np.ndarray],
+    unit_links: tuple[np.ndarray, np.ndarray],
+    units_of: np.ndarray,
+    sources: np.ndarray,
+    strength: np.ndarray,
+    exclude: np.ndarray,
+    max_units: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The entities that lead on from ``sources`` (chunks and units), as seeds.
+
+    Every entity of a source (a chunk's entities are its units') that 2 to ``max_units``
+    units mention is a seed of weight ``max(strength of its sources) / ln(1 + units
+    mentioning it)``; entities in ``exclude`` are left out.
+
+    Parameters
+    ----------
+    kinds, text_kind:
+        Node kind per position, and the chunk kind (T).
+    chunk_links, unit_links:
+        Chunk -> unit and unit -> entity link tables (``sorted_links``).
+    units_of:
+        Units mentioning each position.
+    sources, strength:
+        Chunks and units (dense positions) and how strongly each was retrieved.
+    exclude:
+        Entities never returned.
+    max_units:
+        Most units an entity may be mentioned by.
+
+    Returns
+    -------
+    positions, weights
+        The entities (dense positions, unique) and their weights.
+    """
+    if sources.size == 0:
+        return _EMPTY_I, _EMPTY_F
+    is_chunk = kinds[sources] == np.uint8(text_kind)
+    units_of_chunks, from_chunk = follow(*chunk_links, sources[is_chunk])
+    strength_of = dict(
+        zip(sources.tolist(), np.asarray(strength, np.float64).tolist(), strict=True)
+    )
+    units = np.concatenate([sources[~is_chunk], units_of_chunks])
+    unit_strength = np.asarray(
+        [strength_of[p] for p in sources[~is_chunk].tolist()]
+        + [strength_of[p] for p in from_chunk.tolist()],
+        np.float64,
+    )
+    entities, from_unit = follow(*unit_links, units)
+    if entities.size == 0:
+        return _EMPTY_I, _EMPTY_F
+    unit_index = {p: i for i, p in enumerate(units.tolist())}
+    power = unit_strength[[unit_index[p] for p in from_unit.tolist()]]
+    mentions = units_of[entities]
+    keep = ~np.isin(entities, exclude) & (mentions >= 2) & (mentions <= max_units)
+    entities, power = entities[keep], power[keep]
+    if entities.size == 0:
+        return _EMPTY_I, _EMPTY_F
+    uniq, inverse = np.unique(entities, return_inverse=True)
+    best = np.zeros(uniq.size, np.float64)
+    np.maximum.at(best, inverse, power)
+    return uniq, best / np.log1p(units_of[uniq].astype(np.float64))
+
+
+# ------------------------------------------------------------------------------ trace
+def seed_matches(
+    groups: Sequence[tuple[str, np.ndarray, np.ndarray, float]],
+) -> dict[int, list[str]]:
+    """How each seed was found: ``(label, positions, weights, share)`` per entry group.
+
+    A group seeds the positions it gives a positive weight, when its share and its weight
+    total are positive (as in :func:`merge_seeds`); a position found by several groups gets
+    each label once, in group order.
+    """
+    out: dict[int, list[str]] = {}
+    for label, pos, w, share in groups:
+        w = np.asarray(w, np.float64)
+        if share <= 0 or not w.size or float(w.sum()) <= 0:
+            continue
+        for p in np.asarray(pos, np.int64)[w > 0].tolist():
+            labels = out.setdefault(int(p), [])
+            if label not in labels:
+                labels.append(label)
+    return out
+
+
+def walk_distribution(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    walks: Sequence[tuple[np.ndarray, np.ndarray, float]],
+    alpha: float,
+    iters: int,
+) -> np.ndarray:
+    """The scores of a mixture of walks after ``iters`` steps, dense over every position.
+
+    ``walks`` are ``(seeds, seed weights, share)``; each walk is a shallow PPR whose seeds
+    are normalized to sum 1, and the shares are normalized to sum 1 (the ``graph`` search's
+    first walk has share 1, its bridge walk ``bridge_weight``). ``iters=0`` gives the
+    restart distribution itself.
+    """
+    out = np.zeros(indptr.shape[0] - 1, np.float64)
+    total = sum(share for seeds, _, share in walks if seeds.size and share > 0)
+    for seeds, w, share in walks:
+        if seeds.size and share > 0:
+            touched, scores = shallow_ppr(indptr, indices, weights, seeds, w, alpha, iters)
+            out[touched] += (share / total) * scores
+    return out
+
+
+def walk_edges(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    earlier: Sequence[np.ndarray],
+    alpha: float,
+    targets: np.ndarray,
+    stops: np.ndarray,
+    per_node: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The edges over which the walk's mass reached ``targets``, traced back step by step.
+
+    After ``t`` steps a node's score is ``pi_t[v] = alpha p[v] + sum_u f(u, v)`` with
+    ``f(u, v) = (1 - alpha) pi_{t-1}[u] w(u, v) / W(u)``, ``W(u)`` the weight of ``u``'s
+    row: the mass edge ``u -> v`` carried in the last step. The level-1 edges of a target
+    are its ``per_node`` in-edges of largest positive ``f`` under ``pi_{t-1} = earlier[0]``;
+    their sources (except ``stops``, the seeds, whose mass is their restart share) are the
+    targets of level 2 under ``earlier[1]``, and so on for ``len(earlier)`` levels. A node is
+    traced once, at the first level that reaches it.
+
+    Parameters
+    ----------
+    indptr, indices, weights:
+        The walk's symmetric CSR.
+    earlier:
+        ``pi_{t-1}, pi_{t-2}, ...`` (dense scores), one per level traced.
+    alpha:
+        The walk's restart probability.
+    targets, stops:
+        Positions whose in-edges are traced; positions not traced further.
+    per_node:
+        Edges kept per traced node.
+
+    Returns
+    -------
+    src, dst, weight, flow, level
+        One row per edge: the position the mass left, where it went, ``w``, ``f`` and the
+        level.
+    """
+    rows: list[tuple[int, int, float, float, int]] = []
+    if not earlier or per_node <= 0:
+        return _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_F, _EMPTY_I
+    csum = np.concatenate([[0.0], np.cumsum(weights, dtype=np.float64)])
+    out_weight = csum[indptr[1:]] - csum[indptr[:-1]]
+    stop = set(np.asarray(stops, np.int64).tolist())
+    frontier = list(dict.fromkeys(np.asarray(targets, np.int64).tolist()))
+    seen = set(frontier)
+    for level, prev in enumerate(earlier, start=1):
+        following: list[int] = []
+        for v in frontier:
+            a, b = int(indptr[v]), int(indptr[v + 1])
+            u = indices[a:b]
+            w = weights[a:b].astype(np.float64)
+            flow = (1.0 - alpha) * prev[u] * w / np.maximum(out_weight[u], 1e-300)
+            top = np.flatnonzero(flow > 0)
+            top = top[np.argsort(-flow[top], kind="stable")[:per_node]]
+            for j in top.tolist():
+                src = int(u[j])
+                rows.append((src, v, float(w[j]), float(flow[j]), level))
+                if src not in seen and src not in stop:
+                    seen.add(src)
+                    following.append(src)
+        frontier = following
+    if not rows:
+        return _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_F, _EMPTY_I
+    cols = list(zip(*rows, strict=True))
+    ints = [np.asarray(cols[i], np.int64) for i in (0, 1, 4)]
+    return ints[0], ints[1], np.asarray(cols[2]), np.asarray(cols[3]), ints[2]
+
+
+def pair_kinds(
+    src: np.ndarray,
+    dst: np.ndarray,
+    weight: np.ndarray,
+    kind: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+) -> np.ndarray:
+    """The kind of the heaviest stored edge between ``a[i]`` and ``b[i]`` (either direction).
+
+    ``src, dst, weight, kind`` are the stored edges (dense positions); a pair with no stored
+    edge is a title link of the walk's graph (:data:`TITLE_LINK`).
+    """
+    out = np.full(a.size, TITLE_LINK, np.int64)
+    if not a.size or not src.size:
+        return out
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    qlo, qhi = np.minimum(a, b), np.maximum(a, b)
+    best: dict[tuple[int, int], tuple[float, int]] = {}
+    for e in np.flatnonzero(np.isin(lo, qlo) & np.isin(hi, qhi)).tolist():
+        key, cand = (int(lo[e]), int(hi[e])), (float(weight[e]), int(kind[e]))
+        if key not in best or cand[0] > best[key][0]:
+            best[key] = cand
+    for i, key in enumerate(zip(qlo.tolist(), qhi.tolist(), strict=True)):
+        if key in best:
+            out[i] = best[key][1]
+    return out

@@ -44,7 +44,8 @@ shared with the other sparse views of the version, advanced per commit by
 Hits come back by descending ranking score. Query parameters (``index.query(...,
 mode="graph", **params)``) are ``GraphParams``: each overrides the ``HeterographConfig``
 field of the same name; the defaults and the measurements behind them are in
-``HeterographConfig`` and ``benchmarks/results/graph_tuning.md``.
+``HeterographConfig`` and ``benchmarks/results/graph_tuning.md``. ``trace=True`` adds the
+entry points and the edges that carried the walk's mass to the report (``trace``).
 """
 
 from __future__ import annotations
@@ -69,12 +70,17 @@ from graphstrata.engine.heterograph.parse import (
 )
 from graphstrata.engine.heterograph.ranking import (
     Packer,
+    bridge_seeds,
     follow,
     kinds_of_letters,
     maximal_keys,
     merge_seeds,
     minmax,
+    pair_kinds,
+    seed_matches,
     sorted_links,
+    walk_distribution,
+    walk_edges,
 )
 from graphstrata.engine.heterograph.schema import (
     HETERO_EDGE_KINDS,
@@ -100,6 +106,11 @@ RETRIEVABLE = np.asarray(HETERO_RETRIEVABLE, dtype=np.uint8)
 SPARSE_KINDS: tuple[int, ...] = tuple(int(k) for k in HETERO_RETRIEVABLE)
 _EMPTY_I = np.zeros(0, np.int64)
 _EMPTY_F = np.zeros(0, np.float64)
+#: Walk edges traced per node (``trace``): the few that carried most of its mass.
+TRACE_EDGES = 3
+#: Steps traced back from a returned node: the default walk has 2 (``ppr_iters``), so 2
+#: reach its seeds.
+TRACE_LEVELS = 2
 
 
 @dataclass(frozen=True)
@@ -148,6 +159,10 @@ class GraphParams(ModeParams):
         article mentions leads nowhere in particular).
     match_query_ngrams:
         Also match every capitalized word n-gram of the question against the known names.
+    trace:
+        Add ``trace`` to the report: the walk's entry points and the edges that carried its
+        mass to the returned nodes (:meth:`HeterographView.trace`; default false: nothing
+        is computed).
     """
 
     modes: ClassVar[tuple[str, ...]] = ("graph",)
@@ -168,6 +183,7 @@ class GraphParams(ModeParams):
     bridge_sources: int | None = None
     bridge_max_units: int | None = None
     match_query_ngrams: bool | None = None
+    trace: bool | None = None
 
     def check(self) -> None:
         """Range checks of the given values.
@@ -362,12 +378,11 @@ class HeterographView(ComponentView):
         sparse = self._sparse_lists(query.text, sparse_k)
         w_vec = float(params.resolve("vector_match_weight", cfg.vector_match_weight))
         w_sparse = float(params.resolve("sparse_match_weight", cfg.sparse_match_weight))
-        groups = [
-            (exact, exact_w, float(params.resolve("exact_match_weight", cfg.exact_match_weight)))
-        ]
-        groups += [(p, w, w_vec / max(len(vector), 1)) for p, w in vector]
-        groups += [(p, w, w_sparse / max(len(sparse), 1)) for p, w in sparse]
-        seeds, seed_weights = merge_seeds(groups)
+        w_exact = float(params.resolve("exact_match_weight", cfg.exact_match_weight))
+        labelled = [("exact", exact, exact_w, w_exact)]
+        labelled += [("dense", p, w, w_vec / max(len(vector), 1)) for p, w in vector]
+        labelled += [("sparse", p, w, w_sparse / max(len(sparse), 1)) for p, w in sparse]
+        seeds, seed_weights = merge_seeds([g[1:] for g in labelled])
         info: dict[str, Any] = {
             "query_entities": len(names),
             "matched_entities": len(matched),
@@ -377,9 +392,11 @@ class HeterographView(ComponentView):
             "sparse_nodes": int(sum(p.size for p, _ in sparse)),
             "entry_nodes": int(seeds.size),
         }
-        hits = self._retrieve(seeds, seed_weights, query, info, exact)
+        positions, chosen, walks = self._retrieve(seeds, seed_weights, query, info, exact)
+        if params.resolve("trace", False):
+            info["trace"] = self.trace(positions, walks, labelled, params)
         query.report.update(info)
-        return hits
+        return make_hits(self.snapshot, self.doc_names, self.ids[positions], chosen)
 
     def _positions(self, ids: np.ndarray) -> np.ndarray:
         """Dense positions of the live ``ids`` (others dropped)."""
@@ -493,53 +510,18 @@ class HeterographView(ComponentView):
         exclude: np.ndarray,
         max_units: int = 1 << 30,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The entities that lead on from ``sources`` (chunks and units), as seeds.
+        """The entities that lead on from ``sources`` (chunks and units), as seeds
+        (``ranking.bridge_seeds``).
 
         The bridge of a multi-hop question is named in the first hop's text (the designer in
-        the bridge's article) and mentioned again elsewhere, but not everywhere. Every
-        entity of a source (a chunk's entities are its units') that 2 to ``max_units``
-        units mention is a seed of weight ``max(strength of its sources) / ln(1 + units
-        mentioning it)``; entities in ``exclude`` (the question's own matches) are left out.
-
-        Parameters
-        ----------
-        sources, strength:
-            Chunks and units (dense positions) and how strongly each was retrieved.
-        exclude:
-            Entities never returned.
-
-        Returns
-        -------
-        positions, weights
-            The entities (dense positions, unique) and their weights.
+        the bridge's article) and mentioned again elsewhere, but not everywhere.
         """
-        if sources.size == 0:
-            return _EMPTY_I, _EMPTY_F
-        is_chunk = self.kinds[sources] == np.uint8(T)
-        units_of_chunks, from_chunk = follow(self._chunk_src, self._chunk_dst, sources[is_chunk])
-        strength_of = dict(
-            zip(sources.tolist(), np.asarray(strength, np.float64).tolist(), strict=True)
-        )
-        units = np.concatenate([sources[~is_chunk], units_of_chunks])
-        unit_strength = np.asarray(
-            [strength_of[p] for p in sources[~is_chunk].tolist()]
-            + [strength_of[p] for p in from_chunk.tolist()],
-            np.float64,
-        )
-        entities, from_unit = follow(self._unit_src, self._unit_dst, units)
-        if entities.size == 0:
-            return _EMPTY_I, _EMPTY_F
-        unit_index = {p: i for i, p in enumerate(units.tolist())}
-        power = unit_strength[[unit_index[p] for p in from_unit.tolist()]]
-        units_of = self.units_of[entities]
-        keep = ~np.isin(entities, exclude) & (units_of >= 2) & (units_of <= max_units)
-        entities, power = entities[keep], power[keep]
-        if entities.size == 0:
-            return _EMPTY_I, _EMPTY_F
-        uniq, inverse = np.unique(entities, return_inverse=True)
-        best = np.zeros(uniq.size, np.float64)
-        np.maximum.at(best, inverse, power)
-        return uniq, best / np.log1p(self.units_of[uniq].astype(np.float64))
+        chunk_links = (self._chunk_src, self._chunk_dst)
+        unit_links = (self._unit_src, self._unit_dst)
+        return bridge_seeds(
+            self.kinds, T, chunk_links, unit_links, self.units_of, sources, strength, exclude,
+            max_units,
+        )  # fmt: skip
 
     def _ranked_text(
         self, touched: np.ndarray, scores: np.ndarray, gamma: float, limit: int
@@ -570,11 +552,13 @@ class HeterographView(ComponentView):
         query: Query,
         info: dict[str, Any],
         exact: np.ndarray = _EMPTY_I,
-    ) -> list[Hit]:
+    ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray, float]]]:
+        """(positions returned, their ranking scores, the walks run: (seeds, weights, share))."""
         params = query.params
         assert isinstance(params, GraphParams)
         cfg = self.cfg
         touched, scores = self.walk(seeds, seed_weights, params)
+        walks = [(seeds, seed_weights, 1.0)]
         gamma = float(params.resolve("token_exponent", cfg.token_exponent))
         limit = int(cfg.max_candidates)
         score = np.zeros(self.ids.shape[0], np.float64)
@@ -595,6 +579,7 @@ class HeterographView(ComponentView):
             )
             info["bridge_nodes"] = int(entities.size)
             if entities.size:
+                walks.append((entities, weights, w_bridge))
                 b_touched, b_scores = self.walk(entities, weights, params)
                 fresh = score[b_touched] == 0
                 score[b_touched] += w_bridge * b_scores
@@ -606,7 +591,7 @@ class HeterographView(ComponentView):
         info["cross_nodes"] = int(cross.size)
         if seeds.size == 0:
             info["retrievable_candidates"] = info["text_nodes"] = 0
-            return []
+            return _EMPTY_I, _EMPTY_F, walks
         tokens_of = self.snapshot.nodes.tokens
         text, text_density = self._ranked_text(touched, scores, gamma, limit)
         # Other kinds: the seeds and cross nodes; an entity contributes its attributes and a
@@ -667,4 +652,48 @@ class HeterographView(ComponentView):
         order = np.argsort(-chosen, kind="stable")
         positions, chosen = positions[order], chosen[order]
         info["text_nodes"] = int(np.count_nonzero(self.kinds[positions] == np.uint8(T)))
-        return make_hits(self.snapshot, self.doc_names, self.ids[positions], chosen)
+        return positions, chosen, walks
+
+    def trace(
+        self,
+        returned: np.ndarray,
+        walks: list[tuple[np.ndarray, np.ndarray, float]],
+        groups: list[tuple[str, np.ndarray, np.ndarray, float]],
+        params: GraphParams,
+    ) -> dict[str, Any]:
+        """Why the walk reached the returned nodes: its entry points and the edges it used.
+
+        ``entry_points``: every seed (``id``, ``kind`` letter, ``match``: the entry groups
+        that found it, ``exact`` / ``dense`` / ``sparse`` in ``groups`` or ``bridge`` for a
+        seed of the second walk, and ``weight``: its share of the restart mass of both
+        walks, summing to 1), heaviest first. ``walk_edges``: for each returned node the
+        ``TRACE_EDGES`` edges that carried it most mass in the walk's last step, then, for
+        their sources that are not seeds, theirs in the step before, up to ``TRACE_LEVELS``
+        steps (``ranking.walk_edges``, exact for the mixture of both walks): ``src`` (where
+        the mass came from), ``dst``, ``kind`` (the heaviest stored edge's ``EdgeKind``,
+        ``ranking.TITLE_LINK`` = 0 for a title link), ``weight`` (the walk's), ``flow`` (the
+        mass carried) and ``level``; numbers to 6 significant digits (a flow is never
+        rounded to 0). Costs two to three more walks; only on request.
+        """
+        alpha = float(params.resolve("ppr_alpha", self.cfg.ppr_alpha))
+        iters = int(params.resolve("ppr_iters", self.cfg.ppr_iters))
+        graph = (self.indptr, self.indices, self.weights)
+        restart = walk_distribution(*graph, walks, alpha, 0)
+        levels = range(iters - 1, max(iters - 1 - TRACE_LEVELS, -1), -1)
+        earlier = [walk_distribution(*graph, walks, alpha, t) for t in levels]
+        seeds = np.flatnonzero(restart > 0)
+        src, dst, w, flow, level = walk_edges(*graph, earlier, alpha, returned, seeds, TRACE_EDGES)
+        found = seed_matches([*groups, *(("bridge", *walk) for walk in walks[1:])])
+        seeds = seeds[np.argsort(-restart[seeds], kind="stable")]
+        entry = [
+            {"id": int(self.ids[p]), "kind": NodeKind(int(self.kinds[p])).letter,
+             "match": found.get(p, []), "weight": float(f"{restart[p]:.6g}")}
+            for p in seeds.tolist()
+        ]  # fmt: skip
+        columns = (self.ids[src], self.ids[dst], pair_kinds(*self._edges(), src, dst), w, flow)
+        edges = [
+            {"src": int(a), "dst": int(b), "kind": int(k), "weight": float(f"{x:.6g}"),
+             "flow": float(f"{f:.6g}"), "level": int(lv)}
+            for a, b, k, x, f, lv in zip(*columns, level, strict=True)
+        ]  # fmt: skip
+        return {"entry_points": entry, "walk_edges": edges}
