@@ -1,15 +1,17 @@
 """Exact k nearest neighbours by inner product: blocked GEMM, then ``argpartition``.
 
-Exact rather than approximate because the callers (the heterograph's semantic edges,
-docs/architecture.md, "Heterograph") ask for the neighbours of the few nodes an operation
-adds, among every embedded node: one ``queries × base`` GEMM per block, no index to build.
+Exact because the callers (the heterograph's semantic edges, docs/architecture.md,
+"Heterograph") ask for the neighbours of the few nodes an operation adds: one
+``queries × base`` GEMM per block, no index to build. Above
+``HeterographConfig.semantic_exact_below`` nodes the heterograph switches to the
+approximate search of ``core.ann``; :func:`best_per_query` merges candidate lists of both.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["nearest_neighbours"]
+__all__ = ["best_per_query", "nearest_neighbours", "nearest_neighbours_scored"]
 
 
 def nearest_neighbours(
@@ -43,10 +45,31 @@ def nearest_neighbours(
         The edge list, one row per (query id, neighbour id), grouped by query in query
         order; the neighbours of one query come in no particular order.
     """
+    src, dst, _ = nearest_neighbours_scored(queries, query_ids, base, base_ids, m, block_rows)
+    return src, dst
+
+
+def nearest_neighbours_scored(
+    queries: np.ndarray,
+    query_ids: np.ndarray,
+    base: np.ndarray,
+    base_ids: np.ndarray,
+    m: int,
+    block_rows: int = 512,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`nearest_neighbours` with the inner product of each pair (float32 ``sim``).
+
+    Returns
+    -------
+    src, dst : int64 arrays [e]
+    sim : float32 array [e]
+    """
+    empty = np.zeros(0, np.int64)
     if queries.shape[0] == 0 or base.shape[0] == 0 or m <= 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return empty, empty, np.zeros(0, np.float32)
     srcs: list[np.ndarray] = []
     dsts: list[np.ndarray] = []
+    sims_out: list[np.ndarray] = []
     base = np.ascontiguousarray(base, dtype=np.float32)
     order = np.argsort(base_ids)
     sorted_base = base_ids[order]
@@ -64,9 +87,60 @@ def nearest_neighbours(
         if kk <= 0:
             continue
         top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
-        valid = np.isfinite(np.take_along_axis(sims, top, axis=1))
-        srcs.append(np.repeat(qids, kk)[valid.ravel()])
-        dsts.append(base_ids[top].ravel()[valid.ravel()])
+        top_sims = np.take_along_axis(sims, top, axis=1)
+        valid = np.isfinite(top_sims).ravel()
+        srcs.append(np.repeat(qids, kk)[valid])
+        dsts.append(base_ids[top].ravel()[valid])
+        sims_out.append(top_sims.ravel()[valid])
     if not srcs:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(srcs).astype(np.int64), np.concatenate(dsts).astype(np.int64)
+        return empty, empty, np.zeros(0, np.float32)
+    return (
+        np.concatenate(srcs).astype(np.int64),
+        np.concatenate(dsts).astype(np.int64),
+        np.concatenate(sims_out).astype(np.float32),
+    )
+
+
+def best_per_query(
+    src: np.ndarray, dst: np.ndarray, sim: np.ndarray, m: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``m`` most similar candidates of each query, from candidate lists merged together.
+
+    Parameters
+    ----------
+    src, dst : int64 arrays [e]
+        Candidate pairs (query id, neighbour id); a pair listed twice is kept once.
+    sim : float array [e]
+        Their inner products.
+    m : int
+        Candidates kept per query (none when ``m <= 0``).
+
+    Returns
+    -------
+    src, dst : int64 arrays
+        Grouped by ascending query id; within a query by descending similarity, ties by
+        ascending neighbour id (deterministic).
+    sim : float32 array
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    sim = np.asarray(sim, dtype=np.float32)
+    if not (src.shape == dst.shape == sim.shape):
+        raise ValueError("best_per_query: src, dst and sim differ in length")
+    if src.size == 0 or m <= 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    order = np.lexsort((dst, -sim, src))
+    src, dst, sim = src[order], dst[order], sim[order]
+    # Drop repeated pairs (the same neighbour found by two candidate lists).
+    keep = np.ones(src.size, bool)
+    pair_order = np.lexsort((dst, src))
+    ps, pd = src[pair_order], dst[pair_order]
+    repeat = np.zeros(src.size, bool)
+    repeat[1:] = (ps[1:] == ps[:-1]) & (pd[1:] == pd[:-1])
+    # Of two equal pairs keep the one sorted first (the higher similarity).
+    keep[pair_order[repeat]] = False
+    src, dst, sim = src[keep], dst[keep], sim[keep]
+    starts = np.r_[0, np.nonzero(src[1:] != src[:-1])[0] + 1]
+    rank = np.arange(src.size) - np.repeat(starts, np.diff(np.r_[starts, src.size]))
+    sel = rank < m
+    return src[sel], dst[sel], sim[sel]

@@ -175,7 +175,9 @@ class UpdateContext:
     """What a component may read and write during one operation.
 
     ``text_index`` is the per-version reuse index (``TextIndex``); the engine passes the
-    one of its state, and a context made without it builds its own.
+    one of its state, and a context made without it builds its own. ``vectors`` is the
+    committed version's vector index, for stages that search the committed vectors without
+    copying them (semantic edges above ``semantic_exact_below``); None reads the snapshot.
     """
 
     snapshot: Snapshot
@@ -186,6 +188,7 @@ class UpdateContext:
     report: OperationReport
     hyperplanes: np.ndarray
     text_index: TextIndex | None = None
+    vectors: VectorIndex | None = None
     _pending_vectors: dict[int, np.ndarray] = field(default_factory=dict)
     _pending_texts: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
 

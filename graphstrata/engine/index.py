@@ -356,6 +356,7 @@ class Engine:
             report=report,
             hyperplanes=snapshot.hyperplanes,
             text_index=state.text_index,
+            vectors=state.vectors,
         )
         removed_chunks = remove_docs(ctx, remove_keys)
         change = add_docs(ctx, to_add, self.config.chunking, removed_chunks, remove_keys, progress)

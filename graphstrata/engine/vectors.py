@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 from usearch.index import Index as UsearchIndex
 
+from graphstrata.core.ann import hnsw_index, match_arrays
+from graphstrata.core.knn import best_per_query
 from graphstrata.engine.store import VectorTable
 
 #: Below this many vectors a kind is searched exactly (brute force is faster and exact).
@@ -20,15 +22,7 @@ EXACT_BELOW = 4096
 
 
 def _new_index(dim: int, dtype: str, expansion_search: int) -> UsearchIndex:
-    # Explicit dtype: usearch's default depends on the CPU's features.
-    return UsearchIndex(
-        ndim=dim,
-        metric="ip",
-        dtype=dtype,
-        connectivity=16,
-        expansion_add=128,
-        expansion_search=expansion_search,
-    )
+    return hnsw_index(dim, dtype, expansion_search)
 
 
 class VectorIndex:
@@ -139,6 +133,64 @@ class VectorIndex:
         kinds = self.by_kind.keys() if kinds is None else kinds
         return sum(len(self.by_kind[k]) for k in kinds if k in self.by_kind)
 
+    def neighbours(
+        self,
+        queries: np.ndarray,
+        query_ids: np.ndarray,
+        kinds: Sequence[int],
+        m: int,
+        exclude: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Top-``m`` neighbours of each query over the union of ``kinds``, skipping some ids.
+
+        The heterograph's semantic edges query the committed index with the new nodes only
+        (``O(new log n)``, no vector copied out of the store). A kind's index is searched
+        exactly below ``EXACT_BELOW`` vectors, by HNSW above.
+
+        Parameters
+        ----------
+        queries:
+            float32 ``[q, dim]``.
+        query_ids:
+            int64 ``[q]``: a query is never its own neighbour.
+        kinds:
+            Node kinds searched.
+        m:
+            Neighbours per query.
+        exclude:
+            int64 ids never returned (nodes the operation deletes).
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(src, dst, sim)`` as ``core.knn.best_per_query`` returns them.
+        """
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        query_ids = np.asarray(query_ids, dtype=np.int64)
+        nq = queries.shape[0]
+        exclude = np.unique(np.asarray(exclude, dtype=np.int64))
+        srcs, dsts, sims = [], [], []
+        for kind in kinds:
+            index = self.by_kind.get(int(kind))
+            if index is None or len(index) == 0 or m <= 0 or nq == 0:
+                continue
+            # Ask for as many more matches as excluded ids the index holds (and one for the
+            # query itself), so that m remain after filtering.
+            held = int(np.count_nonzero(index.contains(exclude))) if exclude.size else 0
+            selves = bool(np.any(index.contains(query_ids)))
+            k = min(m + held + int(selves), len(index))
+            matches = index.search(queries, k, exact=len(index) < EXACT_BELOW)
+            keys, sim, valid = match_arrays(matches, nq, k)
+            valid &= keys != query_ids[:, None]
+            if held:
+                valid &= ~np.isin(keys, exclude)
+            srcs.append(np.repeat(query_ids, k).reshape(nq, k)[valid])
+            dsts.append(keys[valid])
+            sims.append(sim[valid])
+        if not srcs:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+        return best_per_query(np.concatenate(srcs), np.concatenate(dsts), np.concatenate(sims), m)
+
     def search(
         self, queries: np.ndarray, kinds: Sequence[int], k: int
     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -156,17 +208,10 @@ class VectorIndex:
                 continue
             kk = min(k, len(index))
             matches = index.search(queries, kk, exact=len(index) < EXACT_BELOW)
-            keys = np.atleast_2d(np.asarray(matches.keys))
-            dists = np.atleast_2d(np.asarray(matches.distances))
-            counts = (
-                np.atleast_1d(np.asarray(matches.counts))
-                if hasattr(matches, "counts")
-                else np.full(nq, kk)
-            )
+            keys, sims, valid = match_arrays(matches, nq, kk)
             for q in range(nq):
-                c = int(counts[q])
-                per_ids[q].append(keys[q, :c].astype(np.int64))
-                per_scores[q].append((1.0 - dists[q, :c]).astype(np.float32))
+                per_ids[q].append(keys[q][valid[q]])
+                per_scores[q].append(sims[q][valid[q]])
         out_ids, out_scores = [], []
         for q in range(nq):
             if not per_ids[q]:

@@ -111,8 +111,11 @@ def test_corrupt_segment_is_detected(tmp_path):
     data = bytearray(seg.read_bytes())
     data[len(data) // 2] ^= 0xFF
     seg.write_bytes(bytes(data))
+    # Opening hashes no segment (sizes only); a caller that wants every byte verified asks.
     with pytest.raises(CorruptIndexError, match="failed its checksum"):
-        Store.open(tmp_path / "ix").load()
+        Store.open(tmp_path / "ix").load(verify=True)
+    (bad,) = Store.open(tmp_path / "ix").verify_files().problems
+    assert bad.file == store.manifest["segments"]["nodes"][0]["file"]
 
 
 def test_corrupt_or_foreign_manifest_is_detected(tmp_path):

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 
 from graphstrata.bindings.cli.answer import register as register_answer
+from graphstrata.bindings.cli.check import register as register_check
 from graphstrata.bindings.cli.commands import register as register_index_commands
 from graphstrata.bindings.cli.evaluate import register as register_eval
 from graphstrata.bindings.cli.serve import register as register_serve
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_eval(sub)
     register_serve(sub)
     register_answer(sub)
+    register_check(sub)
     return parser
 
 

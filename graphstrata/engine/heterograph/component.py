@@ -62,7 +62,7 @@ def run_operation(ctx: UpdateContext, change: ChangeSet) -> None:
     with report.stage("heterograph:clusters"):
         clusters = link_elements(ctx, work, comm)
     with report.stage("heterograph:semantic_edges"):
-        semantic_edges(ctx, work, change, embedded)
+        semantic_edges(ctx, work, change, embedded, ctx.vectors)
     with report.stage("heterograph:write"):
         write(ctx.delta, work, change.removed_chunk_ids)
         last = {

@@ -7,7 +7,8 @@
   assigned to the nearest centroid. Elements a community keeps are linked to the members
   this operation added to it.
 * Each new embedded node is linked to its ``semantic_neighbours`` nearest embedded T/S/A/H
-  nodes by an exact blocked GEMM (weight 1 per edge; a duplicate of an existing edge adds 1).
+  nodes (weight 1 per edge; a duplicate of an existing edge adds 1): exact (blocked GEMM)
+  below ``semantic_exact_below`` embedded nodes, approximate (usearch HNSW) above.
 
 (docs/architecture.md, "Heterograph".)
 """
@@ -19,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from graphstrata.core.ann import approximate_neighbours
 from graphstrata.core.kmeans import kmeans_assign, kmeans_fit
-from graphstrata.core.knn import nearest_neighbours
+from graphstrata.core.knn import best_per_query, nearest_neighbours, nearest_neighbours_scored
 from graphstrata.engine.component import ChangeSet, UpdateContext
 from graphstrata.engine.heterograph.communities import Communities
 from graphstrata.engine.heterograph.graph import cluster_count
@@ -36,6 +38,7 @@ from graphstrata.engine.heterograph.schema import (
 )
 from graphstrata.engine.heterograph.work import EMPTY, Work
 from graphstrata.engine.types import EdgeKind, NodeKind
+from graphstrata.engine.vectors import VectorIndex
 
 
 @dataclass
@@ -151,8 +154,20 @@ def link_elements(ctx: UpdateContext, work: Work, comm: Communities) -> Clusters
     return Clusters(centroids, ids, labels, stats)
 
 
-def semantic_edges(ctx: UpdateContext, work: Work, change: ChangeSet, embedded: np.ndarray) -> None:
-    """Each new embedded node to its M nearest embedded T/S/A/H nodes (exact GEMM).
+def semantic_edges(
+    ctx: UpdateContext,
+    work: Work,
+    change: ChangeSet,
+    embedded: np.ndarray,
+    index: VectorIndex | None = None,
+) -> None:
+    """Each new embedded node to its M nearest embedded T/S/A/H nodes.
+
+    Below ``semantic_exact_below`` embedded nodes (committed and new) the neighbours are
+    exact (one blocked GEMM over every vector). Above it they are approximate: the new
+    nodes query ``index``, the committed version's usearch indexes (``O(new log n)``, no
+    vector copied out of the store), and one another, exactly while they are fewer than
+    the threshold and through a temporary HNSW index above (a full build).
 
     Parameters
     ----------
@@ -164,6 +179,9 @@ def semantic_edges(ctx: UpdateContext, work: Work, change: ChangeSet, embedded: 
         Its new chunks are new embedded nodes too.
     embedded:
         The S/A/H ids :func:`embed_new_nodes` embedded.
+    index:
+        The committed version's vector index. Without it an approximate operation finds the
+        committed neighbours exactly (every committed vector copied: ``O(n)`` per insert).
     """
     new_ids = np.asarray(
         sorted(set(embedded.tolist()) | set(change.added_chunk_ids.tolist())), dtype=np.int64
@@ -172,19 +190,37 @@ def semantic_edges(ctx: UpdateContext, work: Work, change: ChangeSet, embedded: 
     if new_ids.size == 0 or m <= 0:
         return
     dead = work.dead_array()
-    base_ids, base_parts = [], []
     vt = work.snapshot.vectors
-    for kind in HETERO_EMBEDDED:
-        ids, mat = vt.of_kind(kind)
-        if ids.size and dead.size:
-            keep = ~np.isin(ids, dead)
-            ids, mat = ids[keep], mat[keep]
-        base_ids.append(ids)
-        base_parts.append(mat)
+    # Kind by kind, in segment order: the exact kernel's tie-breaking depends on the order.
+    committed = np.concatenate([vt.ids[vt.kinds == k] for k in HETERO_EMBEDDED])
+    if committed.size and dead.size:
+        committed = committed[~np.isin(committed, dead)]
     new_vecs = ctx.vectors_of(new_ids)
-    base_ids.append(new_ids)
-    base_parts.append(new_vecs)
-    src, dst = nearest_neighbours(
-        new_vecs, new_ids, np.concatenate(base_parts), np.concatenate(base_ids), m
+    threshold = int(work.config.semantic_exact_below)
+    exact = committed.size + new_ids.size < threshold
+    ctx.report.notes.append(
+        f"heterograph: semantic edges {'exact' if exact else 'approximate'} for "
+        f"{new_ids.size} new of {committed.size + new_ids.size} embedded nodes"
+    )
+    if exact:
+        base_ids = np.concatenate([committed, new_ids])
+        base = np.concatenate([vt.get(committed), new_vecs])
+        src, dst = nearest_neighbours(new_vecs, new_ids, base, base_ids, m)
+        work.edges.add(int(EdgeKind.SEMANTIC), src, dst)
+        return
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    if committed.size and index is not None:
+        parts.append(index.neighbours(new_vecs, new_ids, HETERO_EMBEDDED, m, dead))
+    elif committed.size:
+        parts.append(nearest_neighbours_scored(new_vecs, new_ids, vt.get(committed), committed, m))
+    if new_ids.size < threshold:
+        parts.append(nearest_neighbours_scored(new_vecs, new_ids, new_vecs, new_ids, m))
+    else:
+        parts.append(approximate_neighbours(new_vecs, new_ids, new_vecs, new_ids, m))
+    src, dst, _ = best_per_query(
+        np.concatenate([p[0] for p in parts]),
+        np.concatenate([p[1] for p in parts]),
+        np.concatenate([p[2] for p in parts]),
+        m,
     )
     work.edges.add(int(EdgeKind.SEMANTIC), src, dst)

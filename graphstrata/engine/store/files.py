@@ -27,6 +27,7 @@ import shutil
 import signal
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
@@ -209,6 +210,72 @@ def write_failure_cause(exc: OSError) -> str:
 
 
 # ------------------------------------------------------------------------ manifest paths
+@dataclass(frozen=True)
+class FileProblem:
+    """A file of an index that failed ``Store.verify_files``.
+
+    Attributes
+    ----------
+    file:
+        Its path relative to the index directory.
+    what:
+        What it is (``"nodes segment"``, ``"state 'x'"``, ``"manifest"``, ...).
+    problem:
+        Why it is bad (missing, wrong size, failed its checksum, unreadable manifest).
+    """
+
+    file: str
+    what: str
+    problem: str
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """The result of ``Store.verify_files``: files hashed, and the bad ones."""
+
+    files: int
+    problems: list[FileProblem]
+
+    @property
+    def ok(self) -> bool:
+        """True when every file is intact."""
+        return not self.problems
+
+
+def manifest_entries(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every file a manifest names, as ``(what, entry)`` pairs.
+
+    Parameters
+    ----------
+    manifest:
+        A verified manifest.
+
+    Returns
+    -------
+    list
+        ``("hyperplanes", entry)``, ``("nodes segment", entry)``, ... ``("vector cache",
+        entry)``; an entry holds ``file`` and ``sha256``, and ``bytes`` where recorded.
+
+    Raises
+    ------
+    CorruptIndexError
+        When the manifest lacks the structure that lists them.
+    """
+    try:
+        out: list[tuple[str, dict[str, Any]]] = [("hyperplanes", manifest["hyperplanes"])]
+        for table, entries in manifest["segments"].items():
+            out += [(f"{table} segment", e) for e in entries]
+        out += [(f"state {k!r}", e) for k, e in manifest.get("state", {}).items()]
+        if manifest.get("vector_cache"):
+            out.append(("vector cache", manifest["vector_cache"]))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise CorruptIndexError(f"manifest is malformed (no file list: {exc!r})") from exc
+    for what, entry in out:
+        if not isinstance(entry, dict) or "file" not in entry:
+            raise CorruptIndexError(f"manifest is malformed ({what} names no file)")
+    return out
+
+
 def manifest_files(manifest: dict[str, Any]) -> list[tuple[str, Any]]:
     """Every file a manifest names, as ``(what, path)`` pairs, paths as written.
 
@@ -227,16 +294,52 @@ def manifest_files(manifest: dict[str, Any]) -> list[tuple[str, Any]]:
     CorruptIndexError
         When the manifest lacks the structure that lists them.
     """
+    return [(what, entry["file"]) for what, entry in manifest_entries(manifest)]
+
+
+def file_problem(root: Path, entry: dict[str, Any], what: str, checksum: bool) -> str | None:
+    """Why a file a manifest names cannot be used, or ``None`` when it can.
+
+    Opening checks sizes only (one ``stat`` per file); the SHA-256 of every byte is for
+    ``checksum=True`` (``graphstrata check``, ``Store.load(verify=True)``): hashing a
+    large index on every open would cost more than the open itself.
+
+    Parameters
+    ----------
+    root:
+        The index directory.
+    entry:
+        The manifest's entry of the file (``file``, ``sha256``, ``bytes`` where recorded).
+    what:
+        What the entry is, for messages.
+    checksum:
+        Also compare the file's SHA-256 with the manifest's.
+
+    Returns
+    -------
+    str or None
+        ``"listed in the manifest is missing"``, ``"has N bytes, the manifest records M
+        (truncated or overwritten)"``, ``"failed its checksum (...)"``, or ``None``.
+
+    Raises
+    ------
+    CorruptIndexError
+        When the entry's path leaves the index directory (:func:`resolve_in_root`).
+    """
+    path = resolve_in_root(root, entry.get("file"), what)
     try:
-        files: list[tuple[str, Any]] = [("hyperplanes", manifest["hyperplanes"]["file"])]
-        for table, entries in manifest["segments"].items():
-            files += [(f"{table} segment", e["file"]) for e in entries]
-        files += [(f"state {k!r}", e["file"]) for k, e in manifest.get("state", {}).items()]
-        if manifest.get("vector_cache"):
-            files.append(("vector cache", manifest["vector_cache"]["file"]))
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise CorruptIndexError(f"manifest is malformed (no file list: {exc!r})") from exc
-    return files
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return "listed in the manifest is missing"
+    expected = entry.get("bytes")
+    if isinstance(expected, int) and size != expected:
+        return f"has {size} bytes, the manifest records {expected} (truncated or overwritten)"
+    if checksum:
+        actual = sha256_file(path)
+        want = str(entry.get("sha256"))
+        if actual != want:
+            return f"failed its checksum (expected {want[:12]}, got {actual[:12]})"
+    return None
 
 
 def resolve_in_root(root: Path, rel: Any, what: str = "file") -> Path:
@@ -283,6 +386,54 @@ def resolve_in_root(root: Path, rel: Any, what: str = "file") -> Path:
             "(a symlink?); refusing to open it"
         )
     return path
+
+
+def verify_index_files(root: Path, manifest: dict[str, Any], all_versions: bool) -> FileCheck:
+    """Hash every file ``manifest`` names (and, with ``all_versions``, every kept version's).
+
+    Parameters
+    ----------
+    root:
+        The index directory.
+    manifest:
+        Its current, verified manifest.
+    all_versions:
+        Also read every ``manifests/v*.json`` (each verified; a bad one is a problem of its
+        own) and hash the files they name; a file shared by versions is read once.
+
+    Returns
+    -------
+    FileCheck
+        How many files were hashed, and one problem per bad file in manifest order.
+    """
+    manifests: list[tuple[str, dict[str, Any]]] = [(MANIFEST, manifest)]
+    problems: list[FileProblem] = []
+    if all_versions:
+        for path in sorted((root / "manifests").glob("v*.json")):
+            rel = str(path.relative_to(root))
+            try:
+                manifests.append((rel, read_manifest(path)))
+            except CorruptIndexError as exc:
+                problems.append(FileProblem(rel, "manifest", str(exc)))
+    seen: set[str] = set()
+    for source, listed in manifests:
+        try:
+            entries = manifest_entries(listed)
+        except CorruptIndexError as exc:
+            problems.append(FileProblem(source, "manifest", str(exc)))
+            continue
+        for what, entry in entries:
+            key = f"{entry.get('file')}\0{entry.get('sha256')}"
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                problem = file_problem(root, entry, what, checksum=True)
+            except CorruptIndexError as exc:
+                problem = str(exc)
+            if problem is not None:
+                problems.append(FileProblem(str(entry.get("file")), what, problem))
+    return FileCheck(files=len(seen), problems=problems)
 
 
 def check_manifest_paths(root: Path, manifest: dict[str, Any]) -> None:

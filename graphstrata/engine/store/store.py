@@ -36,8 +36,10 @@ from graphstrata.engine.store.files import (
     FORMAT_VERSION,
     MANIFEST,
     TABLES,
+    FileCheck,
     check_manifest_paths,
     crashpoint,
+    file_problem,
     fsync_file,
     leftover_siblings,
     manifest_files,
@@ -45,6 +47,7 @@ from graphstrata.engine.store.files import (
     resolve_in_root,
     seal,
     sha256_file,
+    verify_index_files,
     write_atomic,
     write_failure_cause,
 )
@@ -222,18 +225,11 @@ class Store:
 
     # reading --------------------------------------------------------------------------------
     def _check(self, entry: dict[str, Any], verify: bool) -> Path:
-        path = resolve_in_root(self.root, entry["file"])
-        if not path.exists():
-            raise CorruptIndexError(
-                f"{self.root}: segment {entry['file']} listed in the manifest is missing"
-            )
-        if verify:
-            actual = sha256_file(path)
-            if actual != entry["sha256"]:
-                raise CorruptIndexError(
-                    f"{self.root}: segment {entry['file']} failed its checksum (expected {entry['sha256'][:12]}, got {actual[:12]})"
-                )
-        return path
+        """The path of a file to read: present, of its recorded size, hashed if ``verify``."""
+        problem = file_problem(self.root, entry, "file", verify)
+        if problem is not None:
+            raise CorruptIndexError(f"{self.root}: segment {entry['file']} {problem}")
+        return resolve_in_root(self.root, entry["file"])
 
     def _read_parquet(
         self, entries: list[dict[str, Any]], schema: pa.Schema, verify: bool
@@ -272,8 +268,23 @@ class Store:
         matrix = flat.reshape(-1, dim)
         return VectorSegment(ids=ids, kinds=kinds, matrix=matrix, version=int(entry["version"]))
 
-    def load(self, verify: bool = True) -> Snapshot:
-        """Load this store's version into memory (vectors memory-mapped)."""
+    def load(self, verify: bool = False) -> Snapshot:
+        """Load this store's version into memory (vectors memory-mapped).
+
+        Parameters
+        ----------
+        verify:
+            Also compare every file's SHA-256 with the manifest's. Off by default: the
+            manifest is sealed with its own checksum and every file's size is checked, which
+            catches a truncated or partly written file; a flipped byte inside a file is
+            found by :meth:`verify_files` (``graphstrata check``), not on every open.
+
+        Raises
+        ------
+        CorruptIndexError
+            A file is missing, has another size than the manifest records, fails its checksum
+            (``verify``), or cannot be read.
+        """
         segs = self.manifest["segments"]
         dead_nodes = self._read_parquet(segs["node_tombstones"], TOMBSTONE_SCHEMA, verify)
         dead_docs = self._read_parquet(segs["doc_tombstones"], TOMBSTONE_SCHEMA, verify)
@@ -291,6 +302,7 @@ class Store:
             nodes.ids,
         )
         hp_entry = self.manifest["hyperplanes"]
+        # A few kilobytes, read whole: always hashed.
         hp_path = self._check({"file": hp_entry["file"], "sha256": hp_entry["sha256"]}, True)
         hyperplanes = np.load(hp_path)
         state = {}
@@ -299,6 +311,22 @@ class Store:
         return Snapshot(self.root, self.manifest, nodes, edges, docs, vectors, hyperplanes, state)
 
     # writing --------------------------------------------------------------------------------
+    def verify_files(self, all_versions: bool = False) -> FileCheck:
+        """Hash every file of this version (or of every kept version) against its manifest.
+
+        Parameters
+        ----------
+        all_versions:
+            Also every version kept under ``manifests/`` since the last ``compact`` (each
+            history manifest is verified too); a file shared by versions is read once.
+
+        Returns
+        -------
+        FileCheck
+            How many files were hashed, and one problem per bad file in manifest order.
+        """
+        return verify_index_files(self.root, self.manifest, all_versions)
+
     @contextlib.contextmanager
     def writer(self, wait: float = 0.0) -> Iterator[None]:
         """Hold the one-writer lock; clean files left by writers that died."""
@@ -543,6 +571,7 @@ class Store:
                     "version": version,
                     "file": entry["file"],
                     "sha256": entry["sha256"],
+                    "bytes": entry["bytes"],
                 }
         return written
 

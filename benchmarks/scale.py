@@ -1,0 +1,427 @@
+"""How the engine's own work grows with the corpus (issue 17): build, one-document writes,
+open, queries, per size, with growth exponents between sizes.
+
+The corpus is ``benchmarks/synthetic_corpus.py`` (seeded: Zipf words, a 3,000-name entity
+pool, ~5.2 chunks per document); the backends are the ``hashing`` embedder (384 dimensions)
+and the extractive LLM, so the numbers are the engine's work, not a model's. Each size runs
+in a fresh subprocess, so its peak RSS is its own. Per size:
+
+* build: wall seconds per stage (the ``OperationReport`` stages, wall clock), total wall and
+  process CPU seconds, bytes on disk;
+* one-document insert and delete into the built index (warm process: one insert and delete
+  of another document first): seconds, bytes written, the slowest stages;
+* ``Index.open`` seconds (a second open in the same process: imports are warm);
+* the first query of each mode after a write (in the order of ``Index.modes``; state a
+  version's modes share, such as the sparse index, is paid by the first mode that uses it),
+  then warm p50/p99 per mode over ``--queries`` queries.
+
+Growth exponents: ``log(v2 / v1) / log(n2 / n1)`` between consecutive sizes of one setting,
+``n`` the chunk count. ``ann`` measures the recall of the approximate semantic edges
+(``core.ann``) against the exact kernel.
+
+Usage::
+
+    python benchmarks/scale.py run --chunks 2000 10000                     # all components
+    python benchmarks/scale.py run --chunks 10000 100000 --no-heterograph  # naive + hierarchy
+    python benchmarks/scale.py ann --vectors 50000 --queries 2000
+    python benchmarks/scale.py report        # rewrite results/scale.md from results/scale.json
+
+Results merge into ``benchmarks/results/scale.json`` (one entry per setting and size) and
+``scale.md`` is regenerated from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+CHUNKS_PER_DOC = 5.2
+DIM = 384
+
+
+def load1() -> float:
+    """The 1-minute load average (the house rule: print it beside every table)."""
+    return round(os.getloadavg()[0], 2)
+
+
+def _corpus() -> Any:
+    sys.path.insert(0, str(HERE))
+    from synthetic_corpus import SyntheticCorpus
+
+    return SyntheticCorpus()
+
+
+def _queries(corpus: Any, n: int) -> list[str]:
+    rng = np.random.default_rng(7)
+    out = []
+    for i in range(n):
+        name = corpus.names[int(rng.integers(0, 300))]  # popular entities
+        words = [corpus.words[int(rng.integers(0, 2000))] for _ in range(3)]
+        out.append(f"{name} {' '.join(words)}" if i % 2 == 0 else " ".join([*words, name]))
+    return out
+
+
+def _stages(report: Any, top: int | None = None) -> dict[str, float]:
+    items = sorted(report.stages.items(), key=lambda kv: -kv[1])
+    return {k: round(v, 3) for k, v in (items[:top] if top else items)}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+# ---------------------------------------------------------------------- one size (child)
+def run_one(
+    chunks: int, heterograph: bool, work: Path, n_queries: int, exact_below: int | None = None
+) -> dict[str, Any]:
+    """Build, write, open and query one index of ~``chunks`` chunks.
+
+    ``exact_below`` overrides ``HeterographConfig.semantic_exact_below`` (the setting is
+    then labelled with it).
+    """
+    from graphstrata.bindings.api import Index
+    from graphstrata.bindings.embedders import HashingEmbedder
+    from graphstrata.bindings.extractive import ExtractiveLLM
+    from graphstrata.engine.config import IndexConfig
+
+    corpus = _corpus()
+    n_docs = max(2, round(chunks / CHUNKS_PER_DOC))
+    t = time.perf_counter()
+    docs = list(corpus.documents(n_docs))
+    gen_seconds = time.perf_counter() - t
+    config = IndexConfig()
+    config.heterograph.enabled = heterograph
+    if exact_below is not None:
+        config.heterograph.semantic_exact_below = exact_below
+    path = work / "ix"
+    embedder = HashingEmbedder(DIM)
+    index = Index.create(path, config, embedder=embedder, llm=ExtractiveLLM(), use_cache=False)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    build = index.insert(docs)
+    build_cpu, build_wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    out: dict[str, Any] = {
+        "setting": ("all" if heterograph else "naive+hierarchy")
+        + (f" (semantic_exact_below={exact_below})" if exact_below is not None else ""),
+        "docs": n_docs,
+        "chunks": int(build.chunks_added),
+        "generate_s": round(gen_seconds, 2),
+        "build_wall_s": round(build_wall, 2),
+        "build_cpu_s": round(build_cpu, 2),
+        "build_stages_s": _stages(build),
+        "disk_bytes": int(index.engine.store.size_bytes()),
+        "nodes": len(index.engine.state.snapshot.nodes.ids),
+        "vectors": len(index.engine.state.snapshot.vectors),
+        "semantic_edges": [n for n in build.notes if "semantic edges" in n],
+        "load1_build": load1(),
+    }
+    queries = _queries(corpus, n_queries)
+    # Warm-up write (Numba compiles the update kernels on their first call): the measured
+    # insert and delete below are those of a warm process.
+    warm_doc = corpus.document(n_docs + 2)
+    index.insert([warm_doc])
+    index.delete([warm_doc["doc_id"]])
+    new_doc = corpus.document(n_docs + 1)
+    ins = index.insert([new_doc])
+    out["insert_s"] = round(ins.seconds, 3)
+    out["insert_bytes"] = int(ins.bytes_written)
+    out["insert_stages_s"] = _stages(ins, top=6)
+    first: dict[str, float] = {}
+    for mode in index.modes:
+        t = time.perf_counter()
+        index.query(queries[0], mode=mode)
+        first[mode] = round(time.perf_counter() - t, 4)
+    out["first_query_after_write_s"] = first
+    dele = index.delete([new_doc["doc_id"]])
+    out["delete_s"] = round(dele.seconds, 3)
+    out["delete_bytes"] = int(dele.bytes_written)
+    out["delete_stages_s"] = _stages(dele, top=6)
+    del index
+    t = time.perf_counter()
+    index = Index.open(path, embedder=embedder, llm=ExtractiveLLM(), use_cache=False)
+    out["open_s"] = round(time.perf_counter() - t, 3)
+    warm: dict[str, dict[str, float]] = {}
+    for mode in index.modes:
+        for q in queries[:3]:
+            index.query(q, mode=mode)
+        times = []
+        for q in queries:
+            t = time.perf_counter()
+            index.query(q, mode=mode)
+            times.append(time.perf_counter() - t)
+        warm[mode] = {
+            "p50_ms": round(1000 * _percentile(times, 50), 2),
+            "p99_ms": round(1000 * _percentile(times, 99), 2),
+        }
+    out["warm_query"] = warm
+    out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out["load1_end"] = load1()
+    return out
+
+
+# ---------------------------------------------------------------------- ANN recall
+def run_ann(n_vectors: int, n_queries: int, m: int) -> dict[str, Any]:
+    """Recall@m of ``core.ann`` against ``core.knn`` on hashing embeddings of the corpus."""
+    from graphstrata.bindings.embedders import HashingEmbedder
+    from graphstrata.core.ann import approximate_neighbours
+    from graphstrata.core.knn import nearest_neighbours_scored
+    from graphstrata.engine.config import ChunkingConfig
+    from graphstrata.engine.ingest.chunking import chunk_text
+
+    corpus = _corpus()
+    texts: list[str] = []
+    cfg = ChunkingConfig()
+    for doc in corpus.documents(round(n_vectors / CHUNKS_PER_DOC) + 50):
+        texts += [c.text for c in chunk_text(doc["text"], cfg)]
+        if len(texts) >= n_vectors:
+            break
+    texts = texts[:n_vectors]
+    x = HashingEmbedder(DIM).embed(texts)
+    ids = np.arange(x.shape[0], dtype=np.int64)
+    rng = np.random.default_rng(0)
+    q = np.sort(rng.choice(x.shape[0], min(n_queries, x.shape[0]), replace=False))
+    t = time.perf_counter()
+    es, ed, _ = nearest_neighbours_scored(x[q], ids[q], x, ids, m)
+    exact_s = time.perf_counter() - t
+    t = time.perf_counter()
+    # The build's path: one HNSW index over every vector, every vector a query.
+    src, dst, _ = approximate_neighbours(x, ids, x, ids, m)
+    approx_s = time.perf_counter() - t
+    sel = np.isin(src, q)
+    truth = set(zip(es.tolist(), ed.tolist(), strict=True))
+    found = set(zip(src[sel].tolist(), dst[sel].tolist(), strict=True))
+    return {
+        "vectors": int(x.shape[0]),
+        "queries": int(q.size),
+        "m": m,
+        "recall": round(len(truth & found) / max(len(truth), 1), 4),
+        "exact_s_for_queries": round(exact_s, 2),
+        "exact_s_all_pairs_estimate": round(exact_s * x.shape[0] / q.size, 1),
+        "approx_s_all": round(approx_s, 2),
+        "load1": load1(),
+    }
+
+
+# ---------------------------------------------------------------------- results
+def _load() -> dict[str, Any]:
+    path = RESULTS / "scale.json"
+    return json.loads(path.read_text()) if path.exists() else {"runs": [], "ann": []}
+
+
+def _save(data: dict[str, Any]) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "scale.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    (RESULTS / "scale.md").write_text(markdown(data))
+
+
+def _exponent(a: float, b: float, na: int, nb: int) -> str:
+    if a <= 0 or b <= 0 or na == nb:
+        return "–"
+    return f"{math.log(b / a) / math.log(nb / na):.2f}"
+
+
+COLUMNS: list[tuple[str, str]] = [
+    ("build_wall_s", "build wall s"),
+    ("build_cpu_s", "build CPU s"),
+    ("peak_rss_mib", "peak RSS MiB"),
+    ("disk_bytes", "disk bytes"),
+    ("insert_s", "1-doc insert s"),
+    ("insert_bytes", "insert bytes"),
+    ("delete_s", "1-doc delete s"),
+    ("delete_bytes", "delete bytes"),
+    ("open_s", "open s"),
+]
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """``scale.md`` from the merged results."""
+    lines = [
+        "# Scale: the engine's own work against corpus size",
+        "",
+        "Generated by `benchmarks/scale.py` (see its docstring for what each column means)"
+        " from `scale.json`. Synthetic corpus (`benchmarks/synthetic_corpus.py`, seed 17),"
+        " `hashing` embedder (384 dimensions), extractive LLM. The cores were shared with"
+        " other processes: the 1-minute load average is printed beside every row; on 2 cores"
+        " a load above 2 means the numbers are slower than the machine alone.",
+        "",
+    ]
+    for cmd in data.get("commands", []):
+        lines.append(f"    {cmd}")
+    lines.append("")
+    # Reading notes written with the results (``"notes"`` in scale.json), kept across runs.
+    for note in data.get("notes", []):
+        lines += [f"* {note}"]
+    if data.get("notes"):
+        lines.append("")
+    runs = sorted(data.get("runs", []), key=lambda r: (r["setting"], r["chunks"]))
+    for setting in sorted({r["setting"] for r in runs}):
+        rows = [r for r in runs if r["setting"] == setting]
+        lines += [f"## {setting}", ""]
+        head = ["chunks", "docs", "nodes", "vectors", *[c[1] for c in COLUMNS], "load1"]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        for r in rows:
+            cells = [str(r["chunks"]), str(r["docs"]), str(r["nodes"]), str(r.get("vectors", "–"))]
+            cells += [str(r.get(k, "–")) for k, _ in COLUMNS]
+            cells.append(f"{r.get('load1_build', '–')} / {r.get('load1_end', '–')}")
+            lines.append("| " + " | ".join(cells) + " |")
+        for a, b in itertools.pairwise(rows):
+            cells = [f"exponent {a['chunks']}→{b['chunks']}", "", "", ""]
+            cells += [
+                _exponent(float(a.get(k, 0)), float(b.get(k, 0)), a["chunks"], b["chunks"])
+                for k, _ in COLUMNS
+            ]
+            cells.append("")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+        stages = sorted({s for r in rows for s in r["build_stages_s"]})
+        top = sorted(stages, key=lambda s: -max(r["build_stages_s"].get(s, 0) for r in rows))
+        lines += ["Build stages (wall s, the report's stages; nested stages overlap):", ""]
+        lines.append("| stage | " + " | ".join(str(r["chunks"]) for r in rows) + " | exponent |")
+        lines.append("|---|" + "---|" * (len(rows) + 1))
+        for s in top[:14]:
+            vals = [r["build_stages_s"].get(s, 0.0) for r in rows]
+            exp = (
+                _exponent(vals[-2], vals[-1], rows[-2]["chunks"], rows[-1]["chunks"])
+                if len(rows) > 1
+                else "–"
+            )
+            lines.append(f"| {s} | " + " | ".join(f"{v:.2f}" for v in vals) + f" | {exp} |")
+        lines.append("")
+        lines += ["One-document insert / delete, slowest stages (wall s):", ""]
+        for r in rows:
+            ins = ", ".join(f"{k} {v}" for k, v in r["insert_stages_s"].items())
+            dele = ", ".join(f"{k} {v}" for k, v in r["delete_stages_s"].items())
+            lines.append(f"* {r['chunks']} chunks: insert {ins}; delete {dele}")
+            for note in r.get("semantic_edges", []):
+                lines.append(f"  * build: {note}")
+        lines.append("")
+        modes = list(rows[0]["warm_query"])
+        lines += ["Queries: first after a write (s) / warm p50 / p99 (ms):", ""]
+        lines.append("| chunks | " + " | ".join(modes) + " |")
+        lines.append("|---|" + "---|" * len(modes))
+        for r in rows:
+            cells = [
+                f"{r['first_query_after_write_s'].get(m, '–')} / {r['warm_query'][m]['p50_ms']}"
+                f" / {r['warm_query'][m]['p99_ms']}"
+                for m in modes
+            ]
+            lines.append(f"| {r['chunks']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    ann = data.get("ann", [])
+    if ann:
+        lines += [
+            "## Approximate semantic edges (recall against the exact kernel)",
+            "",
+            "`core.ann.approximate_neighbours` (usearch HNSW, connectivity 16, expansion 128)"
+            " over hashing embeddings of the corpus' chunks, every vector a query (a full"
+            " build's path), against `core.knn` on a sample of queries.",
+            "",
+            "| vectors | queries | m | recall@m | exact s (sample) | exact all pairs s (est.)"
+            " | HNSW all s | load1 |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for a in ann:
+            lines.append(
+                f"| {a['vectors']} | {a['queries']} | {a['m']} | {a['recall']} |"
+                f" {a['exact_s_for_queries']} | {a['exact_s_all_pairs_estimate']} |"
+                f" {a['approx_s_all']} | {a['load1']} |"
+            )
+        lines.append("")
+    lines.append(f"Machine: {platform.platform()}, {os.cpu_count()} CPUs.")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------- entry point
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("run", help="build and measure one index per size (a subprocess each)")
+    p.add_argument("--chunks", type=int, nargs="+", required=True)
+    p.add_argument("--no-heterograph", action="store_true", dest="no_heterograph")
+    p.add_argument("--queries", type=int, default=50)
+    p.add_argument("--work", help="folder for the indexes (default: a temporary one)")
+    p.add_argument("--semantic-exact-below", type=int, dest="exact_below")
+    p = sub.add_parser("one", help=argparse.SUPPRESS)
+    p.add_argument("--chunks", type=int, required=True)
+    p.add_argument("--no-heterograph", action="store_true", dest="no_heterograph")
+    p.add_argument("--queries", type=int, default=50)
+    p.add_argument("--work", required=True)
+    p.add_argument("--json", required=True)
+    p.add_argument("--semantic-exact-below", type=int, dest="exact_below")
+    p = sub.add_parser("ann", help="recall of the approximate semantic edges")
+    p.add_argument("--vectors", type=int, default=50_000)
+    p.add_argument("--queries", type=int, default=2000)
+    p.add_argument("--m", type=int, default=16)
+    sub.add_parser("report", help="rewrite scale.md from scale.json")
+    args = ap.parse_args(argv)
+    command = "python benchmarks/scale.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    if args.cmd == "one":
+        result = run_one(
+            args.chunks, not args.no_heterograph, Path(args.work), args.queries, args.exact_below
+        )
+        Path(args.json).write_text(json.dumps(result))
+        return 0
+    data = _load()
+    if args.cmd == "report":
+        _save(data)
+        return 0
+    if args.cmd == "ann":
+        print(f"load average {load1()}", flush=True)
+        result = run_ann(args.vectors, args.queries, args.m)
+        print(json.dumps(result), flush=True)
+        data["ann"] = [a for a in data.get("ann", []) if a["vectors"] != result["vectors"]]
+        data["ann"].append(result)
+    else:
+        root = Path(args.work or tempfile.mkdtemp(prefix="gs-scale-"))
+        for chunks in args.chunks:
+            work = root / f"{'naive' if args.no_heterograph else 'all'}-{chunks}-{args.exact_below}"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+            out = work / "result.json"
+            child = [sys.executable, __file__, "one", "--chunks", str(chunks)]
+            child += ["--queries", str(args.queries), "--work", str(work), "--json", str(out)]
+            if args.no_heterograph:
+                child.append("--no-heterograph")
+            if args.exact_below is not None:
+                child += ["--semantic-exact-below", str(args.exact_below)]
+            print(f"load average {load1()}: {' '.join(child[2:])}", flush=True)
+            t = time.perf_counter()
+            subprocess.run(child, check=True)
+            result = json.loads(out.read_text())
+            result["child_wall_s"] = round(time.perf_counter() - t, 1)
+            print(json.dumps(result), flush=True)
+            shutil.rmtree(work / "ix", ignore_errors=True)
+            data["runs"] = [
+                r
+                for r in data.get("runs", [])
+                if not (r["setting"] == result["setting"] and r["chunks"] == result["chunks"])
+            ]
+            data["runs"].append(result)
+            _save(data)
+    commands = [c for c in data.get("commands", []) if c != command]
+    data["commands"] = [*commands, command]
+    _save(data)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
