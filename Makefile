@@ -16,7 +16,7 @@ $(STAMP): setup.cfg pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch==2.13.0 (the CPU build) comes through the `cpu` extra in this same command;
 	# a separate or bare torch requirement would pull a multi-GB CUDA build.
-	$(PY) -m pip install -q -e '.[cpu,server,dev]'
+	$(PY) -m pip install -q -e '.[cpu,server,dev,ray]'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -19,6 +19,11 @@ from graphstrata.engine.store import VectorTable
 
 #: Below this many vectors a kind is searched exactly (brute force is faster and exact).
 EXACT_BELOW = 4096
+#: usearch threads that insert into an HNSW graph. One: a multi-threaded insert links the
+#: graph in an order that varies from run to run, so two builds of the same corpus (or a Ray
+#: build and a one-process build) answered ``graph`` queries differently (issue #14). On the
+#: 2-core machine one thread took 44 s and all cores 43 s for 30k 384-d vectors.
+ADD_THREADS = 1
 
 
 def _new_index(dim: int, dtype: str, expansion_search: int) -> UsearchIndex:
@@ -43,7 +48,7 @@ class VectorIndex:
         vi = cls(vectors.dim, dtype, expansion_search)
         for kind in np.unique(vectors.kinds):
             ids, mat = vectors.of_kind(int(kind))
-            vi._index_for(int(kind)).add(ids, mat)
+            vi._index_for(int(kind)).add(ids, mat, threads=ADD_THREADS)
         return vi
 
     @classmethod
@@ -76,7 +81,7 @@ class VectorIndex:
         new_ids, new_kinds = vectors.since(cache_version)
         for kind in np.unique(new_kinds):
             ids = new_ids[new_kinds == kind]
-            vi._index_for(int(kind)).add(ids, vectors.get(ids))
+            vi._index_for(int(kind)).add(ids, vectors.get(ids), threads=ADD_THREADS)
         return vi
 
     def save(self, path: Path) -> None:
@@ -123,7 +128,11 @@ class VectorIndex:
                     index.remove(present)
             sel = add_kinds == kind
             if np.any(sel):
-                index.add(add_ids[sel], np.ascontiguousarray(add_matrix[sel], dtype=np.float32))
+                index.add(
+                    add_ids[sel],
+                    np.ascontiguousarray(add_matrix[sel], dtype=np.float32),
+                    threads=ADD_THREADS,
+                )
             out.by_kind[kind] = index
         return out
 

@@ -22,12 +22,17 @@ Nothing is lost by a careless command:
   rebuild is rolled back. Every other ``.NAME.old-*`` (the swap had completed) and every
   ``.NAME.new-*`` (a build that never swapped in) is deleted. Leftovers of a process that is
   still running are left alone (``recover_replace``).
+* ``--ray [ADDRESS]`` changes only where the model work runs: the source is read, validated
+  and chunked by Ray tasks and the embedding and LLM batches go to the cluster
+  (:mod:`graphstrata.bindings.distributed`); the checks above, the build beside ``NAME``, the
+  swap and the LLM cache are the same. ``insert`` takes the flag too (:func:`insert_with_ray`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import shutil
 import sqlite3
@@ -39,6 +44,9 @@ from graphstrata.bindings.cli.common import CLIError, Progress
 
 if TYPE_CHECKING:
     from graphstrata.bindings.api import Index
+    from graphstrata.bindings.distributed import RaySession
+    from graphstrata.bindings.distributed.cluster import RayOptions
+    from graphstrata.bindings.distributed.documents import PreparedDocs
     from graphstrata.engine.config import IndexConfig
 
 
@@ -49,7 +57,7 @@ def build_index(args: argparse.Namespace, cfg: IndexConfig) -> dict[str, Any]:
     ----------
     args:
         ``index`` arguments: ``source``, ``out``, ``force``, ``json``, ``embedder``, ``llm``,
-        ``no_cache``.
+        ``no_cache``, and ``ray`` / ``ray_actors`` (:func:`add_ray_args`; absent: one machine).
     cfg:
         The validated config of the new index.
 
@@ -65,17 +73,33 @@ def build_index(args: argparse.Namespace, cfg: IndexConfig) -> dict[str, Any]:
     DocumentError
         When a document is invalid (nothing changed).
     """
-    from graphstrata.bindings.api import LLM_CACHE_FILE, Index
-    from graphstrata.engine.documents import as_documents, read_documents, validate_batch
-    from graphstrata.engine.store import MANIFEST, Store
-    from graphstrata.engine.store.files import recover_replace, replace_directory, sibling_path
+    from graphstrata.engine.store.files import recover_replace
 
     out = _target_path(Path(args.out))
     for line in recover_replace(out):
         print(f"graphstrata index: {line}", file=sys.stderr)
     check_target(out, args.force)
+    with contextlib.ExitStack() as stack:
+        session = _ray_session(args, stack)
+        return _build(args, cfg, out, session)
+
+
+def _build(
+    args: argparse.Namespace, cfg: IndexConfig, out: Path, session: RaySession | None
+) -> dict[str, Any]:
+    """:func:`build_index` once ``out`` was checked (``session``: the ``--ray`` cluster)."""
+    from graphstrata.bindings.api import LLM_CACHE_FILE, Index
+    from graphstrata.engine.documents import as_documents, read_documents, validate_batch
+    from graphstrata.engine.store import MANIFEST, Store
+    from graphstrata.engine.store.files import replace_directory, sibling_path
+
+    prepared: PreparedDocs | None = None
     try:
-        docs = as_documents(read_documents(args.source))
+        if session is not None:
+            prepared = session.prepare(args.source, cfg)  # validated as one batch there
+            docs = prepared.docs
+        else:
+            docs = as_documents(read_documents(args.source))
     except OSError as exc:  # a missing or unreadable source
         exc.add_note("nothing was changed")
         raise
@@ -93,12 +117,19 @@ def build_index(args: argparse.Namespace, cfg: IndexConfig) -> dict[str, Any]:
     try:
         stage.mkdir()
         carried = carry_cache(out / LLM_CACHE_FILE, stage / LLM_CACHE_FILE)
-        index = Index.create(
-            stage, cfg, embedder=args.embedder, llm=args.llm, use_cache=not args.no_cache
-        )
         progress = Progress(not args.json)
         try:
-            report = index.insert(docs, progress=progress)
+            if session is not None and prepared is not None:
+                session.meter.progress = progress
+                index = session.create(
+                    stage, cfg, embedder=args.embedder, llm=args.llm, use_cache=not args.no_cache
+                )
+                report = session.insert(index, prepared, progress).report
+            else:
+                index = Index.create(
+                    stage, cfg, embedder=args.embedder, llm=args.llm, use_cache=not args.no_cache
+                )
+                report = index.insert(docs, progress=progress)
         finally:
             progress.close()
         close_backends(index)
@@ -371,3 +402,96 @@ def close_backends(index: Index) -> None:
         if callable(close):
             with contextlib.suppress(Exception):
                 close()
+
+
+# ------------------------------------------------------------------------ --ray
+def add_ray_args(sub: Any) -> None:
+    """Add ``--ray [ADDRESS]`` and ``--ray-actors`` to ``index`` and ``insert``.
+
+    With ``--ray`` the command runs its model work on a Ray cluster
+    (:mod:`graphstrata.bindings.distributed`); everything else (the checks of ``--out``, the
+    build beside it and the swap, the LLM cache) is the command's own. ``insert`` is routed
+    to :func:`insert_with_ray` when the flag is given.
+
+    Parameters
+    ----------
+    sub:
+        The ``add_subparsers()`` action, after the index commands were registered.
+    """
+    for name in ("index", "insert"):
+        p = sub.choices[name]
+        p.add_argument(
+            "--ray",
+            nargs="?",
+            const="",
+            default=None,
+            metavar="ADDRESS",
+            help="run embedding and LLM batches on a Ray cluster (extra `ray`): ADDRESS of "
+            "the head (auto, HOST:6379, ray://HOST:10001); alone, RAY_ADDRESS or a local "
+            "cluster. Put it after the positional arguments",
+        )
+        p.add_argument(
+            "--ray-actors",
+            type=int,
+            dest="ray_actors",
+            help="actors per model pool (default: the cluster's GPUs, else its CPUs)",
+        )
+    insert = sub.choices["insert"]
+    insert.set_defaults(func=functools.partial(_insert_command, insert.get_default("func")))
+
+
+def _ray_options(args: argparse.Namespace) -> RayOptions:
+    from graphstrata.bindings.distributed import RayOptions
+
+    try:
+        return RayOptions(address=args.ray or None, actors=getattr(args, "ray_actors", None))
+    except ValueError as exc:
+        raise CLIError(f"--ray-actors: {exc}") from exc
+
+
+def _ray_session(args: argparse.Namespace, stack: contextlib.ExitStack) -> RaySession | None:
+    """The ``--ray`` cluster for this command (entered on ``stack``), or None without it."""
+    if getattr(args, "ray", None) is None:
+        return None
+    from graphstrata.bindings.distributed import RaySession
+
+    return stack.enter_context(RaySession(_ray_options(args)))
+
+
+def _insert_command(plain: Any, args: argparse.Namespace) -> int:
+    if getattr(args, "ray", None) is None:
+        return int(plain(args))
+    return insert_with_ray(args)
+
+
+def insert_with_ray(args: argparse.Namespace) -> int:
+    """``graphstrata insert INDEX SOURCE --ray [ADDRESS]``: the insert on a Ray cluster.
+
+    Parameters
+    ----------
+    args:
+        ``insert`` arguments with ``ray`` set.
+
+    Returns
+    -------
+    int
+        0 (failures raise; the index stays at its last committed version).
+    """
+    from graphstrata.bindings.cli.common import print_report
+    from graphstrata.bindings.distributed.build import index_config
+
+    progress = Progress(not args.json)
+    try:
+        with contextlib.ExitStack() as stack:
+            session = _ray_session(args, stack)
+            assert session is not None
+            session.meter.progress = progress
+            prepared = session.prepare(args.source, index_config(args.index))
+            index = session.open(
+                args.index, embedder=args.embedder, llm=args.llm, use_cache=not args.no_cache
+            )
+            result = session.insert(index, prepared, progress)
+    finally:
+        progress.close()
+    print_report(result.report.to_dict(), args.json)
+    return 0

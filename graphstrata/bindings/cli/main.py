@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 
 from graphstrata.bindings.cli.answer import register as register_answer
+from graphstrata.bindings.cli.build import add_ray_args
 from graphstrata.bindings.cli.check import register as register_check
 from graphstrata.bindings.cli.commands import register as register_index_commands
 from graphstrata.bindings.cli.evaluate import register as register_eval
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     register_index_commands(sub)
+    add_ray_args(sub)
     register_eval(sub)
     register_serve(sub)
     register_answer(sub)
