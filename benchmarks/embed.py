@@ -314,6 +314,19 @@ def render(result: dict[str, Any]) -> str:
             f"| {fmt(r.get('cos_min'), '.5f')} | {r['first_call_s']:.1f} s "
             f"| {r['load1_start']:.2f} → {r['load1_end']:.2f} |"
         )
+    by_name = {r["backend"]: r for r in result["rows"]}
+    torch_row = by_name.get("all-MiniLM-L6-v2")
+    if torch_row and torch_row.get("chunks_per_s"):
+        lines += ["", "Against torch, this run:"]
+        for r in result["rows"]:
+            if r is torch_row or r["backend"] == "hashing" or not r.get("chunks_per_s"):
+                continue
+            lines.append(
+                f"- `{r['backend']}`: {r['chunks_per_s'] / torch_row['chunks_per_s']:.2f}x "
+                f"torch's chunks/s (the fp32 limit allows at most "
+                f"{result['limit_chunks_per_s'] / torch_row['chunks_per_s']:.2f}x for fp32); "
+                f"query p50 {r['query_p50_ms'] / torch_row['query_p50_ms']:.3f} of torch's"
+            )
     lines += [
         "",
         "`first call`: constructing the embedder and embedding one text (model load; for the ONNX "

@@ -24,7 +24,7 @@ as ``key=value`` pairs joined by ``&``, or as keyword arguments of :func:`make_l
 
 * Embedder: ``minilm-onnx`` (default) / ``minilm-int8`` (the packaged all-MiniLM-L6-v2 on
   ONNX Runtime, fp32 or int8, no torch at query time; options
-  ``threads``, ``batch_size``, ``spin``), ``all-MiniLM-L6-v2`` (the same packaged model
+  ``threads``, ``batch_size``, ``max_padding``, ``spin``), ``all-MiniLM-L6-v2`` (the same packaged model
   through sentence-transformers and torch), ``st:PATH_OR_NAME`` (any local
   sentence-transformers model; options ``batch_size``, ``device``), ``hashing[:DIM]``
   (feature hashing, no model), ``openai-embed:MODEL@URL`` (an OpenAI-compatible
@@ -38,7 +38,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from graphstrata.bindings.embedders import (
@@ -50,11 +50,14 @@ from graphstrata.bindings.embedders import (
     SentenceTransformerEmbedder,
 )
 from graphstrata.bindings.extractive import ExtractiveLLM
-from graphstrata.bindings.llm_cache import CachedLLM
-from graphstrata.bindings.llm_openai import OpenAICompatibleLLM, RetryPolicy
-from graphstrata.bindings.llm_vllm import VLLMBackend
 from graphstrata.engine.config import ConfigError
 from graphstrata.engine.interfaces import LLM, Embedder
+
+if TYPE_CHECKING:
+    # The HTTP, vLLM and cache backends are imported when a spec asks for them, so a query
+    # with the default (local) backends does not import httpx or sqlite3.
+    from graphstrata.bindings.llm_openai import OpenAICompatibleLLM
+    from graphstrata.bindings.llm_vllm import VLLMBackend
 
 #: ``IndexConfig.embedder``'s default (see there for the measurement behind it).
 DEFAULT_EMBEDDER = "minilm-onnx"
@@ -124,6 +127,7 @@ _ST_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 _ONNX_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "threads": ("threads", _optional_int),
     "batch_size": ("batch_size", int),
+    "max_padding": ("max_padding", float),
     "spin": ("spin", _to_bool),
 }
 
@@ -245,6 +249,8 @@ def _openai_embedder(spec: str, raw: Mapping[str, Any]) -> Embedder:
         or os.environ.get("OPENAI_BASE_URL")
         or OPENAI_DEFAULT_URL
     )
+    from graphstrata.bindings.llm_openai import RetryPolicy
+
     model, url = split_model_url(spec.split(":", 1)[1], "openai-embed", default_url)
     opts = convert_options("openai-embed", raw, _OPENAI_EMBED_OPTIONS)
     retry = RetryPolicy(max_retries=opts.pop("max_retries", RetryPolicy.max_retries))
@@ -298,11 +304,15 @@ def make_llm(
     else:
         raise ConfigError(f"unknown LLM backend {spec!r}; use {LLM_SPECS}")
     if cache_path is not None and use_cache:
+        from graphstrata.bindings.llm_cache import CachedLLM
+
         return CachedLLM(llm, cache_path)
     return llm
 
 
 def _vllm_llm(model: str, raw: Mapping[str, Any]) -> VLLMBackend:
+    from graphstrata.bindings.llm_vllm import VLLMBackend
+
     if not model:
         raise ConfigError("the vllm backend needs a model: vllm:MODEL_PATH")
     opts = convert_options("vllm", raw, _VLLM_OPTIONS)
@@ -314,6 +324,8 @@ def _vllm_llm(model: str, raw: Mapping[str, Any]) -> VLLMBackend:
 
 
 def _openai_llm(body: str, raw: Mapping[str, Any]) -> OpenAICompatibleLLM:
+    from graphstrata.bindings.llm_openai import OpenAICompatibleLLM, RetryPolicy
+
     default_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
     model, url = split_model_url(body, "openai", default_url)
     opts = convert_options("openai", raw, _OPENAI_OPTIONS)

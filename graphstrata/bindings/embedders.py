@@ -17,9 +17,8 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import numpy as np
 
 from graphstrata.bindings.embedders_onnx import (
@@ -29,17 +28,15 @@ from graphstrata.bindings.embedders_onnx import (
     cache_dir,
     ensure_onnx_model,
 )
-from graphstrata.bindings.llm_openai import (
-    RetryPolicy,
-    auth_headers,
-    error_excerpt,
-    is_retryable_status,
-    normalize_base_url,
-    parse_retry_after,
-    resolve_api_key,
-)
 from graphstrata.engine.config import ConfigError
 from graphstrata.engine.interfaces import EmbedderError
+
+if TYPE_CHECKING:
+    # httpx and the HTTP helpers are imported where the HTTP embedder uses them: a query
+    # with a local embedder must not pay for them (~0.15 s of a cold ``graphstrata query``).
+    import httpx
+
+    from graphstrata.bindings.llm_openai import RetryPolicy
 
 __all__ = [
     "MINILM_FP32_NAMES",
@@ -276,6 +273,12 @@ class OpenAIEmbedder:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
         if dim is not None and dim < 1:
             raise ConfigError(f"dim must be >= 1, got {dim}")
+        from graphstrata.bindings.llm_openai import (
+            RetryPolicy,
+            normalize_base_url,
+            resolve_api_key,
+        )
+
         self.model = model
         self.base_url = normalize_base_url(base_url)
         self.url = f"{self.base_url}/embeddings"
@@ -338,6 +341,10 @@ class OpenAIEmbedder:
         return np.ascontiguousarray(out, dtype=np.float32)
 
     def _http(self) -> httpx.Client:
+        import httpx
+
+        from graphstrata.bindings.llm_openai import auth_headers
+
         with self._lock:
             if self._client is None:
                 self._client = httpx.Client(
@@ -347,6 +354,14 @@ class OpenAIEmbedder:
 
     def _request(self, batch: list[str]) -> np.ndarray:
         """One batch -> float32[len(batch), dim] (unnormalized), with retries."""
+        import httpx
+
+        from graphstrata.bindings.llm_openai import (
+            error_excerpt,
+            is_retryable_status,
+            parse_retry_after,
+        )
+
         client = self._http()
         retry = 0
         while True:

@@ -361,6 +361,41 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def length_groups(
+    lengths: np.ndarray, batch_size: int, max_padding: float
+) -> list[tuple[int, int]]:
+    """Cut lengths sorted in descending order into batches ``[lo, hi)`` of close widths.
+
+    A batch is at most ``batch_size`` long and holds no row shorter than ``(1 -
+    max_padding)`` times its first (longest) row, so at most that share of any row is
+    padding.
+
+    Parameters
+    ----------
+    lengths:
+        Word pieces per text, in descending order.
+    batch_size:
+        Rows per batch at most (>= 1).
+    max_padding:
+        Share of a row that may be padding, in ``[0, 1]``.
+
+    Returns
+    -------
+    list of (int, int)
+        Consecutive ``(lo, hi)`` bounds covering every row once.
+    """
+    groups = []
+    lo, n = 0, len(lengths)
+    while lo < n:
+        floor = float(lengths[lo]) * (1.0 - max_padding)
+        hi = lo + 1
+        while hi < n and hi - lo < batch_size and float(lengths[hi]) >= floor:
+            hi += 1
+        groups.append((lo, hi))
+        lo = hi
+    return groups
+
+
 # --------------------------------------------------------------------------- the embedder
 class OnnxMiniLMEmbedder:
     """The packaged all-MiniLM-L6-v2 on ONNX Runtime (CPU), fp32 or int8.
@@ -375,8 +410,20 @@ class OnnxMiniLMEmbedder:
         ONNX Runtime intra-op threads; default: the cores available to the process
         (``os.sched_getaffinity``). Inter-op threads are 1 and execution is sequential.
     batch_size:
-        Texts per ``run`` call. Texts are sorted by their number of word pieces first, so a
-        batch is padded only to its longest member; results come back in input order.
+        Texts per ``run`` call at most. Texts are sorted by their number of word pieces
+        first, so a batch is padded only to its longest member; results come back in input
+        order.
+    max_padding:
+        Largest share of a batch row that may be padding (default 0.1): a text shorter than
+        ``(1 - max_padding)`` times the batch's longest starts a new batch
+        (:func:`length_groups`). Padding is paid in full (every padded position goes
+        through every layer), and at these sizes a bigger batch gains little per text (a
+        run of one 61-word-piece query is already a ``[61, 384] @ [384, 1536]`` product), so
+        close widths matter more than big batches. Measured on 64 MultiHop-RAG questions
+        (61 word pieces on average, max 98) in micro-batches of 16, ms per query, fp32 /
+        int8: no limit (1.0) 52.0 / 24.7, 0.2 34.3 / 14.6, 0.1 28.8 / 13.5, one at a time
+        30.6 / 13.9 (2 shared cores, load ~5). 200-token chunks (190-224 word pieces) still
+        go in batches of about ``batch_size``.
     spin:
         Let idle intra-op threads spin-wait (ONNX Runtime's default). Off by default: on
         cores shared with search threads or other processes, spinning threads steal time.
@@ -399,6 +446,7 @@ class OnnxMiniLMEmbedder:
         *,
         threads: int | None = None,
         batch_size: int = 32,
+        max_padding: float = 0.1,
         spin: bool = False,
         model_dir: str | Path | None = None,
         cache: str | Path | None = None,
@@ -409,8 +457,11 @@ class OnnxMiniLMEmbedder:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
+        if not 0.0 <= max_padding <= 1.0:
+            raise ValueError(f"max_padding must be in [0, 1], got {max_padding}")
         self.variant = variant
         self.batch_size = int(batch_size)
+        self.max_padding = float(max_padding)
         self.spin = bool(spin)
         self.opset = int(opset)
         self.model_dir = Path(model_dir) if model_dir is not None else packaged_model_dir()
@@ -546,8 +597,8 @@ class OnnxMiniLMEmbedder:
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
         order = np.argsort(-lengths, kind="stable")
         out = np.empty((len(texts), self._dim), dtype=np.float32)
-        for lo in range(0, len(order), self.batch_size):
-            rows = order[lo : lo + self.batch_size]
+        for lo, hi in length_groups(lengths[order], self.batch_size, self.max_padding):
+            rows = order[lo:hi]
             width = int(lengths[rows[0]])
             ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)

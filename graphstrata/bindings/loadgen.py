@@ -91,6 +91,9 @@ def _server_counters(stats: dict[str, Any]) -> dict[str, float]:
         "search_seconds": float(q["search_seconds"]),
         "batches": float(q["microbatch"]["batches"]),
         "batch_items": float(q["microbatch"]["items"]),
+        # Servers from before the query-vector cache have no such entry: no lookups.
+        "cache_hits": float(q.get("query_cache", {}).get("hits", 0)),
+        "cache_misses": float(q.get("query_cache", {}).get("misses", 0)),
     }
 
 
@@ -99,6 +102,7 @@ def _server_delta(
 ) -> dict[str, float]:
     d = {k: after[k] - before[k] for k in before}
     work = d["embed_seconds"] + d["search_seconds"]
+    lookups = d["cache_hits"] + d["cache_misses"]
     return {
         "server_queries": d["queries"],
         "mean_batch": d["batch_items"] / d["batches"] if d["batches"] else 0.0,
@@ -108,6 +112,8 @@ def _server_delta(
         "embed_share": d["embed_seconds"] / work if work else 0.0,
         # Fraction of the run's wall time the embedder was busy (1.0 = saturated).
         "embed_busy": d["embed_seconds"] / wall if wall else 0.0,
+        # Share of the queries answered from the query-vector cache (not embedded).
+        "cache_hit_rate": d["cache_hits"] / lookups if lookups else 0.0,
     }
 
 
@@ -358,7 +364,8 @@ def format_load_table(rows: Sequence[dict[str, Any]]) -> str:
     """A Markdown table of load results (a ``setting`` column when the rows carry one)."""
     setting = any("setting" in r for r in rows)
     cols = ["mode", "conc", "ok", "errors", "p50 ms", "p95 ms", "p99 ms", "req/s", "mean batch",
-            "embed ms/q", "search ms/q", "embed share", "embedder busy", "server CPU ms/req"]  # fmt: skip
+            "embed ms/q", "search ms/q", "embed share", "embedder busy", "cache hits",
+            "server CPU ms/req"]  # fmt: skip
     if setting:
         cols.insert(0, "setting")
     load = any("load1" in r for r in rows)
@@ -381,6 +388,7 @@ def format_load_table(rows: Sequence[dict[str, Any]]) -> str:
             f"{r.get('search_ms_per_query', 0):.2f}",
             f"{100 * r.get('embed_share', 0):.0f}%",
             f"{100 * r.get('embed_busy', 0):.0f}%",
+            f"{100 * r.get('cache_hit_rate', 0):.0f}%",
             "n/a"
             if r.get("server_cpu_ms_per_request") is None
             else f"{r['server_cpu_ms_per_request']:.1f}",

@@ -25,12 +25,15 @@ def test_limits_and_timeouts_reach_the_settings():
             "9",
             "--embed-threads",
             "1",
+            "--query-cache",
+            "0",
         ]
     )
     s = settings_from_args(args)
     assert (s.header_timeout_s, s.body_timeout_s, s.keep_alive_timeout_s) == (2.5, 7.0, 3.0)
     assert (s.max_connections, s.max_header_bytes, s.writer_lock_wait_s) == (64, 8192, 9.0)
     assert s.embed_threads == 1
+    assert s.query_cache_size == 0
 
 
 def test_unset_options_keep_the_documented_defaults():
@@ -43,3 +46,4 @@ def test_unset_options_keep_the_documented_defaults():
         d.max_connections,
         d.writer_lock_wait_s,
     )
+    assert s.query_cache_size == d.query_cache_size == 4096

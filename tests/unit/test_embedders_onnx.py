@@ -106,13 +106,35 @@ def test_truncates_at_max_seq_length(fp32):
     assert float(a @ b) > 1 - 1e-6
 
 
-def test_input_order_kept_across_length_sorted_batches(onnx_cache):
-    emb = OnnxMiniLMEmbedder("fp32", cache=onnx_cache, batch_size=3)
+@pytest.mark.parametrize("max_padding", [0.0, 0.1, 1.0])
+def test_input_order_kept_across_length_sorted_batches(onnx_cache, max_padding):
+    emb = OnnxMiniLMEmbedder("fp32", cache=onnx_cache, batch_size=3, max_padding=max_padding)
     batched = emb.embed(TEXTS)
     single = np.concatenate([emb.embed([t]) for t in TEXTS])
     assert np.sum(batched * single, axis=1).min() >= FP32_COS
+    # Each row is its own text's vector (not merely close to some other row's).
+    assert (np.argmax(batched @ single.T, axis=1) == np.arange(len(TEXTS)))[3:].all()
     assert emb.embed([]).shape == (0, 384)
     assert emb.embedded == 2 * len(TEXTS) and emb.throughput > 0
+
+
+def test_length_groups_bound_padding_and_size():
+    lengths = np.array([100, 95, 91, 90, 60, 59, 58, 57, 10, 1])
+    groups = eo.length_groups(lengths, batch_size=3, max_padding=0.1)
+    assert groups == [(0, 3), (3, 4), (4, 7), (7, 8), (8, 9), (9, 10)]
+    for lo, hi in groups:
+        assert hi - lo <= 3 and lengths[hi - 1] >= 0.9 * lengths[lo]
+    assert eo.length_groups(lengths, 32, 1.0) == [(0, 10)]
+    assert eo.length_groups(lengths, 1, 1.0) == [(i, i + 1) for i in range(10)]
+    assert eo.length_groups(np.array([5, 5, 5]), 32, 0.0) == [(0, 3)]
+    assert eo.length_groups(np.array([], dtype=np.int64), 4, 0.1) == []
+
+
+def test_bad_max_padding_is_refused(onnx_cache):
+    with pytest.raises(ValueError, match="max_padding"):
+        OnnxMiniLMEmbedder("fp32", cache=onnx_cache, max_padding=1.5)
+    with pytest.raises(ConfigError, match="max_padding"):
+        make_embedder("minilm-onnx?max_padding=-0.1")
 
 
 def test_export_is_reused_not_redone(onnx_cache, fp32):

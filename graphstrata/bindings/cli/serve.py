@@ -54,6 +54,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         "microbatch_wait_ms",
         "microbatch_max",
         "embed_threads",
+        "query_cache_size",
         "header_timeout_s",
         "body_timeout_s",
         "keep_alive_timeout_s",
@@ -118,7 +119,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"version {service.engine.version}, "
             f"modes {','.join(sorted(service.engine.modes))}, "
             f"auth {'on' if app.state.tokens else 'off'}, micro-batching "
-            f"{settings.microbatch_wait_ms:g} ms / {settings.microbatch_max})",
+            f"{settings.microbatch_wait_ms:g} ms / {settings.microbatch_max}, "
+            f"query cache {settings.query_cache_size})",
             flush=True,
         )
 
@@ -136,11 +138,13 @@ def print_serve_summary(summary: dict[str, Any], as_json: bool) -> None:
     q = summary["queries"]
     ops = summary["operations"]
     mb = q["microbatch"]
+    cache = q.get("query_cache", {"hits": 0, "misses": 0})
     print(
         f"served {summary['requests']} requests in {summary['seconds']:.1f}s "
         f"({summary['rejected_429']} refused with 429); {q['queries']} queries, "
         f"{mb['batches']} embedding batches (mean {mb['mean_batch']:.1f}, max {mb['max_batch']}); "
         f"embed {q['embed_seconds']:.2f}s, search {q['search_seconds']:.2f}s; "
+        f"query cache {cache['hits']} hits, {cache['misses']} misses; "
         f"operations {ops['succeeded']} ok, {ops['failed']} failed, {ops['cancelled']} cancelled; "
         f"index version {summary['version']}"
     )
@@ -309,6 +313,12 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         type=int,
         dest="embed_threads",
         help="intra-op threads of the embedder (default: its own, one per core)",
+    )
+    p.add_argument(
+        "--query-cache",
+        type=int,
+        dest="query_cache_size",
+        help="query embeddings kept in the LRU cache (default 4096; 0 = off)",
     )
     for flag, dest, kind, what in (
         ("--header-timeout", "header_timeout_s", float, "seconds to receive a request head (10)"),

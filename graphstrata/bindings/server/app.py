@@ -41,7 +41,7 @@ from graphstrata.bindings.server.routes import (
     retrieve,
     status,
 )
-from graphstrata.bindings.server.runtime import Service
+from graphstrata.bindings.server.runtime import QueryVectorCache, Service
 from graphstrata.bindings.server.settings import ServerSettings, set_embed_threads
 from graphstrata.engine.config import ConfigError
 
@@ -96,6 +96,9 @@ def create_app(
     if index is not None and len(paths) != 1:
         raise ConfigError("an open index can only be served alone")
     services: dict[str, Service] = {}
+    # One cache for the app: it is keyed by embedder name, so indexes that share an
+    # embedding function share their query vectors and the others never see them.
+    query_cache = QueryVectorCache(settings.query_cache_size)
     for path in paths:
         opened = index
         if opened is None:
@@ -104,7 +107,7 @@ def create_app(
             )
         if settings.embed_threads is not None:
             set_embed_threads(opened.engine.embedder, settings.embed_threads)
-        service = Service(opened, settings)
+        service = Service(opened, settings, query_cache)
         if not NAME.match(service.name):
             raise ConfigError(f"index name {service.name!r} cannot be served (use [A-Za-z0-9._-])")
         if service.name in services:

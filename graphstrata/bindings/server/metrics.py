@@ -58,6 +58,21 @@ class ServiceMetrics:
             ["mode"],
             registry=r,
         )
+        self.query_cache_hits = Counter(
+            "graphstrata_query_cache_hits",
+            "Query embeddings found in the query-vector cache (not embedded again)",
+            registry=r,
+        )
+        self.query_cache_misses = Counter(
+            "graphstrata_query_cache_misses",
+            "Query embeddings looked up in the query-vector cache and not found",
+            registry=r,
+        )
+        self.query_cache_entries = Gauge(
+            "graphstrata_query_cache_entries",
+            "Vectors held by the query-vector cache (shared by the app's indexes)",
+            registry=r,
+        )
         self.rejected = Counter(
             "graphstrata_rejected",
             "Requests refused because the service was saturated",

@@ -95,6 +95,12 @@ def uvicorn_config(app: FastAPI, settings: ServerSettings, *, log_level: str = "
     come from the settings; the body limit, the body timeout and the auth check before the
     body are the app's middleware (:func:`~graphstrata.bindings.server.app.create_app`).
 
+    One process and one event loop serve every connection (uvicorn's single worker): the
+    event loop only parses requests and encodes answers, while embedding (one thread, the
+    embedder's intra-op threads) and searching (``search_threads``) run in thread pools. More
+    worker processes would each hold a copy of the index and the model and split the
+    micro-batches, so they would embed in smaller batches for no gain on the same cores.
+
     Parameters
     ----------
     app:

@@ -2,6 +2,8 @@
 
 * :class:`Slots`: at most ``max_concurrency`` retrievals in flight; one more is answered 429
   at once instead of queueing without bound.
+* :class:`QueryVectorCache`: a bounded LRU of query embeddings keyed by (embedder name,
+  exact query text), shared by the indexes of one app; a repeated query is not embedded again.
 * :class:`QueryRunner`: the query embeddings of concurrent requests are computed in one
   embedder call (:mod:`graphstrata.bindings.microbatch`), then each request searches with its
   own vector in a thread pool, so the event loop never blocks.
@@ -17,6 +19,7 @@ import asyncio
 import contextlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -83,6 +86,83 @@ class Slots:
             self.metrics.in_flight.set(self.in_use)
 
 
+class QueryVectorCache:
+    """A bounded, thread-safe LRU of query embeddings keyed by (embedder name, exact text).
+
+    The embedder name is part of the key, so indexes served by one app share the cache only
+    where they share the embedding function (two indexes built with ``minilm-onnx`` reuse
+    each other's vectors; a ``hashing`` index never sees them). The text is the exact query
+    string: no normalization, since the embedder would see any difference.
+
+    Parameters
+    ----------
+    capacity:
+        Vectors kept (0 turns the cache off: every lookup misses, nothing is stored). The
+        least recently used vector is dropped when a new one would exceed it.
+
+    Notes
+    -----
+    Stored vectors are read-only copies, so a caller cannot change what the next hit
+    returns. ``hits``, ``misses`` and ``evictions`` count over the cache's life.
+    """
+
+    def __init__(self, capacity: int):
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+            raise ValueError(f"query cache capacity must be an integer >= 0, got {capacity!r}")
+        self.capacity = capacity
+        self.hits = 0
+        self.misses = 0
+        self.evictions = 0
+        self._entries: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def get(self, embedder: str, text: str) -> np.ndarray | None:
+        """The cached vector of ``text`` under ``embedder`` (now most recently used), or None.
+
+        Every call counts as one hit or one miss.
+        """
+        key = (embedder, text)
+        with self._lock:
+            vector = self._entries.get(key)
+            if vector is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return vector
+
+    def put(self, embedder: str, text: str, vector: np.ndarray) -> None:
+        """Remember ``vector`` for ``text`` under ``embedder``, evicting the oldest if full."""
+        if self.capacity == 0:
+            return
+        stored = np.array(vector, dtype=np.float32, copy=True)
+        stored.setflags(write=False)
+        key = (embedder, text)
+        with self._lock:
+            self._entries[key] = stored
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+                self.evictions += 1
+
+    def stats(self) -> dict[str, Any]:
+        """Capacity, entries and counters, with the hit rate (0 before the first lookup)."""
+        with self._lock:
+            lookups = self.hits + self.misses
+            return {
+                "capacity": self.capacity,
+                "entries": len(self._entries),
+                "hits": self.hits,
+                "misses": self.misses,
+                "evictions": self.evictions,
+                "hit_rate": round(self.hits / lookups, 6) if lookups else 0.0,
+            }
+
+
 class QueryRunner:
     """Runs retrievals: query embeddings micro-batched across concurrent requests.
 
@@ -99,11 +179,21 @@ class QueryRunner:
         Thread counts and the micro-batching window.
     metrics:
         Where the timings go.
+    cache:
+        The query-vector cache in front of the embedder (shared by the app's indexes);
+        default: a new one of ``settings.query_cache_size`` vectors.
     """
 
-    def __init__(self, engine: Engine, settings: ServerSettings, metrics: ServiceMetrics):
+    def __init__(
+        self,
+        engine: Engine,
+        settings: ServerSettings,
+        metrics: ServiceMetrics,
+        cache: QueryVectorCache | None = None,
+    ):
         self.engine = engine
         self.metrics = metrics
+        self.cache = cache if cache is not None else QueryVectorCache(settings.query_cache_size)
         self.search_pool = ThreadPoolExecutor(settings.search_threads, "gs-search")
         # One embedding call at a time: the model already spreads one call over every core.
         self.embed_pool = ThreadPoolExecutor(1, "gs-embed")
@@ -116,6 +206,9 @@ class QueryRunner:
             on_batch=self._on_batch,
         )
         self.totals: dict[str, float] = {"queries": 0, "embed_seconds": 0.0, "search_seconds": 0.0}
+        # This index's own lookups (the cache's counters add up every index of the app).
+        self.cache_hits = 0
+        self.cache_misses = 0
         self._lock = threading.Lock()
 
     async def retrieve(
@@ -134,7 +227,11 @@ class QueryRunner:
             The retrieved nodes and the query's report.
         """
         start = time.perf_counter()
-        vector, embed_seconds = await self.batcher.submit(text)
+        vector = self._cached(text)
+        embed_seconds = 0.0
+        if vector is None:
+            vector, embed_seconds = await self.batcher.submit(text)
+            self.cache.put(self.engine.embedder.name, text, vector)
         result = await self.run(
             self._search_one, text, vector, embed_seconds, mode, budget, top_k, params
         )
@@ -164,8 +261,30 @@ class QueryRunner:
         top_k: int | None,
         params: dict[str, Any],
     ) -> list[QueryResult]:
-        """``Engine.query_batch`` (blocking; every query embedded in one call), accounted."""
-        results = self.engine.query_batch(texts, mode, budget, top_k, **params)
+        """``Engine.query_batch`` (blocking; the queries not in the cache embedded in one
+        call), accounted. The caller has checked the mode, the queries and the parameters."""
+        if self.cache.capacity == 0:
+            results = self.engine.query_batch(texts, mode, budget, top_k, **params)
+        else:
+            embedder = self.engine.embedder
+            found = [self._cached(t) for t in texts]
+            missing = sorted({t for t, v in zip(texts, found, strict=True) if v is None})
+            embed_seconds = 0.0
+            fresh: dict[str, np.ndarray] = {}
+            if missing:
+                t0 = time.perf_counter()
+                vectors = np.asarray(embedder.embed(missing), dtype=np.float32)
+                embed_seconds = (time.perf_counter() - t0) / len(texts)
+                self.metrics.embed_seconds.inc(embed_seconds * len(texts))
+                for t, v in zip(missing, vectors, strict=True):
+                    fresh[t] = v
+                    self.cache.put(embedder.name, t, v)
+            matrix = np.empty((len(texts), embedder.dim), dtype=np.float32)
+            for i, (t, v) in enumerate(zip(texts, found, strict=True)):
+                matrix[i] = v if v is not None else fresh[t]
+            results = self.engine.query_vectors(
+                texts, matrix, mode, budget, top_k, embed_seconds=embed_seconds, **params
+            )
         self.account(results)
         return results
 
@@ -173,9 +292,18 @@ class QueryRunner:
         """Micro-batching statistics and the query totals."""
         with self._lock:
             totals = {k: round(v, 6) if isinstance(v, float) else v for k, v in self.totals.items()}
+            lookups = self.cache_hits + self.cache_misses
+            cache = {
+                "capacity": self.cache.capacity,
+                "entries": len(self.cache),
+                "hits": self.cache_hits,
+                "misses": self.cache_misses,
+                "hit_rate": round(self.cache_hits / lookups, 6) if lookups else 0.0,
+            }
         return {
             "microbatch": self.batcher.stats.to_dict(),
             "microbatch_queued": self.batcher.queued,
+            "query_cache": cache,
             **totals,
         }
 
@@ -185,6 +313,19 @@ class QueryRunner:
         self.embed_pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ batch functions
+    def _cached(self, text: str) -> np.ndarray | None:
+        """The cached vector of ``text`` (counted as this index's hit or miss), or None."""
+        if self.cache.capacity == 0:
+            return None
+        vector = self.cache.get(self.engine.embedder.name, text)
+        with self._lock:
+            if vector is None:
+                self.cache_misses += 1
+            else:
+                self.cache_hits += 1
+        (self.metrics.query_cache_misses if vector is None else self.metrics.query_cache_hits).inc()
+        return vector
+
     def _embed_batch(self, key: Hashable, texts: list[str]) -> list[tuple[np.ndarray, float]]:
         start = time.perf_counter()
         vectors = np.asarray(self.engine.embedder.embed(texts), dtype=np.float32)
@@ -221,16 +362,21 @@ class Service:
         The served index (its directory name is its ``name``: the chat model id).
     settings:
         Limits and tuning.
+    query_cache:
+        The app's query-vector cache (shared by its indexes); default: one of this service's
+        own, of ``settings.query_cache_size`` vectors.
     """
 
-    def __init__(self, index: Index, settings: ServerSettings):
+    def __init__(
+        self, index: Index, settings: ServerSettings, query_cache: QueryVectorCache | None = None
+    ):
         self.index = index
         self.name = index.path.name
         self.settings = settings
         self.token = settings.resolved_token()
         self.metrics = ServiceMetrics()
         self.slots = Slots(settings.max_concurrency, settings.retry_after_s, self.metrics)
-        self.runner = QueryRunner(index.engine, settings, self.metrics)
+        self.runner = QueryRunner(index.engine, settings, self.metrics, query_cache)
         self.writer = Writer(
             index,
             settings.max_pending_operations,

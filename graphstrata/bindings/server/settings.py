@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphstrata.bindings.embedders_onnx import available_cores
 from graphstrata.engine.config import ConfigError
 
 #: Environment variable that holds the bearer token when ``ServerSettings.token`` is None.
@@ -49,13 +50,28 @@ class ServerSettings:
         it (e.g. ``graphstrata compact`` run beside the service; default 120 s) before it
         fails with ``overloaded``.
     search_threads:
-        Threads that run searches (and whole-query batches).
+        Threads that run searches (and whole-query batches); default
+        ``min(8, cores + 2)``, where ``cores`` is the number of CPUs this process may run on
+        (:func:`~graphstrata.bindings.embedders_onnx.available_cores`: the CPU affinity, so a
+        container or ``taskset`` limit counts, not the host's CPUs). A search releases the GIL
+        in its kernels and holds it elsewhere, so a couple of threads more than cores keep
+        the cores busy while others wait for the GIL; more only add switching.
     microbatch_wait_ms, microbatch_max:
         Wait window and size cap of the query-embedding micro-batcher (2 ms, 64). A wait of 0
         with a cap of 1 turns micro-batching off.
+    query_cache_size:
+        Query embeddings kept in the app's LRU cache, keyed by (embedder name, exact query
+        text) (default 4,096: ~6.5 MB of 384-dimension float32 vectors); a repeated query is
+        searched without being embedded again. 0 turns the cache off. Hits and misses are in
+        ``/metrics`` (``graphstrata_query_cache_hits_total`` / ``_misses_total``) and in
+        ``/v1/stats`` (``service.queries.query_cache``).
     embed_threads:
-        torch intra-op threads for the embedder (process-wide), or ``None`` to keep torch's
-        default (one per core). Spinning intra-op threads collapse when the cores are shared
+        Intra-op threads of the embedder (its own ONNX Runtime session, or torch's
+        process-wide pool), or ``None`` to keep the embedder's default: one per available
+        core for the ONNX Runtime embedders (with spin-waiting off), torch's own (one per
+        physical core) for the torch one. One embedding call runs at a time (the
+        micro-batcher's single embed thread), so these threads are the embedder's whole
+        share of the cores. Spinning intra-op threads collapse when the cores are shared
         (with search threads, or other processes): see ``benchmarks/results/serve.md``.
     retry_after_s:
         The ``Retry-After`` value of a 429 (and of the 503 of a refused connection).
@@ -104,9 +120,10 @@ class ServerSettings:
     max_pending_operations: int = 64
     keep_operations: int = 10_000
     writer_lock_wait_s: float = 120.0
-    search_threads: int = field(default_factory=lambda: min(8, (os.cpu_count() or 1) + 2))
+    search_threads: int = field(default_factory=lambda: min(8, available_cores() + 2))
     microbatch_wait_ms: float = 2.0
     microbatch_max: int = 64
+    query_cache_size: int = 4096
     embed_threads: int | None = None
     retry_after_s: int = 1
     header_timeout_s: float = 10.0
@@ -153,6 +170,9 @@ class ServerSettings:
         retry = self.retry_after_s
         if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:
             problems.append(f"retry_after_s must be an integer >= 0, got {retry!r}")
+        size = self.query_cache_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            problems.append(f"query_cache_size must be an integer >= 0, got {size!r}")
         wait = self.microbatch_wait_ms
         if isinstance(wait, bool) or not isinstance(wait, int | float) or not wait >= 0:
             problems.append(f"microbatch_wait_ms must be a number >= 0, got {wait!r}")

@@ -37,6 +37,7 @@ def router(
     async def metrics() -> Response:
         service.metrics.observe_index(service.index)
         service.metrics.pending_operations.set(service.writer.pending)
+        service.metrics.query_cache_entries.set(len(service.runner.cache))
         return Response(generate_latest(service.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return api
