@@ -309,10 +309,10 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> str:
         "(hierarchy segments and summaries), every edge, vectors within 1e-6, every component "
         "state array (Leiden, K-means, ...) (`tests/integration/conftest_ray.py`, "
         "`assert_same_index`). Query results: every mode on three questions. They also "
-        "depend on the usearch cache of the vectors, whose HNSW graph usearch builds with all "
-        "cores in a varying order: where the row `one process, again` differs too, the "
-        "difference is the engine's, not Ray's (the report of issue 14 proposes building the "
-        "cache with one thread).",
+        "depend on the usearch cache of the vectors; the row `one process, again` checks "
+        "that two one-process builds agree (usearch inserts on one thread, "
+        "`engine/vectors.py` `ADD_THREADS`: with all cores its HNSW graph was linked in a "
+        "varying order and `graph` results differed between builds).",
         "",
         "## Per stage: rows/s and Ray's overhead",
         "",
