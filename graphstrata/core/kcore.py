@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-import igraph as ig
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from graphstrata.core.graph import check_csr
+
+if TYPE_CHECKING:
+    import igraph as ig
 
 __all__ = ["coreness", "igraph_from_csr"]
 
@@ -31,6 +35,8 @@ def igraph_from_csr(indptr: np.ndarray, indices: np.ndarray) -> ig.Graph:
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr).astype(np.int64))
     cols = indices
     upper = rows < cols  # each undirected edge once, no self-loops
+    import igraph as ig  # build-time only: keeps igraph's import off the query path
+
     g = ig.Graph(n=n, directed=False)
     if upper.any():
         # add_edges takes the (e, 2) integer array directly (no Python list of tuples)

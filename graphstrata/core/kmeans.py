@@ -13,7 +13,6 @@ call per block of rows, so memory stays at ``block × K``.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 __all__ = ["kmeans_assign", "kmeans_fit", "nearest_centroid"]
 
@@ -102,6 +101,8 @@ def kmeans_fit(
     sample = x if n <= sample_rows else x[np.sort(rng.choice(n, sample_rows, replace=False))]
     centroids = _kmeans_pp(sample, k, rng)
     labels = nearest_centroid(x, centroids)
+    import scipy.sparse as sp  # build-time only: keeps its ~0.1 s import off a cold query
+
     for _ in range(max_iter):
         counts = np.bincount(labels, minlength=k)
         onehot = sp.csr_matrix((np.ones(n, np.float32), (labels, np.arange(n))), shape=(k, n))

@@ -14,7 +14,6 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-import igraph as ig
 import numpy as np
 
 from graphstrata.core.centrality import sampled_betweenness
@@ -185,6 +184,8 @@ def leiden(
     """
     if n == 0:
         return np.zeros(0, np.int64)
+    import igraph as ig  # build-time only: keeps igraph's import off the query path
+
     graph = ig.Graph(n=n, edges=np.column_stack([src, dst]).tolist(), directed=False)
     graph.es["weight"] = np.asarray(weight, np.float64).tolist()
     init = None if initial is None else np.asarray(initial, np.int64).tolist()
