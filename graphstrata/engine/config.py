@@ -173,6 +173,21 @@ class HeterographConfig:
     #: n-gram; a query can turn it on for names the entity rules split ("Haymo of Faversham").
     match_query_ngrams: bool = False
 
+    def validate(self) -> None:
+        """Raise ``ConfigError`` on a build setting out of range (the query-time settings
+        are checked when a query uses them: ``GraphParams``)."""
+        for name in ("betweenness_sources", "semantic_neighbours", "semantic_exact_below"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"heterograph.{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("attribute_tokens", "element_tokens", "decompose_tokens"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"heterograph.{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.community_change_share <= 1.0:
+            raise ConfigError(
+                f"heterograph.community_change_share must be in [0, 1], "
+                f"got {self.community_change_share}"
+            )
+
 
 @dataclass
 class SearchConfig:
@@ -261,6 +276,7 @@ class IndexConfig:
         """Raise ``ConfigError`` on an invalid value."""
         self.chunking.validate()
         self.hierarchy.validate()
+        self.heterograph.validate()
         self.fusion.validate()
         if self.vector_dtype not in ("f32", "f16"):
             raise ConfigError(f"vector_dtype must be 'f32' or 'f16', got {self.vector_dtype!r}")

@@ -267,3 +267,21 @@ def test_an_insert_above_the_threshold_queries_the_committed_index(
     semantic = kind == int(EdgeKind.SEMANTIC)
     assert bool(np.isin(dst[semantic], snap.nodes.ids).all())
     assert bool(np.isin(src[semantic], snap.nodes.ids).all())
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("semantic_exact_below", -1, "semantic_exact_below must be >= 0"),
+        ("semantic_neighbours", -2, "semantic_neighbours must be >= 0"),
+        ("community_change_share", 1.5, r"community_change_share must be in \[0, 1\]"),
+    ],
+)
+def test_bad_heterograph_build_settings_are_config_errors(tmp_path, field, value, message):
+    from graphstrata.engine.config import ConfigError
+
+    cfg = IndexConfig()
+    setattr(cfg.heterograph, field, value)
+    with pytest.raises(ConfigError, match=message):
+        Index.create(tmp_path / "idx", cfg, embedder=HashingEmbedder(64))
+    assert not (tmp_path / "idx" / "manifest.json").exists()
