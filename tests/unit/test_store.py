@@ -285,3 +285,26 @@ def test_a_full_disk_while_creating_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(StoreWriteError, match="no space left on device while creating"):
         _create(tmp_path)
     assert not (tmp_path / "ix").exists()
+
+
+def test_row_accessors_equal_the_whole_columns_before_and_after_they_exist(
+    tmp_path, sample_docs, hashing_embedder
+):
+    from graphstrata.bindings.api import Index
+    from graphstrata.engine.config import IndexConfig
+
+    config = IndexConfig()
+    config.heterograph.enabled = False  # its view indexes every name (issue #17)
+    index = Index.create(tmp_path / "idx", config, embedder=hashing_embedder)
+    index.insert(sample_docs[:6])
+    nodes = index.engine.state.snapshot.nodes
+    rows = np.array([len(nodes) - 1, 0, 3, 3], dtype=np.int64)
+    # A query packs its hits from the rows it needs: the first query after a commit must
+    # not convert every text of the new version (O(N) per write).
+    index.query("Who founded Meridian Optics?", mode="naive", budget_tokens=300)
+    assert nodes._text is None and nodes._docs is None
+    lazy_texts, lazy_docs = nodes.texts_at(rows), nodes.docs_at(rows)
+    assert lazy_texts == [nodes.texts[r] for r in rows]
+    assert lazy_docs == [nodes.docs[r] for r in rows]
+    assert nodes.texts_at(rows) == lazy_texts and nodes.docs_at(rows) == lazy_docs
+    assert nodes.texts_at(np.zeros(0, np.int64)) == []

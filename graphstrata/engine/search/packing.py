@@ -51,17 +51,17 @@ def make_hits(
         return []
     nodes = snapshot.nodes
     rows = nodes.rows(ids)
-    texts = nodes.texts
-    docs = nodes.docs
+    texts = nodes.texts_at(rows)
+    docs = nodes.docs_at(rows)
     return [
         Hit(
             id=int(ids[i]),
             kind=NodeKind(int(nodes.kind[r])).letter,
             layer=int(nodes.layer[r]),
-            text=texts[r],
+            text=texts[i],
             score=float(scores[i]),
             tokens=int(nodes.tokens[r]),
-            docs=doc_names(docs[r]),
+            docs=doc_names(docs[i]),
         )
         for i, r in enumerate(rows)
     ]
@@ -134,11 +134,11 @@ SHINGLES = ShingleMemo()
 class _LazyShingles(Sequence[frozenset[int]]):
     """The shingles of candidate texts, computed when the packer reads them."""
 
-    def __init__(self, texts: list[str], rows: np.ndarray, n: int, memo: ShingleMemo):
-        self._texts, self._rows, self._n, self._memo = texts, rows, n, memo
+    def __init__(self, texts: list[str], n: int, memo: ShingleMemo):
+        self._texts, self._n, self._memo = texts, n, memo
 
     def __len__(self) -> int:
-        return int(self._rows.shape[0])
+        return len(self._texts)
 
     @overload
     def __getitem__(self, i: int) -> frozenset[int]: ...
@@ -147,7 +147,7 @@ class _LazyShingles(Sequence[frozenset[int]]):
     def __getitem__(self, i: int | slice) -> frozenset[int] | list[frozenset[int]]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        return self._memo.get(self._texts[int(self._rows[i])], self._n)
+        return self._memo.get(self._texts[i], self._n)
 
 
 def pack_distinct_hits(
@@ -192,7 +192,7 @@ def pack_distinct_hits(
         return [], 0
     nodes = snapshot.nodes
     rows = nodes.rows(ids)
-    lazy = _LazyShingles(nodes.texts, rows, shingle_words, memo)
+    lazy = _LazyShingles(nodes.texts_at(rows), shingle_words, memo)
     before = [memo.get(h.text, shingle_words) for h in packed_before] if max_overlap <= 1 else []
     chosen, duplicates = pack_distinct(
         np.asarray(scores, np.float64), nodes.tokens[rows], lazy, int(budget), max_overlap, before

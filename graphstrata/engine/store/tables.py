@@ -136,6 +136,23 @@ class NodeTable:
             self._docs = self.table.column("docs").to_pylist()
         return self._docs
 
+    def texts_at(self, rows: np.ndarray) -> list[str]:
+        """Texts of the rows ``rows``, in order.
+
+        A query needs a few rows: they are taken from the Arrow column, so the first query
+        after a commit does not convert every text of the new version to Python (O(N) per
+        write); once ``texts`` exists it is indexed instead.
+        """
+        if self._text is not None:
+            return [self._text[int(r)] for r in rows]
+        return self.table.column("text").take(pa.array(np.asarray(rows, np.int64))).to_pylist()
+
+    def docs_at(self, rows: np.ndarray) -> list[list[int]]:
+        """Doc keys of the rows ``rows``, in order (as :meth:`texts_at`)."""
+        if self._docs is not None:
+            return [self._docs[int(r)] for r in rows]
+        return self.table.column("docs").take(pa.array(np.asarray(rows, np.int64))).to_pylist()
+
     def text_of(self, ids: np.ndarray | Sequence[int]) -> list[str]:
         """Texts of ``ids``, in order."""
         texts = self.texts
