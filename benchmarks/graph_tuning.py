@@ -45,9 +45,7 @@ import platform
 import random
 import shutil
 import sys
-import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +53,9 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The one embedding cache, logger and JSONL reader of the benchmarks.
+from retrieval import CachedEmbedder, log, read_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -113,90 +114,6 @@ ABLATIONS = (
 )
 #: Fields the view reads when it is built (the walk's CSR), not per query.
 VIEW_FIELDS = ("semantic_edge_weight", "title_edge_weight", "sparse_kinds")
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-# ------------------------------------------------------------------ cached embedder
-class CachedEmbedder:
-    """An embedder that remembers every vector it computed, by text, on disk.
-
-    It reports the inner embedder's name and dimension, so an index built through it is an
-    index of the inner embedder. The cache is two append-only files per embedder name: the
-    64-bit keys (blake2b of the text) and the float32 rows.
-
-    Parameters
-    ----------
-    inner:
-        The embedder that computes missing vectors.
-    directory:
-        Where the cache files live.
-    """
-
-    def __init__(self, inner: Any, directory: Path):
-        self.inner = inner
-        directory.mkdir(parents=True, exist_ok=True)
-        stem = directory / inner.name.replace("/", "_").replace(":", "_")
-        self._keys_path = stem.with_suffix(".keys")
-        self._rows_path = stem.with_suffix(".f32")
-        self._lock = threading.Lock()
-        self._row: dict[int, int] = {}
-        self._rows = np.zeros((0, int(inner.dim)), np.float32)
-        if self._keys_path.exists() and self._rows_path.exists():
-            keys = np.fromfile(self._keys_path, dtype=np.int64)
-            rows = np.fromfile(self._rows_path, dtype=np.float32).reshape(-1, int(inner.dim))
-            n = min(keys.size, rows.shape[0])  # an interrupted append leaves a torn tail
-            self._rows = rows[:n].copy()
-            self._row = {int(k): i for i, k in enumerate(keys[:n].tolist())}
-        self.hits = 0
-        self.misses = 0
-
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    @property
-    def compatible_names(self) -> frozenset[str]:
-        return frozenset(getattr(self.inner, "compatible_names", {self.name}))
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
-
-    @property
-    def max_input_tokens(self) -> int:
-        return int(self.inner.max_input_tokens)
-
-    @staticmethod
-    def _key(text: str) -> int:
-        digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
-        return int.from_bytes(digest, "little", signed=True)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        keys = [self._key(t) for t in texts]
-        with self._lock:
-            todo = list(dict.fromkeys(k for k in keys if k not in self._row))
-        if todo:
-            first = {k: t for k, t in zip(keys, texts, strict=True)}
-            fresh = np.asarray(self.inner.embed([first[k] for k in todo]), np.float32)
-            with self._lock:
-                with open(self._keys_path, "ab") as fk, open(self._rows_path, "ab") as fr:
-                    np.asarray(todo, np.int64).tofile(fk)
-                    fresh.tofile(fr)
-                base = self._rows.shape[0]
-                self._rows = np.concatenate([self._rows, fresh])
-                self._row.update({k: base + i for i, k in enumerate(todo)})
-        self.misses += len(todo)
-        self.hits += len(keys) - len(todo)
-        with self._lock:
-            return self._rows[[self._row[k] for k in keys]]
 
 
 # ------------------------------------------------------------------ data

@@ -117,6 +117,10 @@ class CachedEmbedder:
         return str(self.inner.name)
 
     @property
+    def compatible_names(self) -> frozenset[str]:
+        return frozenset(getattr(self.inner, "compatible_names", {self.name}))
+
+    @property
     def dim(self) -> int:
         return int(self.inner.dim)
 

@@ -151,9 +151,9 @@ class EntityRules:
 #: ``refined`` fixes what they get wrong on news and questions (acronyms such as "US"
 #: trimmed as stop words, "Phone" out of "iPhone", "Considering" as a name). Measured by
 #: their effect on ``graph`` (benchmarks/results/graph_tuning-*-refined.md against the
-#: standard files): fact recall 0.988 vs 0.988 on HotpotQA, 0.553 vs 0.563 on the
-#: 150-document MultiHop-RAG subset and 0.530 vs 0.536 on MultiHop-RAG, i.e. no gain, so
-#: ``standard`` stays the default (and an index built before keeps its entities on insert).
+#: standard files, ``graph:default`` rows): fact recall 0.988 vs 0.988 on HotpotQA, 0.557 vs
+#: 0.566 on the 150-document MultiHop-RAG subset and 0.542 vs 0.538 on MultiHop-RAG, i.e.
+#: no consistent gain, so ``standard`` stays the default (and an index built before keeps its entities on insert).
 ENTITY_RULES: dict[str, EntityRules] = {
     "standard": EntityRules(
         "standard",

@@ -90,25 +90,8 @@ class FusionParams(ModeParams):
 
 @dataclasses.dataclass(frozen=True)
 class HybridParams(FusionParams):
-    """Parameters of ``hybrid``: the fusion parameters (see ``FusionParams``).
-
-    Parameters
-    ----------
-    method:
-        ``rrf`` (reciprocal-rank fusion), ``score`` (min-max score fusion), ``dense`` or
-        ``sparse`` (one list alone); default ``FusionConfig.method``.
-    rrf_k:
-        RRF's rank offset (>= 0); default ``FusionConfig.rrf_k``.
-    dense_weight:
-        Weight of the dense list in [0, 1], the BM25 list gets the rest; default
-        ``FusionConfig.dense_weight``.
-    complete_scores:
-        Score every candidate on both sides before fusing; default
-        ``FusionConfig.complete_scores``.
-    max_overlap:
-        Share of a candidate's word shingles already packed that makes it a duplicate
-        (> 0; above 1 keeps duplicates); default ``FusionConfig.max_overlap``.
-    """
+    """Parameters of ``hybrid``: the fusion parameters (their descriptions are
+    ``FusionParams``', which the HTTP schema reads through the class hierarchy)."""
 
     modes: ClassVar[tuple[str, ...]] = ("hybrid",)
 
