@@ -10,6 +10,7 @@ every kind is small enough for usearch to search exactly, and a recall floor on 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -144,11 +145,8 @@ def built(tmp_path_factory, sample_docs) -> Index:
     return index
 
 
-def _stage(
-    index: Index, exact_below: int, with_index: bool, dead: list[int] | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Run ``semantic_edges`` for 40 new S nodes; return (src, dst, new ids, new vectors)."""
-    engine = index.engine
+def _context(engine: Any) -> tuple[UpdateContext, Any]:
+    """An update context over the engine's committed version, and its new delta."""
     state = engine.state
     report = OperationReport("insert")
     delta = engine.store.new_delta()
@@ -161,6 +159,16 @@ def _stage(
         report=report,
         hyperplanes=state.snapshot.hyperplanes,
     )
+    return ctx, delta
+
+
+def _stage(
+    index: Index, exact_below: int, with_index: bool, dead: list[int] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Run ``semantic_edges`` for 40 new S nodes; return (src, dst, new ids, new vectors)."""
+    engine = index.engine
+    state = engine.state
+    ctx, delta = _context(engine)
     texts = [f"new unit {i} about the {w} river" for i, w in enumerate(["north", "south"] * 20)]
     new_ids = delta.new_node_ids(len(texts))
     vecs = ctx.embed_nodes(new_ids, int(NodeKind.S), texts)
@@ -217,17 +225,7 @@ def test_above_the_threshold_the_same_similarities_and_no_dead_neighbour(built, 
 def test_no_new_node_or_no_neighbour_wanted_adds_no_edge(built):
     engine = built.engine
     state = engine.state
-    report = OperationReport("insert")
-    delta = engine.store.new_delta()
-    ctx = UpdateContext(
-        snapshot=state.snapshot,
-        delta=delta,
-        config=engine.config,
-        embedder=MeteredEmbedder(engine.embedder, report),
-        llm=MeteredLLM(engine.llm, report),
-        report=report,
-        hyperplanes=state.snapshot.hyperplanes,
-    )
+    ctx, delta = _context(engine)
     empty = np.zeros(0, np.int64)
     change = ChangeSet(empty, [], empty, empty, np.zeros((0, 64), np.float32), empty, empty, empty)
     for neighbours in (16, 0):
