@@ -14,6 +14,7 @@ from graphstrata.bindings.cli.common import (
     open_index,
     parse_params,
     print_report,
+    skip_pyarrow_pandas_probe,
 )
 
 
@@ -61,6 +62,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     """``graphstrata query INDEX QUESTION``: retrieve (and with ``--answer``, answer)."""
     params = parse_params(args.params)
+    skip_pyarrow_pandas_probe()
     index = open_index(args, version=args.version)
     # Unknown or ill-typed mode parameters: one line naming the allowed ones, before any work.
     index.engine.parse_params(args.mode, params)
