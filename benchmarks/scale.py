@@ -56,6 +56,8 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 CHUNKS_PER_DOC = 5.2
 DIM = 384
+#: One-document inserts after the measured ones (their median; Leiden quality after them).
+SERIES = 20
 
 
 def load1() -> float:
@@ -166,6 +168,19 @@ def run_one(
     out["delete_s"] = round(dele.seconds, 3)
     out["delete_bytes"] = int(dele.bytes_written)
     out["delete_stages_s"] = _stages(dele, top=6)
+    # A series of one-document writes: their median (one write is noisy on shared cores)
+    # and, with the heterograph, what many local Leiden runs did to the partition.
+    series = [corpus.document(n_docs + 10 + i) for i in range(SERIES)]
+    seconds, written = [], []
+    for doc in series:
+        rep = index.insert([doc])
+        seconds.append(rep.seconds)
+        written.append(rep.bytes_written)
+    out["series_insert_s_p50"] = round(_percentile(seconds, 50), 3)
+    out["series_insert_bytes_p50"] = int(_percentile([float(b) for b in written], 50))
+    if heterograph:
+        out["leiden"] = leiden_quality(index)
+    index.delete([doc["doc_id"] for doc in series])
     del index
     t = time.perf_counter()
     index = Index.open(path, embedder=embedder, llm=ExtractiveLLM(), use_cache=False)
@@ -186,6 +201,39 @@ def run_one(
     out["warm_query"] = warm
     out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out["load1_end"] = load1()
+    return out
+
+
+def leiden_quality(index: Any) -> dict[str, Any]:
+    """Modularity of the committed partition (built whole, then changed by local Leiden on
+    every write) against Leiden re-run on the same graph: from that partition, and from
+    scratch, with their seconds."""
+    import igraph as ig
+
+    from graphstrata.engine.heterograph.graph import leiden
+    from graphstrata.engine.heterograph.schema import G2_EDGES, G2_KINDS, NAME, ST_LEIDEN
+
+    snap = index.engine.state.snapshot
+    g2 = snap.nodes.ids_of_kind(*G2_KINDS)
+    kinds = snap.edges.column("kind").to_numpy()
+    sel = np.isin(kinds, np.asarray(G2_EDGES, np.uint8))
+    src = snap.edges.column("src").to_numpy()[sel]
+    dst = snap.edges.column("dst").to_numpy()[sel]
+    live = np.isin(src, g2) & np.isin(dst, g2)
+    a, b = np.searchsorted(g2, src[live]), np.searchsorted(g2, dst[live])
+    ids, labels = snap.node_state(NAME, ST_LEIDEN)
+    stored = labels[np.searchsorted(ids, g2)]
+    graph = ig.Graph(n=int(g2.size), edges=np.column_stack([a, b]).tolist())
+    w = np.ones(a.size)
+    out: dict[str, Any] = {"nodes": int(g2.size), "edges": int(a.size)}
+    out["modularity_local"] = round(graph.modularity(stored.tolist()), 5)
+    out["communities_local"] = int(np.unique(stored).size)
+    for name, init in (("from_partition", stored), ("from_scratch", None)):
+        t = time.perf_counter()
+        full = leiden(int(g2.size), a, b, w, seed=0, initial=init)
+        out[f"full_{name}_s"] = round(time.perf_counter() - t, 2)
+        out[f"modularity_full_{name}"] = round(graph.modularity(full.tolist()), 5)
+        out[f"communities_full_{name}"] = int(np.unique(full).size)
     return out
 
 
@@ -259,6 +307,8 @@ COLUMNS: list[tuple[str, str]] = [
     ("insert_bytes", "insert bytes"),
     ("delete_s", "1-doc delete s"),
     ("delete_bytes", "delete bytes"),
+    ("series_insert_s_p50", f"p50 of {SERIES} inserts s"),
+    ("series_insert_bytes_p50", f"p50 of {SERIES} inserts bytes"),
     ("open_s", "open s"),
 ]
 
@@ -326,6 +376,26 @@ def markdown(data: dict[str, Any]) -> str:
             for note in r.get("semantic_edges", []):
                 lines.append(f"  * build: {note}")
         lines.append("")
+        leiden_rows = [r for r in rows if "leiden" in r]
+        if leiden_rows:
+            lines += [
+                f"Leiden after the build and {SERIES + 6} one-document writes, each run locally"
+                " (`leiden_local`), against a full re-run on the same graph (modularity,"
+                " communities, seconds of the full run):",
+                "",
+                "| chunks | G2 nodes | local | full from that partition | full from scratch |",
+                "|---|---|---|---|---|",
+            ]
+            for r in leiden_rows:
+                q = r["leiden"]
+                lines.append(
+                    f"| {r['chunks']} | {q['nodes']} | {q['modularity_local']}"
+                    f" ({q['communities_local']}) | {q['modularity_full_from_partition']}"
+                    f" ({q['communities_full_from_partition']}, {q['full_from_partition_s']} s)"
+                    f" | {q['modularity_full_from_scratch']}"
+                    f" ({q['communities_full_from_scratch']}, {q['full_from_scratch_s']} s) |"
+                )
+            lines.append("")
         modes = list(rows[0]["warm_query"])
         lines += [
             "Queries: first of the process, after a write (s) / first after a write in a "

@@ -111,6 +111,11 @@ class HeterographConfig:
     semantic_exact_below: int = 50_000
     #: Regenerate a community's H/O only when its membership changed by more than this share.
     community_change_share: float = 0.2
+    #: Re-run Leiden only over the communities a write touched, the others contracted to one
+    #: node each (``heterograph.graph.leiden_local``; a change opening more than half of the
+    #: graph runs it whole). False: the whole graph on every write. Measured in
+    #: ``benchmarks/results/scale.md`` (modularity against a full run, insert seconds).
+    local_leiden: bool = True
     attribute_tokens: int = 200
     element_tokens: int = 400
     decompose_tokens: int = 1024

@@ -394,7 +394,8 @@ class Engine:
         report.nodes_removed = int(delta.dead_nodes.size)
         report.edges_added = int(delta.edges.num_rows)
         with report.stage("reload"):
-            self._state = self._load_state(self.store.load(verify=False), vectors, state, delta)
+            snapshot = self.store.advance(state.snapshot, delta)
+            self._state = self._load_state(snapshot, vectors, state, delta)
 
     def compact(self, wait: float = 0.0) -> OperationReport:
         """Merge all segments into one per table and rewrite the vector cache.

@@ -136,7 +136,11 @@ def index_tables(path: Path, embedder: Any = None) -> dict[str, Any]:
         "edges": edges,
         "vector_ids": ids,
         "vectors": snap.vectors.get(ids),
-        "state": dict(snap.state_arrays),
+        "state": {
+            **snap.state_arrays,
+            **{f"{k} ids": v[0] for k, v in snap.node_state_arrays.items()},
+            **{f"{k} values": v[1] for k, v in snap.node_state_arrays.items()},
+        },
         "stats": {k: v for k, v in index.stats().items() if k not in ("path", "size_bytes")},
         "queries": queries,
     }

@@ -11,6 +11,7 @@ from graphstrata.engine.heterograph.graph import (
     important_entities,
     initial_membership,
     leiden,
+    leiden_local,
     match_communities,
 )
 
@@ -55,6 +56,126 @@ def test_match_communities_keeps_small_changes_and_regenerates_large_ones():
     assert match.kept == {7: 0}
     assert match.regenerate == [(8, 1), (9, None)]
     assert match.dropped == [1, 2]
+
+
+def _match_oracle(members, groups, change_share):
+    """match_communities as first written: Python dicts over every node."""
+    owner: dict[int, list[int]] = {}
+    for key, ids in groups.items():
+        for node in ids.tolist():
+            owner.setdefault(node, []).append(key)
+    overlaps: dict[tuple[int, int], int] = {}
+    for label, ids in members.items():
+        for node in ids.tolist():
+            for key in owner.get(node, ()):
+                overlaps[(label, key)] = overlaps.get((label, key), 0) + 1
+    kept, paired, used = {}, {}, set()
+    for (label, key), common in sorted(overlaps.items(), key=lambda kv: (-kv[1], kv[0])):
+        if label in paired or key in used:
+            continue
+        paired[label] = key
+        used.add(key)
+        union = members[label].size + groups[key].size - common
+        if 1.0 - common / max(union, 1) <= change_share:
+            kept[label] = key
+    regenerate = [(label, paired.get(label)) for label in sorted(members) if label not in kept]
+    return kept, regenerate, sorted(set(groups) - set(kept.values()))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_match_communities_equals_the_per_node_oracle(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 80))
+    labels = rng.integers(0, 9, n)
+    members = {int(c): np.flatnonzero(labels == c) for c in np.unique(labels)}
+    groups = {}
+    for key in range(int(rng.integers(0, 8))):
+        # Groups overlap each other (a node in several groups) and hold nodes no
+        # community has (ids >= n).
+        groups[10 + key] = np.unique(rng.integers(0, n + 10, int(rng.integers(0, 25))))
+    match = match_communities(members, groups, change_share=0.5)
+    assert (match.kept, match.regenerate, match.dropped) == _match_oracle(members, groups, 0.5)
+
+
+def _planted(rng, k: int, size: int, inside: int, across: int):
+    """``k`` dense groups of ``size`` nodes plus ``across`` random edges between them."""
+    src = [c * size + rng.integers(0, size, inside) for c in range(k)]
+    dst = [c * size + rng.integers(0, size, inside) for c in range(k)]
+    src.append(rng.integers(0, k * size, across))
+    dst.append(rng.integers(0, k * size, across))
+    s, d = np.concatenate(src), np.concatenate(dst)
+    keep = s != d
+    return s[keep], d[keep]
+
+
+def _modularity(n, src, dst, membership):
+    import igraph as ig
+
+    g = ig.Graph(n=n, edges=np.column_stack([src, dst]).tolist())
+    return g.modularity(membership.tolist())
+
+
+@pytest.mark.parametrize("backend", ["igraph", "leidenalg"])
+def test_leiden_local_matches_a_full_run_and_keeps_untouched_communities(backend):
+    rng = np.random.default_rng(4)
+    k, size = 40, 25
+    src, dst = _planted(rng, k, size, inside=90, across=300)
+    n = k * size
+    before = leiden(n, src, dst, np.ones(src.size), seed=1, backend=backend)
+    # Ten new nodes, each tied to the first three groups.
+    new = np.arange(n, n + 10)
+    ns, nd = np.repeat(new, 6), rng.integers(0, 3 * size, 60)
+    s2, d2 = np.concatenate([src, ns]), np.concatenate([dst, nd])
+    init = np.concatenate([before, before.max() + 1 + np.arange(10)])
+    w = np.ones(s2.size)
+    local, region = leiden_local(
+        n + 10, s2, d2, w, 1, init, np.concatenate([ns, nd]), backend=backend
+    )
+    full = leiden(n + 10, s2, d2, w, seed=1, initial=init, backend=backend)
+    assert not region.full and region.region_nodes < (n + 10) / 2
+    q_local, q_full = (_modularity(n + 10, s2, d2, m) for m in (local, full))
+    assert q_local >= _modularity(n + 10, s2, d2, init)
+    assert q_local >= q_full - 0.005
+    # A community no touched node was in stays whole.
+    untouched = np.setdiff1d(np.unique(before), before[np.unique(nd)])
+    for label in untouched.tolist():
+        assert len(np.unique(local[:n][before == label])) == 1
+
+
+def test_leiden_local_edge_cases():
+    # Empty graph, no previous partition, everything touched: whole-graph runs.
+    m, region = leiden_local(
+        0, np.zeros(0, np.int64), np.zeros(0, np.int64), np.ones(0), 1, None, np.zeros(0, np.int64)
+    )
+    assert m.size == 0 and region.full
+    m, region = leiden_local(
+        1,
+        np.zeros(0, np.int64),
+        np.zeros(0, np.int64),
+        np.ones(0),
+        1,
+        np.zeros(1, np.int64),
+        np.zeros(0, np.int64),
+    )
+    assert m.tolist() == [0] and not region.full
+    # Two disconnected edges, one touched: the other pair stays one community.
+    src, dst = np.asarray([0, 2]), np.asarray([1, 3])
+    m, region = leiden_local(
+        4, src, dst, np.ones(2), 1, np.asarray([0, 0, 1, 1]), np.asarray([0, 0])
+    )
+    assert m[0] == m[1] and m[2] == m[3] and m[0] != m[2]
+    assert region.region_nodes == 2 and region.fixed_communities == 1
+    # Duplicate edges add up like weights.
+    m, _ = leiden_local(
+        2,
+        np.asarray([0, 0]),
+        np.asarray([1, 1]),
+        np.ones(2),
+        1,
+        np.asarray([0, 1]),
+        np.asarray([0]),
+    )
+    assert m[0] == m[1]
 
 
 def test_important_entities_pick_the_hub_and_need_two_mentions():

@@ -283,3 +283,30 @@ def test_bad_heterograph_build_settings_are_config_errors(tmp_path, field, value
     with pytest.raises(ConfigError, match=message):
         Index.create(tmp_path / "idx", cfg, embedder=HashingEmbedder(64))
     assert not (tmp_path / "idx" / "manifest.json").exists()
+
+
+def test_state_written_whole_by_an_older_version_reads_as_node_state(built):
+    """An index from before per-node state kept Leiden labels as an array aligned with the
+    live S/N/R/A nodes: :meth:`Work.node_state` reads it as the same mapping."""
+    from graphstrata.engine.heterograph.schema import G2_KINDS, NAME, ST_LEIDEN
+
+    snap = built.engine.state.snapshot
+    cfg = built.engine.config.heterograph
+    empty = np.zeros(0, np.int64)
+    ids, labels = Work.start(snap, cfg, empty, lambda n: empty).node_state(ST_LEIDEN, G2_KINDS)
+    g2 = snap.nodes.ids_of_kind(*G2_KINDS)
+    assert np.array_equal(ids, g2)
+    legacy = dataclasses.replace(
+        snap,
+        node_state_arrays={},
+        state_arrays={**snap.state_arrays, f"{NAME}/{ST_LEIDEN}": labels.astype(np.int32)},
+    )
+    old_ids, old_labels = Work.start(legacy, cfg, empty, lambda n: empty).node_state(
+        ST_LEIDEN, G2_KINDS
+    )
+    assert np.array_equal(old_ids, ids) and np.array_equal(old_labels, labels)
+    # Misaligned (another version's node count): ignored, as before.
+    stale = dataclasses.replace(
+        legacy, state_arrays={f"{NAME}/{ST_LEIDEN}": labels[:-1].astype(np.int32)}
+    )
+    assert Work.start(stale, cfg, empty, lambda n: empty).node_state(ST_LEIDEN, G2_KINDS) is None

@@ -1,7 +1,9 @@
 """Stage 4, communities: Leiden on G2 and the high-level elements (H) and titles (O).
 
 Leiden (modularity, seeded) runs on G2 = G1 + A, started from the previous membership and
-run until no node moves (from a converged partition a small change moves few nodes). A
+run until no node moves (from a converged partition a small change moves few nodes); only
+the communities the write touched are re-optimised, the others contracted to one node each
+(:func:`~graphstrata.engine.heterograph.graph.leiden_local`). A
 community whose members moved by more than ``community_change_share`` (Jaccard distance to
 the members its elements were last written from), or whose elements used text of a deleted
 document, gets new elements; the others keep theirs (docs/architecture.md, "Heterograph").
@@ -18,8 +20,9 @@ from graphstrata.engine.component import ChangeSet, MeteredLLM
 from graphstrata.engine.heterograph.graph import (
     group_by,
     initial_membership,
-    leiden,
+    leiden_local,
     match_communities,
+    stable_labels,
 )
 from graphstrata.engine.heterograph.parse import Element, parse_elements
 from graphstrata.engine.heterograph.schema import (
@@ -47,6 +50,9 @@ MAX_ELEMENTS_PER_COMMUNITY = 5
 COMMUNITY_CONTEXT_TOKENS = 3000
 #: Leiden backend ("igraph" or "leidenalg"); see benchmarks/results/heterograph.md.
 LEIDEN_BACKEND = "igraph"
+#: A write whose touched communities hold more than this share of G2 runs Leiden whole:
+#: the contraction would save little.
+LOCAL_LEIDEN_MAX_SHARE = 0.5
 
 
 @dataclass
@@ -91,7 +97,7 @@ def element_groups(work: Work) -> tuple[dict[int, np.ndarray], dict[int, np.ndar
     nids, nkeys = work.state(ST_GROUP_NODE_IDS), work.state(ST_GROUP_NODE_KEYS)
     nodes = group_by(nkeys, nids) if nids is not None and nkeys is not None else {}
     members: dict[int, np.ndarray] = {}
-    aligned = work.aligned_state(ST_GROUP_OF, G2_KINDS)
+    aligned = work.node_state(ST_GROUP_OF, G2_KINDS)
     if aligned is not None:
         ids, keys = aligned
         keep = (keys >= 0) & ~np.isin(ids, work.dead_array())
@@ -99,6 +105,23 @@ def element_groups(work: Work) -> tuple[dict[int, np.ndarray], dict[int, np.ndar
     for key in nodes:
         members.setdefault(key, EMPTY)
     return members, nodes
+
+
+def _touched_nodes(
+    work: Work, g2_ids: np.ndarray, prev: tuple[np.ndarray, np.ndarray] | None
+) -> np.ndarray:
+    """Live G2 nodes whose edges this operation changed: new nodes, the ends of new G2
+    edges, and the committed neighbours of deleted nodes (edges die only with an end)."""
+    parts = [g2_ids[~np.isin(g2_ids, prev[0])]] if prev is not None else [g2_ids]
+    dead = work.dead_array()
+    for kind in G2_EDGES:
+        ns, nd = work.edges.of(kind)
+        parts += [ns, nd]
+        if dead.size:
+            s, d = work.committed_edges(kind)
+            parts += [d[np.isin(s, dead)], s[np.isin(d, dead)]]
+    touched = np.unique(np.concatenate(parts))
+    return touched[np.isin(touched, g2_ids)]
 
 
 def communities(llm: MeteredLLM, work: Work, change: ChangeSet, next_group_key: int) -> Communities:
@@ -119,17 +142,21 @@ def communities(llm: MeteredLLM, work: Work, change: ChangeSet, next_group_key: 
     cfg = work.config
     g2_ids = work.live_ids(*G2_KINDS)
     src, dst = work.live_edges(G2_EDGES)
-    prev = work.aligned_state(ST_LEIDEN, G2_KINDS)
+    prev = work.node_state(ST_LEIDEN, G2_KINDS)
     init = initial_membership(g2_ids, *prev) if prev is not None else None
-    membership = leiden(
+    membership, region = leiden_local(
         int(g2_ids.size),
         np.searchsorted(g2_ids, src),
         np.searchsorted(g2_ids, dst),
         np.ones(src.size, np.float64),
         seed=int(cfg.seed),
         initial=init,
+        touched=np.searchsorted(g2_ids, _touched_nodes(work, g2_ids, prev)),
         backend=LEIDEN_BACKEND,
+        max_region_share=LOCAL_LEIDEN_MAX_SHARE if cfg.local_leiden else 0.0,
     )
+    if init is not None:
+        membership = stable_labels(membership, init)
     members = group_by(membership, g2_ids)
     content_kinds = np.isin(g2_ids, work.live_ids(S, A))
     content = group_by(membership[content_kinds], g2_ids[content_kinds])
@@ -159,6 +186,9 @@ def communities(llm: MeteredLLM, work: Work, change: ChangeSet, next_group_key: 
         group_nodes[key] = np.asarray(ids, dtype=np.int64)
         new_elements[label] = [i for i in ids if work.new_kind.get(i) == H]
     stats = {
+        "leiden_region_nodes": region.region_nodes,
+        "leiden_fixed_communities": region.fixed_communities,
+        "leiden_full": region.full,
         "communities": len(members),
         "eligible": len(eligible),
         "kept": len(match.kept),

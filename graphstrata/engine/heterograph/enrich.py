@@ -89,7 +89,7 @@ def embed_new_nodes(ctx: UpdateContext, work: Work) -> np.ndarray:
 def _labels(ctx: UpdateContext, work: Work, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     """``(centroids, labels, refit)`` of ``ids``: refit, or assign the new ones."""
     centroids = work.state(ST_KMEANS_CENTROIDS)
-    prev = work.aligned_state(ST_KMEANS, CLUSTER_KINDS)
+    prev = work.node_state(ST_KMEANS, CLUSTER_KINDS)
     k = cluster_count(int(ids.size))
     if centroids is None or prev is None or k >= 2 * centroids.shape[0]:
         # First build, or the corpus grew 4x since the last fit: refit (amortized).

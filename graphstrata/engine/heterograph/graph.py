@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import random
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -186,15 +185,21 @@ def leiden(
         return np.zeros(0, np.int64)
     import igraph as ig  # build-time only: keeps igraph's import off the query path
 
+    weight = np.asarray(weight, np.float64)
     graph = ig.Graph(n=n, edges=np.column_stack([src, dst]).tolist(), directed=False)
-    graph.es["weight"] = np.asarray(weight, np.float64).tolist()
+    graph.es["weight"] = weight.tolist()
     init = None if initial is None else np.asarray(initial, np.int64).tolist()
     if backend == "igraph":
+        # Strengths given explicitly, a self-loop counted twice: igraph's default counts it
+        # once, which undervalues the contracted communities of :func:`leiden_local`
+        # (measured: modularity 0.05 instead of 0.72 on a planted partition).
+        strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
         ig.set_random_number_generator(random.Random(seed))
         try:
             clusters = graph.community_leiden(
                 objective_function="modularity",
                 weights="weight",
+                node_weights=strength.tolist(),
                 initial_membership=init,
                 n_iterations=n_iterations,
             )
@@ -214,6 +219,123 @@ def leiden(
         )
         return np.asarray(part.membership, np.int64)
     raise ValueError(f"unknown Leiden backend {backend!r}; expected one of {LEIDEN_BACKENDS}")
+
+
+@dataclass(frozen=True)
+class LocalRegion:
+    """How :func:`leiden_local` contracted the graph (for reports and tests)."""
+
+    region_nodes: int  # nodes re-optimised one by one
+    fixed_communities: int  # untouched communities, one node each in the contracted graph
+    contracted_edges: int  # distinct edges of the contracted graph
+    full: bool  # True: the whole graph was run (no previous partition, or a large change)
+
+
+def leiden_local(
+    n: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    weight: np.ndarray,
+    seed: int,
+    initial: np.ndarray | None,
+    touched: np.ndarray,
+    backend: str = "igraph",
+    max_region_share: float = 0.5,
+) -> tuple[np.ndarray, LocalRegion]:
+    """Leiden re-optimising only the communities a change touched.
+
+    Every community of ``initial`` that holds a touched node is opened up (its nodes move
+    one by one); every other community becomes one node of a contracted graph, with its
+    internal weight as a self-loop and its edges to the rest summed. Node strengths and the
+    total weight are those of the whole graph, so a move's modularity gain is the same as
+    in a full run; what the local run cannot do is split an untouched community. Its cost
+    is the touched region plus one node per community, not the corpus (issue 17; quality
+    against a full run in ``benchmarks/results/scale.md``).
+
+    Parameters
+    ----------
+    n, src, dst, weight, seed, backend:
+        As :func:`leiden`.
+    initial:
+        The previous partition extended to the new nodes (:func:`initial_membership`);
+        ``None`` runs the whole graph.
+    touched:
+        Dense indices of the nodes whose edges changed (new nodes, ends of new edges,
+        neighbours of deleted nodes); duplicates allowed.
+    max_region_share:
+        When the opened communities hold more than this share of the nodes, the whole graph
+        is run instead (the contraction would save little).
+
+    Returns
+    -------
+    membership, region
+        int64 community label per node (labels ``0..k-1``), and what was run.
+    """
+    touched = np.asarray(touched, np.int64)
+    if initial is None or n == 0:
+        return leiden(n, src, dst, weight, seed, initial, backend), LocalRegion(n, 0, 0, True)
+    initial = np.asarray(initial, np.int64)
+    opened = np.isin(initial, np.unique(initial[touched]))
+    if opened.sum() > max_region_share * n:
+        membership = leiden(n, src, dst, weight, seed, initial, backend)
+        return membership, LocalRegion(n, 0, int(src.size), True)
+    region = np.flatnonzero(opened)
+    fixed_labels = np.unique(initial[~opened])
+    node_map = np.empty(n, np.int64)
+    node_map[region] = np.arange(region.size, dtype=np.int64)
+    node_map[~opened] = region.size + np.searchsorted(fixed_labels, initial[~opened])
+    m = int(region.size + fixed_labels.size)
+    a, b = node_map[np.asarray(src, np.int64)], node_map[np.asarray(dst, np.int64)]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    pairs, inverse = np.unique(lo * m + hi, return_inverse=True)
+    summed = np.bincount(inverse.ravel(), weights=np.asarray(weight, np.float64))
+    start = np.concatenate([initial[region], fixed_labels])
+    contracted = leiden(m, pairs // m, pairs % m, summed, seed, start, backend)
+    info = LocalRegion(int(region.size), int(fixed_labels.size), int(pairs.size), False)
+    return contracted[node_map], info
+
+
+def stable_labels(membership: np.ndarray, previous: np.ndarray) -> np.ndarray:
+    """Relabel ``membership`` so that communities keep their ``previous`` labels.
+
+    Each new community takes the previous label most of its nodes had, largest overlaps
+    first, one community per label; the others get labels above every previous one. A
+    write that moves few nodes then changes few stored labels (the node state patch stays
+    small).
+
+    Parameters
+    ----------
+    membership : int64 array [n]
+        New community per node (any labels).
+    previous : int64 array [n]
+        Each node's label before (new nodes: fresh singleton labels).
+
+    Returns
+    -------
+    np.ndarray
+        int64 [n], the same partition as ``membership``.
+    """
+    if membership.size == 0:
+        return np.asarray(membership, np.int64)
+    pairs, counts = np.unique(
+        np.column_stack([membership, previous]).astype(np.int64), axis=0, return_counts=True
+    )
+    order = np.lexsort((pairs[:, 1], pairs[:, 0], -counts))
+    new_of: dict[int, int] = {}
+    taken: set[int] = set()
+    for c, old in pairs[order].tolist():
+        if c not in new_of and old not in taken:
+            new_of[c] = old
+            taken.add(old)
+    fresh = int(previous.max()) + 1
+    for c in np.unique(membership).tolist():
+        if c not in new_of:
+            new_of[c] = fresh
+            fresh += 1
+    keys = np.fromiter(new_of.keys(), np.int64, count=len(new_of))
+    values = np.fromiter(new_of.values(), np.int64, count=len(new_of))
+    sort = np.argsort(keys)
+    return values[sort][np.searchsorted(keys[sort], membership)]
 
 
 def initial_membership(
@@ -282,19 +404,11 @@ def match_communities(
     -------
     CommunityMatch
     """
-    owner: dict[int, list[int]] = {}
-    for key, ids in group_members.items():
-        for node in ids.tolist():
-            owner.setdefault(node, []).append(key)
-    overlaps: Counter[tuple[int, int]] = Counter()
-    for label, ids in members.items():
-        for node in ids.tolist():
-            for key in owner.get(node, ()):
-                overlaps[(label, key)] += 1
+    labels, keys, commons = _overlaps(members, group_members)
     kept: dict[int, int] = {}
     paired: dict[int, int] = {}
     used: set[int] = set()
-    for (label, key), common in sorted(overlaps.items(), key=lambda kv: (-kv[1], kv[0])):
+    for label, key, common in zip(labels.tolist(), keys.tolist(), commons.tolist(), strict=True):
         if label in paired or key in used:
             continue
         paired[label] = key
@@ -305,6 +419,41 @@ def match_communities(
     regenerate = [(label, paired.get(label)) for label in sorted(members) if label not in kept]
     dropped = sorted(set(group_members) - set(kept.values()))
     return CommunityMatch(kept=kept, regenerate=regenerate, dropped=dropped)
+
+
+def _flatten(groups: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(members, label of each)`` of ``{label: members}`` as two int64 arrays."""
+    if not groups:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ids = [np.asarray(v, np.int64) for v in groups.values()]
+    sizes = np.fromiter((v.size for v in ids), np.int64, count=len(ids))
+    labels = np.fromiter(groups.keys(), np.int64, count=len(ids))
+    return np.concatenate(ids), np.repeat(labels, sizes)
+
+
+def _overlaps(
+    members: dict[int, np.ndarray], group_members: dict[int, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (community label, group key, shared members) with at least one shared member,
+    most shared first, ties by label then key.
+
+    ``members`` is a partition (a node in one community at most); a node may sit in
+    several groups.
+    """
+    c_nodes, c_labels = _flatten(members)
+    g_nodes, g_keys = _flatten(group_members)
+    if c_nodes.size == 0 or g_nodes.size == 0:
+        return (np.zeros(0, np.int64),) * 3  # type: ignore[return-value]
+    order = np.argsort(c_nodes, kind="stable")
+    sorted_nodes = c_nodes[order]
+    pos = np.minimum(np.searchsorted(sorted_nodes, g_nodes), sorted_nodes.size - 1)
+    found = sorted_nodes[pos] == g_nodes
+    pairs = np.column_stack([c_labels[order[pos[found]]], g_keys[found]])
+    if pairs.size == 0:
+        return (np.zeros(0, np.int64),) * 3  # type: ignore[return-value]
+    unique, counts = np.unique(pairs, axis=0, return_counts=True)
+    rank = np.lexsort((unique[:, 1], unique[:, 0], -counts))
+    return unique[rank, 0], unique[rank, 1], counts[rank].astype(np.int64)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -2,10 +2,11 @@
 
 (docs/architecture.md, "Heterograph".) Edges are written in one direction per kind (T→S,
 S→N, S→R, N→R, N→A, H→member, H→O, new→neighbour); search treats them as undirected.
-Between operations the component keeps small state arrays (``Delta.put_state`` /
-``Snapshot.state``, keys ``ST_*``): per-node arrays are aligned with the committed
-version's live nodes of the listed kinds, in id order, so they hold no ids: 4 bytes a node,
-rewritten by each operation.
+Between operations the component keeps state (keys ``ST_*``): per-node values (Leiden
+label, element group, K-means cluster) as ``node id -> value`` mappings
+(``Delta.put_node_state`` / ``Snapshot.node_state``), which a commit writes as a patch of
+the rows that changed (``engine.store.node_state``); the rest (centroids, group members,
+mention triples) as whole arrays (``Delta.put_state`` / ``Snapshot.state``).
 """
 
 from __future__ import annotations
@@ -71,15 +72,15 @@ G1_EDGES: tuple[int, ...] = (
 G2_EDGES: tuple[int, ...] = (*G1_EDGES, int(EdgeKind.ENTITY_ATTRIBUTE))
 
 # --------------------------------------------------------------------------- state keys
-#: int32 per S/N/R/A node: community of the last Leiden run.
+#: Per S/N/R/A node (node state): community of the last Leiden run (labels kept stable).
 ST_LEIDEN = "leiden_labels"
-#: int32 per S/N/R/A node: group whose elements were written from it (-1: none).
+#: Per S/N/R/A node (node state): group whose elements were written from it (-1: none).
 ST_GROUP_OF = "element_group_of"
 #: H/O node ids of each element group, and the group key of each (parallel int64 arrays).
 ST_GROUP_NODE_IDS, ST_GROUP_NODE_KEYS = "group_node_ids", "group_node_keys"
 #: float32 [K, dim]: the K-means centroids.
 ST_KMEANS_CENTROIDS = "kmeans_centroids"
-#: int32 per S/A/H node: K-means cluster.
+#: Per S/A/H node (node state): K-means cluster.
 ST_KMEANS = "kmeans_labels"
 #: Which unit asserted which line of a relationship with two or more lines (a one-line
 #: relationship's supporters all assert its line, so it needs no record): parallel int64

@@ -133,14 +133,23 @@ class Work:
         """A committed state array of the heterograph (``None`` when absent)."""
         return self.snapshot.state(NAME, name)
 
-    def aligned_state(self, name: str, kinds: Sequence[int]) -> EdgeList | None:
-        """``(ids, values)`` of a per-node state array written for the committed version's
-        live nodes of ``kinds`` (``None`` when absent or not aligned with this version)."""
-        values = self.state(name)
+    def node_state(self, name: str, kinds: Sequence[int]) -> EdgeList | None:
+        """``(ids, values)`` of a per-node state for the committed live nodes of ``kinds``
+        (ids ascending; ``None`` when never stored).
+
+        An index written before per-node state (``Delta.put_node_state``) kept it as an array
+        aligned with those nodes: read as such while it matches their number.
+        """
+        stored = self.snapshot.node_state(NAME, name)
+        if stored is not None:
+            ids, values = stored
+            live = np.isin(ids, self.nodes.ids_of_kind(*kinds), assume_unique=True)
+            return ids[live], values[live]
+        aligned = self.state(name)
         ids = self.nodes.ids_of_kind(*kinds)
-        if values is None or values.shape[0] != ids.shape[0]:
+        if aligned is None or aligned.shape[0] != ids.shape[0]:
             return None
-        return ids, values.astype(np.int64)
+        return ids, aligned.astype(np.int64)
 
     # ------------------------------------------------------------------ after the operation
     def new_ids(self, n: int) -> list[int]:

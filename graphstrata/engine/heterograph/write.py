@@ -105,8 +105,13 @@ def write_state(
     last_update:
         The operation's counters, kept in the metadata.
     """
-    delta.put_state(NAME, ST_LEIDEN, comm.membership.astype(np.int32))
-    delta.put_state(NAME, ST_GROUP_OF, _group_of(comm))
+    snap = work.snapshot
+    delta.put_node_state(
+        NAME, ST_LEIDEN, comm.g2_ids, comm.membership, snap.node_state(NAME, ST_LEIDEN)
+    )
+    delta.put_node_state(
+        NAME, ST_GROUP_OF, comm.g2_ids, _group_of(comm), snap.node_state(NAME, ST_GROUP_OF)
+    )
     keys = sorted(comm.group_nodes)
     node_ids = [comm.group_nodes[k] for k in keys]
     delta.put_state(NAME, ST_GROUP_NODE_IDS, np.concatenate(node_ids) if keys else EMPTY)
@@ -116,8 +121,11 @@ def write_state(
         np.repeat(np.asarray(keys, np.int64), [m.size for m in node_ids]) if keys else EMPTY,
     )
     if clusters is not None:
-        delta.put_state(NAME, ST_KMEANS_CENTROIDS, clusters.centroids)
-        delta.put_state(NAME, ST_KMEANS, clusters.labels.astype(np.int32))
+        if clusters.stats.get("refit", True):  # assigning new nodes leaves the centroids
+            delta.put_state(NAME, ST_KMEANS_CENTROIDS, clusters.centroids)
+        delta.put_node_state(
+            NAME, ST_KMEANS, clusters.ids, clusters.labels, snap.node_state(NAME, ST_KMEANS)
+        )
     rows = [
         (unit, rid, line)
         for rid, pairs in mentions.items()

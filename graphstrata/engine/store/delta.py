@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from graphstrata.engine.store.node_state import NodeState, normalize, patch
 from graphstrata.engine.store.schema import DOC_SCHEMA, EDGE_SCHEMA, NODE_SCHEMA
 from graphstrata.engine.store.tables import empty_table
 
@@ -47,6 +48,8 @@ class Delta:
         self._dead_nodes: list[np.ndarray] = []
         self._dead_docs: list[np.ndarray] = []
         self.state: dict[str, np.ndarray] = {}
+        #: ``key -> (the whole new mapping, the patch from the previous version)``.
+        self.node_state: dict[str, tuple[NodeState, np.ndarray]] = {}
         self.components: dict[str, dict[str, Any]] = {}
 
     # ids ------------------------------------------------------------------------------------
@@ -185,6 +188,36 @@ class Delta:
     def put_state(self, component: str, name: str, array: np.ndarray) -> None:
         """Store a small array of component state (replaces the previous one on commit)."""
         self.state[f"{component}/{name}"] = np.ascontiguousarray(array)
+
+    def put_node_state(
+        self,
+        component: str,
+        name: str,
+        ids: np.ndarray,
+        values: np.ndarray,
+        previous: NodeState | None,
+    ) -> None:
+        """Store a per-node integer state (``node id -> value``) for the new version.
+
+        The commit writes only the rows that differ from ``previous`` (the committed
+        mapping, :meth:`Snapshot.node_state`), or a new base (``store.node_state``).
+
+        Parameters
+        ----------
+        component, name:
+            Whose state, and which.
+        ids, values:
+            The whole mapping of the new version: one value per id, ids unique.
+        previous:
+            The committed mapping (``None``: there is none).
+
+        Raises
+        ------
+        ValueError
+            On a repeated id or lengths that differ.
+        """
+        new = normalize(ids, values)
+        self.node_state[f"{component}/{name}"] = (new, patch(new, previous))
 
     def set_component_meta(self, component: str, meta: dict[str, Any]) -> None:
         """JSON-serializable metadata of a component, kept in the manifest."""

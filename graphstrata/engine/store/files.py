@@ -266,6 +266,11 @@ def manifest_entries(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]
         for table, entries in manifest["segments"].items():
             out += [(f"{table} segment", e) for e in entries]
         out += [(f"state {k!r}", e) for k, e in manifest.get("state", {}).items()]
+        out += [
+            (f"node state {k!r}", e)
+            for k, chain in manifest.get("node_state", {}).items()
+            for e in chain
+        ]
         if manifest.get("vector_cache"):
             out.append(("vector cache", manifest["vector_cache"]))
     except (KeyError, TypeError, AttributeError) as exc:

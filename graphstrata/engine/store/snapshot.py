@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from graphstrata.engine.store.tables import NodeTable, VectorTable
+from graphstrata.engine.store.schema import DOC_SCHEMA, EDGE_SCHEMA, NODE_SCHEMA
+from graphstrata.engine.store.tables import NodeTable, VectorSegment, VectorTable, member
+
+if TYPE_CHECKING:
+    from graphstrata.engine.store.delta import Delta
 
 
 @dataclass
@@ -28,6 +32,7 @@ class Snapshot:
     vectors: VectorTable
     hyperplanes: np.ndarray
     state_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    node_state_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     @property
     def version(self) -> int:
@@ -43,6 +48,76 @@ class Snapshot:
         """A component's state array (``Delta.put_state``), or None if never stored."""
         return self.state_arrays.get(f"{component}/{name}")
 
+    def node_state(self, component: str, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """A component's per-node state (``Delta.put_node_state``) as ``(ids, values)``
+        sorted by id (ids of nodes deleted since may remain), or None if never stored."""
+        return self.node_state_arrays.get(f"{component}/{name}")
+
     def component_meta(self, component: str) -> dict[str, Any]:
         """A copy of a component's manifest metadata (``Delta.set_component_meta``)."""
         return dict(self.manifest.get("components", {}).get(component, {}))
+
+    def advanced(
+        self, manifest: dict[str, Any], delta: Delta, new_vectors: list[VectorSegment]
+    ) -> Snapshot:
+        """The version ``delta`` committed on top of this one, built in memory.
+
+        Equal to loading the new version from disk (``Store.load``; tested on random
+        operation sequences), without rereading and re-sorting every segment: the rows the
+        delta replaced or tombstoned leave, its rows join, and only where they land is
+        sorted again.
+
+        Parameters
+        ----------
+        manifest:
+            The manifest the commit wrote.
+        delta:
+            The committed delta (made on this version).
+        new_vectors:
+            The vector segments the commit wrote, memory-mapped.
+        """
+        dead = delta.dead_nodes
+        rows = delta.nodes.cast(NODE_SCHEMA)
+        row_ids = rows.column("id").to_numpy()
+        if dead.size:
+            rows = rows.filter(pa.array(~np.isin(row_ids, dead)))
+            row_ids = rows.column("id").to_numpy()
+        old = self.nodes
+        leaving = np.union1d(dead, row_ids)
+        kept = ~member(old.ids, leaving) if leaving.size else np.ones(len(old), bool)
+        table = old.table if kept.all() else old.table.filter(pa.array(kept))
+        if rows.num_rows:
+            table = pa.concat_tables([table.cast(NODE_SCHEMA), rows])
+            ids = table.column("id").to_numpy()
+            if ids.size > 1 and bool((ids[1:] < ids[:-1]).any()):
+                table = table.take(pa.array(np.argsort(ids, kind="stable")))
+        nodes = NodeTable(table)
+        edges = self.edges
+        if dead.size and edges.num_rows:
+            src, dst = edges.column("src").to_numpy(), edges.column("dst").to_numpy()
+            alive = ~(member(src, dead) | member(dst, dead))
+            if not alive.all():
+                edges = edges.filter(pa.array(alive))
+        new_edges = delta.edges.cast(EDGE_SCHEMA)
+        if new_edges.num_rows:
+            src, dst = new_edges.column("src").to_numpy(), new_edges.column("dst").to_numpy()
+            new_edges = new_edges.filter(pa.array(member(src, nodes.ids) & member(dst, nodes.ids)))
+            edges = pa.concat_tables([edges.cast(EDGE_SCHEMA), new_edges])
+        docs = pa.concat_tables([self.docs.cast(DOC_SCHEMA), delta.docs.cast(DOC_SCHEMA)])
+        if delta.dead_docs.size:
+            gone = np.isin(docs.column("key").to_numpy(), delta.dead_docs)
+            docs = docs.filter(pa.array(~gone))
+        vectors = VectorTable(self.vectors.dim, [*self.vectors.segments, *new_vectors], nodes.ids)
+        per_node = dict(self.node_state_arrays)
+        per_node.update({key: mapping for key, (mapping, _) in delta.node_state.items()})
+        return Snapshot(
+            self.root,
+            manifest,
+            nodes,
+            edges,
+            docs,
+            vectors,
+            self.hyperplanes,
+            {**self.state_arrays, **delta.state},
+            per_node,
+        )

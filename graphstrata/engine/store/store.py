@@ -51,6 +51,7 @@ from graphstrata.engine.store.files import (
     write_atomic,
     write_failure_cause,
 )
+from graphstrata.engine.store.node_state import apply_rows, as_rows, commit_chains
 from graphstrata.engine.store.schema import (
     DOC_SCHEMA,
     EDGE_SCHEMA,
@@ -308,7 +309,19 @@ class Store:
         state = {}
         for key, entry in self.manifest.get("state", {}).items():
             state[key] = np.load(self._check(entry, verify))
-        return Snapshot(self.root, self.manifest, nodes, edges, docs, vectors, hyperplanes, state)
+        per_node = {
+            key: apply_rows([np.load(self._check(e, verify)) for e in chain])
+            for key, chain in self.manifest.get("node_state", {}).items()
+        }
+        return Snapshot(
+            self.root, self.manifest, nodes, edges, docs, vectors, hyperplanes, state, per_node
+        )
+
+    def advance(self, previous: Snapshot, delta: Delta) -> Snapshot:
+        """The version ``delta`` just committed on ``previous``, in memory (no reread)."""
+        segs = self.manifest["segments"]["vectors"]
+        new = [self._read_vectors(e, False) for e in segs if e.get("version") == self.version]
+        return previous.advanced(self.manifest, delta, new)
 
     # writing --------------------------------------------------------------------------------
     def verify_files(self, all_versions: bool = False) -> FileCheck:
@@ -521,17 +534,22 @@ class Store:
         crashpoint("after_vectors")
         state = dict(self.manifest.get("state", {}))
         for key, array in delta.state.items():
-            path = self._track(
-                self.root
-                / self._segment_name("state-" + re.sub(r"[^A-Za-z0-9_-]", "_", key), version, "npy")
-            )
-            with open(path, "wb") as fh:
-                np.save(fh, array)
-            state[key] = self._entry(path, int(array.shape[0]) if array.ndim else 1, version)
+            rows = int(array.shape[0]) if array.ndim else 1
+            state[key] = self._write_state_file(key, array, rows, version)
             written += state[key]["bytes"]
+        before = self.manifest.get("node_state", {})
+        chains = commit_chains(
+            before,
+            delta.node_state,
+            lambda key, array, rows: self._write_state_file(key, array, rows, version),
+        )
+        written += sum(c[-1]["bytes"] for k, c in chains.items() if c != before.get(k))
         for entries in new.values():
             written += sum(e["bytes"] for e in entries)
         manifest = json.loads(json.dumps(self.manifest))
+        manifest["node_state"] = chains
+        for key in chains:  # state written whole by an older version gives way
+            state.pop(key, None)
         for table, entries in new.items():
             manifest["segments"][table].extend(entries)
         manifest["version"] = version
@@ -557,6 +575,17 @@ class Store:
         written += 2 * len(data)
         self.manifest = manifest
         return CommitResult(version=version, bytes_written=written, manifest=manifest)
+
+    def _write_state_file(
+        self, key: str, array: np.ndarray, rows: int, version: int
+    ) -> dict[str, Any]:
+        path = self._track(
+            self.root
+            / self._segment_name("state-" + re.sub(r"[^A-Za-z0-9_-]", "_", key), version, "npy")
+        )
+        with open(path, "wb") as fh:
+            np.save(fh, array)
+        return self._entry(path, rows, version)
 
     def _record_extra_files(
         self, manifest: dict[str, Any], extra_files: dict[str, Path] | None, version: int
@@ -636,8 +665,16 @@ class Store:
             segs["vectors"].append(self._write_vectors(vt.ids, vt.kinds, vt.get(vt.ids), version))
         for entries in segs.values():
             written += sum(e["bytes"] for e in entries)
+        # Each node-state chain collapses into one base of the live nodes.
+        chains = {}
+        for key, (ids, values) in snapshot.node_state_arrays.items():
+            live = snapshot.nodes.contains(ids)
+            base = as_rows(ids[live], values[live])
+            chains[key] = [self._write_state_file(key, base, int(live.sum()), version)]
+            written += chains[key][0]["bytes"]
         manifest = json.loads(json.dumps(self.manifest))
         manifest["segments"] = segs
+        manifest["node_state"] = chains
         manifest["version"] = version
         manifest["committed_at"] = time.time()
         manifest["vector_cache"] = None
