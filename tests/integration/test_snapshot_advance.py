@@ -63,3 +63,28 @@ def test_advanced_snapshot_equals_the_one_read_from_disk(tmp_path, sample_docs, 
             index.delete([doc_id])
             del live[doc_id]
         assert_same_snapshot(index.engine.state.snapshot, Store.open(path).load())
+
+
+def test_advanced_name_index_equals_a_fresh_one(tmp_path, sample_docs):
+    """The graph view's names after each write (advanced by the delta) are those a view
+    built from scratch on the same version holds."""
+    from graphstrata.engine.heterograph.names import NameIndex
+
+    index = Index.create(tmp_path / "ix", IndexConfig(), embedder=HashingEmbedder(64))
+    docs = list(sample_docs)
+    index.insert(docs[:10])
+    steps = [
+        ("insert", docs[10:14]),
+        ("delete", [docs[2]["doc_id"], docs[11]["doc_id"]]),
+        ("insert", [{**docs[3], "text": docs[3]["text"] + " Later the Orrin Guild sold it."}]),
+        ("insert", docs[14:16]),
+    ]
+    for action, arg in steps:
+        index.insert(arg) if action == "insert" else index.delete(arg)
+        state = index.engine.state
+        got, want = state.views["graph"].names, NameIndex.build(state.snapshot)
+        assert got.title_of == want.title_of
+        for have, expect in ((got.names, want.names), (got.titles, want.titles)):
+            assert sorted(have) == sorted(expect)
+            for key, ids in expect.items():
+                np.testing.assert_array_equal(have[key], ids, err_msg=key)

@@ -95,7 +95,7 @@ def test_every_walk_edge_is_an_edge_of_the_walked_graph(built, question):
                 entity, chunk = chunk, entity
             assert view.kinds[entity] == int(NodeKind.N)
             name = normalize_name(nodes.text_of(view.ids[[entity]])[0])
-            assert chunk in view.title_chunks[name].tolist()
+            assert int(view.ids[chunk]) in view.names.titles[name].tolist()
         else:
             assert (e["src"], e["dst"], e["kind"]) in stored
         if e["level"] == 1:

@@ -395,7 +395,8 @@ def test_document_titles_link_entities_to_their_chunks(built):
     view = built.engine.state.views["graph"]
     assert view.title_links > 0
     # "Brekkvik" is an entity and the title of a document: the question seeds its chunks.
-    chunks = view.title_chunks[title_key("Brekkvik")]
+    chunk_ids = view.names.titles[title_key("Brekkvik")]
+    chunks = np.searchsorted(view.ids, chunk_ids)
     assert chunks.size and set(view.kinds[chunks].tolist()) == {K["T"]}
     result = built.query("Brekkvik?", mode="graph", entry_top_k=0, sparse_top_k=0)
     assert result.report["exact_nodes"] >= chunks.size

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from graphstrata.engine.component import ChangeSet, Component, UpdateContext
+from graphstrata.engine.component import ChangeSet, Component, ComponentView, UpdateContext
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.heterograph.attributes import attributes
 from graphstrata.engine.heterograph.communities import communities
@@ -22,7 +22,7 @@ from graphstrata.engine.heterograph.work import Work
 from graphstrata.engine.heterograph.write import write, write_state
 from graphstrata.engine.params import ModeParams
 from graphstrata.engine.search import DocNames
-from graphstrata.engine.store import Snapshot
+from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.vectors import VectorIndex
 
 
@@ -98,3 +98,20 @@ class HeterographComponent(Component):
         doc_names: DocNames,
     ) -> HeterographView:
         return HeterographView(snapshot, vectors, config, doc_names)
+
+    def advance(
+        self,
+        previous: ComponentView,
+        snapshot: Snapshot,
+        vectors: VectorIndex,
+        config: IndexConfig,
+        doc_names: DocNames,
+        delta: Delta,
+    ) -> HeterographView:
+        """The new version's view; its name index and BM25 parts advanced, not rebuilt."""
+        names = None
+        if isinstance(previous, HeterographView):
+            names = previous.names.advanced(previous.snapshot, snapshot, delta)
+        view = HeterographView(snapshot, vectors, config, doc_names, names=names)
+        view.carry_over(previous, delta)
+        return view

@@ -55,18 +55,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from graphstrata.core.graph import csr_from_edges
 from graphstrata.core.ppr import shallow_ppr, top_k_by_kind
 from graphstrata.engine.component import ComponentView, Hit, Query
 from graphstrata.engine.config import HeterographConfig, IndexConfig
+from graphstrata.engine.heterograph.names import NameIndex
 from graphstrata.engine.heterograph.parse import (
     normalize_name,
     parse_query_entities,
     query_name_candidates,
-    title_key,
 )
 from graphstrata.engine.heterograph.ranking import (
     Packer,
@@ -232,6 +230,7 @@ class HeterographView(ComponentView):
         config: IndexConfig,
         doc_names: DocNames,
         sparse: SparseIndex | None = None,
+        names: NameIndex | None = None,
     ):
         self.snapshot = snapshot
         self.vectors = vectors
@@ -257,7 +256,8 @@ class HeterographView(ComponentView):
         self._chunk_src, self._chunk_dst = sorted_links(src[cu], dst[cu])  # T -> S
         title = kind == int(EdgeKind.ELEMENT_TITLE)  # H -> O, looked up from O
         self._title_src, self._title_dst = sorted_links(dst[title], src[title])
-        self.names, self.title_chunks = self._name_index()
+        #: Names of entities, element titles and document titles (advanced by a commit).
+        self.names = names if names is not None else NameIndex.build(snapshot)
         self._text_like = (self.kinds == np.uint8(T)) | (self.kinds == np.uint8(S))
         self._token_power: tuple[float, np.ndarray] | None = None
         t_src, t_dst = self._title_links()
@@ -286,55 +286,17 @@ class HeterographView(ComponentView):
         keep = weight > 0
         return src[keep], dst[keep], weight[keep], kind[keep]
 
-    def _name_index(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """Normalized name -> positions of the entities and element titles of that name, and
-        document title -> positions of that document's chunks (built once per version)."""
-        index: dict[str, list[int]] = {}
-        pos = np.nonzero(np.isin(self.kinds, np.asarray([N, O], dtype=np.uint8)))[0]
-        texts = self.snapshot.nodes.texts
-        for p in pos.tolist():
-            key = normalize_name(texts[p])
-            if key:
-                index.setdefault(key, []).append(p)
-        names = {k: np.asarray(v, dtype=np.int64) for k, v in index.items()}
-        return names, self._document_titles()
-
-    def _document_titles(self) -> dict[str, np.ndarray]:
-        docs = self.snapshot.docs
-        if not docs.num_rows or "title" not in docs.column_names:
-            return {}
-        keys = np.asarray(docs.column("key").to_numpy(), np.int64)
-        title_of = {
-            int(k): title_key(t)
-            for k, t in zip(keys.tolist(), docs.column("title").to_pylist(), strict=True)
-            if t
-        }
-        chunks = np.nonzero(self.kinds == np.uint8(T))[0]
-        if not chunks.size or not title_of:
-            return {}
-        lists = self.snapshot.nodes.table.column("docs").take(pa.array(chunks))
-        if isinstance(lists, pa.ChunkedArray):
-            lists = lists.combine_chunks()
-        flat = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
-        parent = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
-        out: dict[str, list[int]] = {}
-        for doc, i in zip(flat.tolist(), parent.tolist(), strict=True):
-            key = title_of.get(int(doc))
-            if key:
-                out.setdefault(key, []).append(int(chunks[i]))
-        return {k: np.unique(np.asarray(v, np.int64)) for k, v in out.items()}
-
     def _title_links(self) -> tuple[np.ndarray, np.ndarray]:
         """(entity, chunk) pairs: an entity named like a document's title, and its chunks."""
         src: list[np.ndarray] = []
         dst: list[np.ndarray] = []
-        if not self.title_chunks:
+        titles = self.names.titles
+        if not titles:
             return _EMPTY_I, _EMPTY_I
         kinds = self.kinds
-        for key, positions in self.names.items():
-            chunks = self.title_chunks.get(key)
-            if chunks is None:
-                continue
+        for key in sorted(titles.keys() & self.names.names.keys()):
+            chunks = np.searchsorted(self.ids, titles[key]).astype(np.int64)
+            positions = np.searchsorted(self.ids, self.names.names[key]).astype(np.int64)
             entities = positions[kinds[positions] == np.uint8(N)]
             if entities.size:
                 src.append(np.repeat(entities, chunks.size))
@@ -362,13 +324,11 @@ class HeterographView(ComponentView):
         cfg = self.cfg
         names = self._query_entities(query)
         keys = list(dict.fromkeys(k for k in (normalize_name(n) for n in names) if k))
-        matched = [k for k in keys if k in self.names or k in self.title_chunks]
+        matched = [k for k in keys if k in self.names]
         extra: list[str] = []
         if params.resolve("match_query_ngrams", cfg.match_query_ngrams):
             known = [
-                k
-                for k in query_name_candidates(query.text)
-                if (k in self.names or k in self.title_chunks) and k not in matched
+                k for k in query_name_candidates(query.text) if k in self.names and k not in matched
             ]
             extra = [k for k in maximal_keys(known + matched) if k not in matched]
         exact, exact_w = self._exact_seeds(matched + extra)
@@ -420,15 +380,10 @@ class HeterographView(ComponentView):
         """Positions matched by ``keys`` and their weights: an entity weighs
         ``1 / ln(1 + units mentioning it)`` (at most 1 / ln 2), a title or a titled
         document's chunk 1 / ln 2 (the weight of an entity mentioned once)."""
-        pos: list[np.ndarray] = []
-        for k in keys:
-            if k in self.names:
-                pos.append(self.names[k])
-            if k in self.title_chunks:
-                pos.append(self.title_chunks[k])
-        if not pos:
+        pos = [self.names.positions(k, self.ids) for k in keys]
+        positions = np.concatenate(pos) if pos else _EMPTY_I
+        if positions.size == 0:
             return _EMPTY_I, _EMPTY_F
-        positions = np.concatenate(pos)
         units = np.where(self.kinds[positions] == np.uint8(N), self.units_of[positions], 1)
         return positions, 1.0 / np.log1p(np.maximum(units, 1).astype(np.float64))
 

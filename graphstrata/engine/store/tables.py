@@ -155,14 +155,12 @@ class NodeTable:
         return self.table.column("docs").take(pa.array(np.asarray(rows, np.int64))).to_pylist()
 
     def text_of(self, ids: np.ndarray | Sequence[int]) -> list[str]:
-        """Texts of ``ids``, in order."""
-        texts = self.texts
-        return [texts[i] for i in self.rows(ids)]
+        """Texts of ``ids``, in order (their rows only: :meth:`texts_at`)."""
+        return self.texts_at(self.rows(ids))
 
     def docs_of(self, ids: np.ndarray | Sequence[int]) -> list[list[int]]:
-        """Doc keys of ``ids``, in order."""
-        docs = self.docs
-        return [docs[i] for i in self.rows(ids)]
+        """Doc keys of ``ids``, in order (their rows only: :meth:`docs_at`)."""
+        return self.docs_at(self.rows(ids))
 
     def ids_of_kind(self, *kinds: int) -> np.ndarray:
         """Ascending ids of the live nodes of any of ``kinds``."""

@@ -1,0 +1,162 @@
+"""The name index of the ``graph`` search: entity and element-title names, document titles.
+
+Exact entry points look the question's names up here (dict lookups, no scan). The index
+holds node ids, not positions, so a commit advances it by the rows it changed
+(:meth:`NameIndex.advanced`) instead of normalizing every name of the new version again
+(issue 17); a test checks the advanced index equals a fresh one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphstrata.engine.heterograph.parse import normalize_name, title_key
+from graphstrata.engine.heterograph.schema import N, O, T
+from graphstrata.engine.store import Delta, Snapshot
+
+_EMPTY = np.zeros(0, np.int64)
+_NAMED = np.asarray([N, O], np.uint8)
+
+
+def _grouped(pairs: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for key, node in pairs:
+        if key:
+            out.setdefault(key, []).append(node)
+    return out
+
+
+def _docs_lists(table: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(doc key, row index into rows)`` of every doc of the rows ``rows`` of ``table``."""
+    lists = table.column("docs").take(pa.array(rows))
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    flat = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+    parent = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+    return np.asarray(flat, np.int64), np.asarray(parent, np.int64)
+
+
+def _titles_of(docs: pa.Table) -> dict[int, str]:
+    """Doc key -> title key of the documents that have a title."""
+    if not docs.num_rows or "title" not in docs.column_names:
+        return {}
+    keys = docs.column("key").to_numpy().tolist()
+    return {
+        int(k): title_key(t)
+        for k, t in zip(keys, docs.column("title").to_pylist(), strict=True)
+        if t and title_key(t)
+    }
+
+
+def _chunk_titles(
+    table: pa.Table, rows: np.ndarray, ids: np.ndarray, title_of: dict[int, str]
+) -> dict[str, list[int]]:
+    """Title key -> chunk ids, for the chunks at ``rows`` of ``table`` (ids ``ids``)."""
+    if rows.size == 0 or not title_of:
+        return {}
+    flat, parent = _docs_lists(table, rows)
+    return _grouped((title_of.get(int(d), ""), int(ids[i])) for d, i in zip(flat, parent))
+
+
+def _merge(
+    index: dict[str, np.ndarray], removed: dict[str, list[int]], added: dict[str, list[int]]
+) -> dict[str, np.ndarray]:
+    """``index`` with ids taken out of and put into the keys named (copy on write)."""
+    out = dict(index)
+    for key in set(removed) | set(added):
+        ids = out.get(key, _EMPTY)
+        if key in removed:
+            ids = ids[~np.isin(ids, removed[key])]
+        if key in added:
+            ids = np.union1d(ids, np.asarray(added[key], np.int64))
+        if ids.size:
+            out[key] = ids
+        else:
+            out.pop(key, None)
+    return out
+
+
+@dataclass(frozen=True)
+class NameIndex:
+    """One version's names.
+
+    Attributes
+    ----------
+    names:
+        Normalized name -> ids of the entities (N) and element titles (O) of that name.
+    titles:
+        Document title key -> ids of that document's chunks (T).
+    title_of:
+        Doc key -> title key, for the documents that have a title.
+    """
+
+    names: dict[str, np.ndarray]
+    titles: dict[str, np.ndarray]
+    title_of: dict[int, str]
+
+    @classmethod
+    def build(cls, snapshot: Snapshot) -> NameIndex:
+        """The names of every live node of ``snapshot``."""
+        nodes = snapshot.nodes
+        rows = np.flatnonzero(np.isin(nodes.kind, _NAMED))
+        texts = nodes.texts_at(rows)
+        names = _grouped((normalize_name(t), int(i)) for t, i in zip(texts, nodes.ids[rows]))
+        title_of = _titles_of(snapshot.docs)
+        chunks = np.flatnonzero(nodes.kind == np.uint8(T))
+        titles = _chunk_titles(nodes.table, chunks, nodes.ids[chunks], title_of)
+        return cls(_arrays(names), _arrays(titles), title_of)
+
+    def advanced(self, previous: Snapshot, snapshot: Snapshot, delta: Delta) -> NameIndex:
+        """This index (of ``previous``) moved to ``snapshot``, which ``delta`` committed.
+
+        Rows the delta replaced or deleted leave under their old names; its live rows join
+        under their new ones.
+        """
+        rows = delta.nodes
+        row_ids = rows.column("id").to_numpy()
+        dead = delta.dead_nodes
+        old = previous.nodes
+        leaving = np.union1d(dead, row_ids)
+        leaving = leaving[old.contains(leaving)]
+        old_rows = old.rows(leaving)
+        old_kind = old.kind[old_rows]
+        named = np.isin(old_kind, _NAMED)
+        removed = _grouped(
+            (normalize_name(t), int(i))
+            for t, i in zip(old.texts_at(old_rows[named]), leaving[named])
+        )
+        live = ~np.isin(row_ids, dead)
+        kinds = rows.column("kind").to_numpy()
+        new_named = np.flatnonzero(live & np.isin(kinds, _NAMED))
+        new_texts = rows.column("text").take(pa.array(new_named)).to_pylist()
+        added = _grouped((normalize_name(t), int(i)) for t, i in zip(new_texts, row_ids[new_named]))
+        title_of = dict(self.title_of)
+        for key in delta.dead_docs.tolist():
+            title_of.pop(int(key), None)
+        title_of.update(_titles_of(delta.docs))
+        gone_t = old_rows[old_kind == np.uint8(T)]
+        removed_t = _chunk_titles(old.table, gone_t, old.ids[gone_t], self.title_of)
+        new_t = np.flatnonzero(live & (kinds == np.uint8(T)))
+        added_t = _chunk_titles(rows, new_t, row_ids[new_t], title_of)
+        return NameIndex(
+            _merge(self.names, removed, added), _merge(self.titles, removed_t, added_t), title_of
+        )
+
+    def positions(self, key: str, ids: np.ndarray) -> np.ndarray:
+        """Dense positions (in the version's sorted ``ids``) of the nodes named ``key``."""
+        found = [a for a in (self.names.get(key), self.titles.get(key)) if a is not None]
+        if not found:
+            return _EMPTY
+        return np.searchsorted(ids, np.concatenate(found)).astype(np.int64)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.names or key in self.titles
+
+
+def _arrays(groups: dict[str, list[int]]) -> dict[str, np.ndarray]:
+    return {k: np.unique(np.asarray(v, np.int64)) for k, v in groups.items()}
