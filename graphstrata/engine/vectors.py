@@ -1,14 +1,21 @@
 """Vector search over the embedded kinds with usearch (one HNSW index per node kind).
 
 The usearch indexes are a cache of the vector segments: they can always be rebuilt from the
-store. Updates are copy-on-write per kind, so readers of the previous version keep a
-consistent index while a writer adds and removes the changed nodes only.
+store. Updates are copy-on-write, so readers of the previous version keep a consistent index
+while a writer adds and removes the changed nodes only. A kind is a *base* HNSW index shared
+by versions, plus the version's own *fresh* vectors (added since the base, searched exactly)
+and the ids *removed* from the base since (filtered out of its results): a write copies only
+the fresh part, O(change), not the whole index. When the fresh vectors outgrow
+``FRESH_SHARE`` of the base (at least ``FRESH_MIN``), or ``REMOVED_MAX`` ids are removed,
+they are merged into a new base (one O(n) copy, amortized over the writes before it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from usearch.index import Index as UsearchIndex
@@ -24,10 +31,49 @@ EXACT_BELOW = 4096
 #: build and a one-process build) answered ``graph`` queries differently (issue #14). On the
 #: 2-core machine one thread took 44 s and all cores 43 s for 30k 384-d vectors.
 ADD_THREADS = 1
+#: Fresh vectors a kind keeps apart from its base before they are merged into a new base.
+FRESH_SHARE = 0.125
+FRESH_MIN = 4096
+#: ... and at most this many (they are searched by a matrix product: 16k x 384 is ~2 ms).
+FRESH_CAP = 16384
+#: Ids removed from a base before it is rewritten without them (a search asks the base for
+#: this many more matches, so that k remain after filtering them out).
+REMOVED_MAX = 64
+
+_EMPTY_IDS = np.zeros(0, np.int64)
 
 
 def _new_index(dim: int, dtype: str, expansion_search: int) -> UsearchIndex:
     return hnsw_index(dim, dtype, expansion_search)
+
+
+@dataclass(frozen=True)
+class _Matches:
+    """Search results shaped like usearch's (``keys``, ``distances``, ``counts``)."""
+
+    keys: np.ndarray
+    distances: np.ndarray
+    counts: np.ndarray
+
+
+class _Exact:
+    """A kind's fresh vectors, searched exactly by one matrix product (there are few)."""
+
+    def __init__(self, ids: np.ndarray, rows: np.ndarray):
+        self.ids, self.rows = ids, rows
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    def contains(self, ids: np.ndarray) -> np.ndarray:
+        return np.isin(ids, self.ids)
+
+    def search(self, queries: np.ndarray, k: int, exact: bool = True) -> _Matches:
+        sims = queries @ self.rows.T
+        k = min(k, self.ids.size)
+        top = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+        best = np.take_along_axis(sims, top, axis=1)
+        return _Matches(self.ids[top], 1.0 - best, np.full(queries.shape[0], k))
 
 
 class VectorIndex:
@@ -37,7 +83,12 @@ class VectorIndex:
         self.dim = dim
         self.dtype = dtype
         self.expansion_search = expansion_search
+        #: Base HNSW index per kind (never changed once a version shares it).
         self.by_kind: dict[int, UsearchIndex] = {}
+        #: Per kind: vectors added since the base (ids, float32 rows), this version's own.
+        self.fresh: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        #: Per kind: sorted ids removed from the base since it was built.
+        self.removed: dict[int, np.ndarray] = {}
 
     # construction ---------------------------------------------------------------------------
     @classmethod
@@ -87,13 +138,28 @@ class VectorIndex:
     def save(self, path: Path) -> None:
         """Write every kind's index into one ``.npz`` file (``restore`` reads it back)."""
         blobs: dict[str, np.ndarray] = {}
-        for kind, index in self.by_kind.items():
+        for kind in self.kinds():
+            index = self._merged(kind)
             blob = index.save()  # no path given: usearch returns the serialized bytes
             assert blob is not None
             blobs[str(kind)] = np.frombuffer(bytes(blob), dtype=np.uint8)
         with open(path, "wb") as fh:
             # numpy's stub types **kwds like its keyword options; the names here are kinds.
             np.savez(fh, **blobs)  # type: ignore[arg-type]
+
+    def _merged(self, kind: int) -> UsearchIndex:
+        """``kind``'s base with its fresh vectors and removals applied (a copy if any)."""
+        base = self.by_kind[kind]
+        fresh = self.fresh.get(kind)
+        removed = self.removed.get(kind, _EMPTY_IDS)
+        if (fresh is None or not fresh[0].size) and not removed.size:
+            return base
+        merged = base.copy()
+        if removed.size:
+            merged.remove(removed)
+        if fresh is not None and fresh[0].size:
+            merged.add(fresh[0], fresh[1], threads=ADD_THREADS)
+        return merged
 
     def _index_for(self, kind: int) -> UsearchIndex:
         if kind not in self.by_kind:
@@ -108,39 +174,86 @@ class VectorIndex:
         add_matrix: np.ndarray,
         remove_ids: np.ndarray,
     ) -> VectorIndex:
-        """A new VectorIndex with the changes applied; untouched kinds are shared, not copied."""
+        """A new VectorIndex with the changes applied; untouched kinds are shared, not copied,
+        and a touched kind copies only its fresh part (module docstring)."""
         out = VectorIndex(self.dim, self.dtype, self.expansion_search)
-        out.by_kind = dict(self.by_kind)
+        out.by_kind, out.fresh, out.removed = (
+            dict(self.by_kind),
+            dict(self.fresh),
+            dict(self.removed),
+        )
+        remove_ids = np.asarray(remove_ids, np.int64)
         touched: set[int] = set(np.unique(add_kinds).tolist())
-        for kind, index in self.by_kind.items():
-            if remove_ids.size and np.any(index.contains(remove_ids)):
-                touched.add(kind)
-        for kind in touched:
-            base = self.by_kind.get(kind)
-            index = (
-                base.copy()
-                if base is not None
-                else _new_index(self.dim, self.dtype, self.expansion_search)
-            )
-            if remove_ids.size:
-                present = remove_ids[np.asarray(index.contains(remove_ids), dtype=bool)]
-                if present.size:
-                    index.remove(present)
+        if remove_ids.size:
+            touched |= {k for k in self.kinds() if self.contains(remove_ids, k).any()}
+        for kind in sorted(touched):
             sel = add_kinds == kind
-            if np.any(sel):
-                index.add(
-                    add_ids[sel],
-                    np.ascontiguousarray(add_matrix[sel], dtype=np.float32),
-                    threads=ADD_THREADS,
-                )
-            out.by_kind[kind] = index
+            out._apply(kind, add_ids[sel], add_matrix[sel], remove_ids)
         return out
+
+    def _apply(
+        self, kind: int, add_ids: np.ndarray, add_matrix: np.ndarray, remove_ids: np.ndarray
+    ) -> None:
+        """Add and remove the vectors of one kind (this object is the new version's)."""
+        matrix = np.ascontiguousarray(add_matrix, dtype=np.float32)
+        base = self.by_kind.get(kind)
+        if base is None:  # a new kind: its base is built directly
+            index = _new_index(self.dim, self.dtype, self.expansion_search)
+            if add_ids.size:
+                index.add(add_ids, matrix, threads=ADD_THREADS)
+            self.by_kind[kind] = index
+            return
+        ids, rows = self.fresh.get(kind, (_EMPTY_IDS, np.zeros((0, self.dim), np.float32)))
+        removed = self.removed.get(kind, _EMPTY_IDS)
+        if remove_ids.size:
+            keep = ~np.isin(ids, remove_ids)
+            ids, rows = ids[keep], rows[keep]
+            in_base = remove_ids[np.asarray(base.contains(remove_ids), dtype=bool)]
+            removed = np.union1d(removed, in_base)
+        ids, rows = np.concatenate([ids, add_ids]), np.concatenate([rows, matrix])
+        big = min(max(FRESH_MIN, FRESH_SHARE * len(base)), FRESH_CAP)
+        self.fresh[kind], self.removed[kind] = (ids, rows), removed
+        if ids.size > big or removed.size > REMOVED_MAX:
+            self.by_kind[kind] = self._merged(kind)
+            self.fresh.pop(kind)
+            self.removed.pop(kind)
+
+    def kinds(self) -> list[int]:
+        """The kinds this index holds vectors of (or held: a kind may be empty now)."""
+        return sorted(self.by_kind)
+
+    def contains(self, ids: np.ndarray, kind: int) -> np.ndarray:
+        """bool per id: does ``kind``'s index hold it (base minus removed, plus fresh)."""
+        ids = np.asarray(ids, np.int64)
+        base = self.by_kind.get(kind)
+        out = np.zeros(ids.size, bool)
+        if base is not None and ids.size:
+            out = np.asarray(base.contains(ids), dtype=bool)
+            out &= ~np.isin(ids, self.removed.get(kind, _EMPTY_IDS))
+        fresh = self.fresh.get(kind)
+        if fresh is not None:
+            out |= np.isin(ids, fresh[0])
+        return out
+
+    def _parts(self, kind: int) -> list[tuple[Any, np.ndarray]]:
+        """``(searchable, ids to drop from its results)`` of a kind: the base and, when
+        there is one, a small exact index of the fresh vectors."""
+        base = self.by_kind.get(kind)
+        if base is None:
+            return []
+        parts: list[tuple[Any, np.ndarray]] = [(base, self.removed.get(kind, _EMPTY_IDS))]
+        fresh = self.fresh.get(kind)
+        if fresh is not None and fresh[0].size:
+            parts.append((_Exact(*fresh), _EMPTY_IDS))
+        return parts
 
     # search ---------------------------------------------------------------------------------
     def count(self, kinds: Iterable[int] | None = None) -> int:
         """How many vectors the indexes of ``kinds`` (default: all) hold."""
         kinds = self.by_kind.keys() if kinds is None else kinds
-        return sum(len(self.by_kind[k]) for k in kinds if k in self.by_kind)
+        return sum(
+            sum(len(part) - dropped.size for part, dropped in self._parts(int(k))) for k in kinds
+        )
 
     def neighbours(
         self,
@@ -179,20 +292,21 @@ class VectorIndex:
         nq = queries.shape[0]
         exclude = np.unique(np.asarray(exclude, dtype=np.int64))
         srcs, dsts, sims = [], [], []
-        for kind in kinds:
-            index = self.by_kind.get(int(kind))
-            if index is None or len(index) == 0 or m <= 0 or nq == 0:
+        parts = [p for kind in kinds for p in self._parts(int(kind))]
+        for index, dropped in parts:
+            if len(index) == 0 or m <= 0 or nq == 0:
                 continue
             # Ask for as many more matches as excluded ids the index holds (and one for the
             # query itself), so that m remain after filtering.
-            held = int(np.count_nonzero(index.contains(exclude))) if exclude.size else 0
+            skip = np.union1d(exclude, dropped)
+            held = int(np.count_nonzero(index.contains(skip))) if skip.size else 0
             selves = bool(np.any(index.contains(query_ids)))
             k = min(m + held + int(selves), len(index))
             matches = index.search(queries, k, exact=len(index) < EXACT_BELOW)
             keys, sim, valid = match_arrays(matches, nq, k)
             valid &= keys != query_ids[:, None]
             if held:
-                valid &= ~np.isin(keys, exclude)
+                valid &= ~np.isin(keys, skip)
             srcs.append(np.repeat(query_ids, k).reshape(nq, k)[valid])
             dsts.append(keys[valid])
             sims.append(sim[valid])
@@ -211,13 +325,15 @@ class VectorIndex:
         nq = queries.shape[0]
         per_ids: list[list[np.ndarray]] = [[] for _ in range(nq)]
         per_scores: list[list[np.ndarray]] = [[] for _ in range(nq)]
-        for kind in kinds:
-            index = self.by_kind.get(int(kind))
-            if index is None or len(index) == 0 or k <= 0:
+        parts = [p for kind in kinds for p in self._parts(int(kind))]
+        for index, dropped in parts:
+            if len(index) == 0 or k <= 0:
                 continue
-            kk = min(k, len(index))
+            kk = min(k + dropped.size, len(index))
             matches = index.search(queries, kk, exact=len(index) < EXACT_BELOW)
             keys, sims, valid = match_arrays(matches, nq, kk)
+            if dropped.size:
+                valid &= ~np.isin(keys, dropped)
             for q in range(nq):
                 per_ids[q].append(keys[q][valid[q]])
                 per_scores[q].append(sims[q][valid[q]])

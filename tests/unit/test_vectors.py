@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from graphstrata.engine.store.tables import VectorSegment, VectorTable
 from graphstrata.engine.types import NodeKind
@@ -28,3 +29,66 @@ def test_two_builds_above_the_exact_threshold_answer_alike():
         np.testing.assert_array_equal(a, b)
     for a, b in zip(first[1], second[1], strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def _unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    x = rng.standard_normal((n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _exact_top(live: dict[int, np.ndarray], queries: np.ndarray, k: int) -> list[list[int]]:
+    ids = np.asarray(sorted(live), np.int64)
+    if not ids.size:
+        return [[] for _ in queries]
+    sims = queries @ np.stack([live[int(i)] for i in ids]).T
+    return [ids[np.argsort(-row, kind="stable")[:k]].tolist() for row in sims]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_updates_through_fresh_parts_and_merges_answer_like_brute_force(seed, monkeypatch):
+    """Random adds, removes and re-adds per kind; with small thresholds every path runs
+    (fresh part, removals filtered, merge into a new base). Below EXACT_BELOW usearch
+    searches exactly, so the results must be the brute-force top-k of the live vectors; the
+    index a version held before an update is unchanged by it."""
+    import graphstrata.engine.vectors as vectors
+
+    monkeypatch.setattr(vectors, "FRESH_MIN", 12)
+    monkeypatch.setattr(vectors, "REMOVED_MAX", 5)
+    rng = np.random.default_rng(seed)
+    dim, kinds = 16, [int(NodeKind.S), int(NodeKind.T)]
+    live: dict[int, dict[int, np.ndarray]] = {k: {} for k in kinds}
+    vi, next_id = VectorIndex(dim), 1
+    queries = _unit_rows(rng, 8, dim)
+    history = []
+    for _step in range(25):
+        n_add = int(rng.integers(0, 15))
+        add_ids = np.arange(next_id, next_id + n_add, dtype=np.int64)
+        next_id += n_add
+        add_kinds = rng.choice(kinds, n_add).astype(np.uint8)
+        everything = [i for k in kinds for i in live[k]]
+        n_rm = int(rng.integers(0, 4)) if everything else 0
+        remove = np.asarray(rng.choice(everything, n_rm, replace=False) if n_rm else [], np.int64)
+        # Re-add some removed ids with new vectors (a replaced vector keeps its id).
+        readd = remove[: int(rng.integers(0, remove.size + 1))]
+        readd_kinds = np.asarray([next(k for k in kinds if int(i) in live[k]) for i in readd])
+        ids = np.concatenate([add_ids, readd])
+        kk = np.concatenate([add_kinds, readd_kinds.astype(np.uint8)])
+        mat = _unit_rows(rng, ids.size, dim)
+        before = (vi, {k: dict(v) for k, v in live.items()})
+        vi = vi.updated(ids, kk, mat, remove)
+        for k in kinds:
+            for i in remove.tolist():
+                live[k].pop(i, None)
+        for i, k, row in zip(ids.tolist(), kk.tolist(), mat, strict=True):
+            live[k][i] = row
+        history.append(before)
+        for k in kinds:
+            got, _ = vi.search(queries, [k], 5)
+            assert [g.tolist() for g in got] == _exact_top(live[k], queries, 5)
+            assert vi.count([k]) == len(live[k])
+            assert vi.contains(np.asarray(sorted(live[k]), np.int64), k).all()
+    # Older versions still answer as they did.
+    for old_vi, old_live in history[-5:]:
+        for k in kinds:
+            got, _ = old_vi.search(queries, [k], 5)
+            assert [g.tolist() for g in got] == _exact_top(old_live[k], queries, 5)
