@@ -3,9 +3,10 @@ recall of ``graph`` and the partition's modularity, on the shared sets.
 
 Each dataset is built twice the same way, once with ``HeterographConfig.local_leiden`` on
 (the default: each write re-optimises only the communities it touched) and once off (the
-whole graph on every write): the first half of the documents in one insert, then the rest
-in ``--steps`` equal inserts (EraRAG's protocol, as ``benchmarks/update.py``). Then, on each
-final index: ``graph`` (and ``naive`` as a reference) at ``--budget`` tokens through
+whole graph on every write): a ``--first`` share of the documents in one insert, then the
+rest in ``--steps`` equal inserts (default: 90%, then 10 inserts of 1%; a 5% insert of these
+small sets opens over half of the graph, which then runs Leiden whole). Then, on each final
+index: ``graph`` (and ``naive`` as a reference) at ``--budget`` tokens through
 ``graphstrata.evaluation``, the modularity of the stored partition on the final G2, and the
 seconds the ``heterograph:communities`` stage took over the inserts.
 
@@ -49,9 +50,9 @@ RESULTS = HERE / "results"
 
 
 def build_incrementally(
-    path: Path, docs: list[dict], local: bool, steps: int, embedder: Any
+    path: Path, docs: list[dict], local: bool, first: float, steps: int, embedder: Any
 ) -> tuple[Any, dict[str, Any]]:
-    """Half the documents in one insert, the rest in ``steps`` inserts; seconds per stage."""
+    """A ``first`` share of the documents in one insert, the rest in ``steps`` inserts."""
     from graphstrata.bindings.api import Index
     from graphstrata.engine.index import Engine
 
@@ -62,11 +63,11 @@ def build_incrementally(
     index = Index(Engine.create(path, cfg, embedder, make_llm("standard"), components=components()))
     order = list(docs)
     random.Random(20250625).shuffle(order)
-    half = len(order) // 2
-    first = index.insert(order[:half])
-    rest = order[half:]
+    head = round(len(order) * first)
+    built = index.insert(order[:head])
+    rest = order[head:]
     size = -(-len(rest) // steps)
-    communities_s, insert_s, regions = 0.0, 0.0, []
+    communities_s, insert_s, regions, whole = 0.0, 0.0, [], 0
     for i in range(0, len(rest), size):
         rep = index.insert(rest[i : i + size])
         insert_s += rep.seconds
@@ -74,30 +75,38 @@ def build_incrementally(
         meta = index.engine.state.snapshot.component_meta("heterograph")
         stats = meta.get("last_update", {}).get("communities", {})
         regions.append(stats.get("leiden_region_nodes"))
+        whole += int(bool(stats.get("leiden_full")))
     info = {
-        "build_half_s": round(first.seconds, 1),
+        "build_first_s": round(built.seconds, 1),
         "inserts": len(regions),
         "insert_s": round(insert_s, 1),
         "communities_s": round(communities_s, 2),
         "region_nodes_per_insert": regions,
+        "whole_graph_runs": whole,
     }
     return index, info
 
 
-def run(dataset: str, steps: int, budget: int, embedder: Any) -> dict[str, Any]:
+def run(dataset: str, first: float, steps: int, budget: int, embedder: Any) -> dict[str, Any]:
     from graphstrata.evaluation import evaluate
 
     docs, qa, _info = load_dataset(dataset, None)
-    out: dict[str, Any] = {"dataset": dataset, "docs": len(docs), "questions": len(qa)}
+    out: dict[str, Any] = {
+        "dataset": dataset,
+        "docs": len(docs),
+        "questions": len(qa),
+        "first": first,
+        "steps": steps,
+    }
     for local in (True, False):
         name = "local" if local else "full"
         log(f"{dataset}: building incrementally, Leiden {name}")
         index, info = build_incrementally(
-            ROOT / f"leiden-{dataset}-{name}", docs, local, steps, embedder
+            ROOT / f"leiden-{dataset}-{name}", docs, local, first, steps, embedder
         )
         result = evaluate(index, qa, ["naive", "graph"], budget)
         info["recall"] = {
-            mode: {m: result.modes[mode].overall.get(m) for m in ("doc_recall", "fact_recall")}
+            mode: {m: result.modes[mode].overall.get(m) for m in ("doc_recall", "fact_recall_text")}
             for mode in ("naive", "graph")
         }
         info["leiden"] = leiden_quality(index)
@@ -115,15 +124,18 @@ def markdown(runs: list[dict[str, Any]], command: str, load: str) -> str:
         f"Command: `{command}`. Load average (1/5/15 min) at the end: {load}; "
         f"{platform.platform()}, {os.cpu_count()} CPUs.",
         "",
-        "Each index: half of the documents in one insert (a whole-graph Leiden either way),"
-        " then the rest in equal inserts, each running Leiden locally"
+        "Each index: a share of the documents in one insert (a whole-graph Leiden either way;"
+        " `first` below), then the rest in equal inserts (`steps`), each running Leiden locally"
         " (`local_leiden=True`, the default) or over the whole graph (`False`). Recall at"
         " 2,000 tokens by `graphstrata.evaluation` (fact recall over the answer text, document"
         " recall); modularity of the stored partition on the final G2 graph (stored = what the"
         " writes left), and of a fresh whole-graph run on it for reference (`scale.py`'s"
-        " `leiden_quality`).",
+        " `leiden_quality`). `region_nodes_per_insert` in the JSON: the nodes each insert's"
+        " Leiden re-optimised one by one (all of G2 when the touched communities held over"
+        " half of it, and then Leiden ran whole; `whole_graph_runs` counts those where"
+        " recorded).",
         "",
-        "| set | Leiden on writes | graph fact R | graph doc R | naive fact R | modularity (communities)"
+        "| set (first, steps) | Leiden on writes | graph fact R | graph doc R | naive fact R | modularity (communities)"
         " | fresh run on the final graph | communities stage s over the inserts | inserts s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -132,8 +144,8 @@ def markdown(runs: list[dict[str, Any]], command: str, load: str) -> str:
             x = r[name]
             g, n, q = x["recall"]["graph"], x["recall"]["naive"], x["leiden"]
             lines.append(
-                f"| {r['dataset']} | {name} | {g['fact_recall']:.3f} | {g['doc_recall']:.3f} |"
-                f" {n['fact_recall']:.3f} | {q['modularity_local']} ({q['communities_local']}) |"
+                f"| {r['dataset']} ({r['first']}, {r['steps']}) | {name} | {g['fact_recall_text']:.3f} | {g['doc_recall']:.3f} |"
+                f" {n['fact_recall_text']:.3f} | {q['modularity_local']} ({q['communities_local']}) |"
                 f" {q['modularity_full_from_scratch']} ({q['communities_full_from_scratch']}) |"
                 f" {x['communities_s']} | {x['insert_s']} |"
             )
@@ -147,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--dataset", nargs="+", default=["hotpotqa", "multihop_rag"])
+    p.add_argument("--first", type=float, default=0.9, help="share built in one insert")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--budget", type=int, default=2000)
     p.add_argument("--embedder", default="minilm-onnx")
@@ -156,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     embedder = CachedEmbedder(make_embedder(args.embedder), ROOT / "embed-cache")
     t = time.perf_counter()
-    runs = [run(d, args.steps, args.budget, embedder) for d in args.dataset]
+    runs = [run(d, args.first, args.steps, args.budget, embedder) for d in args.dataset]
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     command = "python benchmarks/leiden_local.py --dataset " + " ".join(args.dataset)
     RESULTS.mkdir(exist_ok=True)
