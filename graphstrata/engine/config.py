@@ -111,6 +111,12 @@ class HeterographConfig:
     semantic_exact_below: int = 50_000
     #: Regenerate a community's H/O only when its membership changed by more than this share.
     community_change_share: float = 0.2
+    #: Re-select the important entities (k-core and betweenness over the whole G1) when G1
+    #: has grown or shrunk by this share since the last selection; in between, the entities
+    #: with attributes stay the important ones (their attributes are still refreshed when
+    #: their facts change). 0: on every write, as a static build. A build from empty always
+    #: selects, so the retrieval benchmarks' indexes are unchanged by it.
+    importance_refresh_share: float = 0.05
     #: Re-run Leiden only over the communities a write touched, the others contracted to one
     #: node each (``heterograph.graph.leiden_local``; a change opening more than half of the
     #: graph runs it whole). False: the whole graph on every write. Measured in
@@ -187,6 +193,11 @@ class HeterographConfig:
         for name in ("attribute_tokens", "element_tokens", "decompose_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"heterograph.{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.importance_refresh_share <= 1.0:
+            raise ValueError(
+                "heterograph.importance_refresh_share must be in [0, 1], "
+                f"got {self.importance_refresh_share}"
+            )
         if not 0.0 <= self.community_change_share <= 1.0:
             raise ConfigError(
                 f"heterograph.community_change_share must be in [0, 1], "

@@ -216,3 +216,35 @@ def test_relationship_lines_follow_the_documents_that_assert_them(tmp_path):
     ids, labels = snap.node_state("heterograph", "leiden_labels")
     g2 = snap.nodes.ids_of_kind(K["S"], K["N"], K["R"], K["A"])
     assert np.isin(g2, ids).all() and labels.shape == ids.shape
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5])
+def test_important_entities_are_reselected_on_their_schedule(tmp_path, sample_docs, share):
+    """``importance_refresh_share``: 0 re-selects on every write (a static build's set);
+    0.5 keeps the entities with attributes until G1 changes by half, and a build from
+    empty always selects."""
+    cfg = IndexConfig()
+    cfg.hierarchy.enabled = False
+    cfg.heterograph.importance_refresh_share = share
+    index = Index.create(tmp_path / "idx", cfg, embedder=HashingEmbedder(64))
+
+    def last() -> dict:
+        meta = index.engine.state.snapshot.component_meta("heterograph")
+        return meta["last_update"]["attributes"]
+
+    index.insert(sample_docs[:20])
+    first = last()
+    assert first["selected"] and first["important"] > 0 and "k_core" in first
+    with_attributes = set(_edges(index, EdgeKind.ENTITY_ATTRIBUTE)[0].tolist())
+    index.insert(sample_docs[20:21])
+    after = last()
+    if share == 0.0:
+        assert after["selected"] and after["selected_at"] > first["selected_at"]
+    else:
+        assert not after["selected"] and after["selected_at"] == first["selected_at"]
+        # Only the touched ones whose facts changed are rewritten; none is added.
+        assert after["important"] == len(with_attributes)
+        assert after["written"] == after["refreshed"] and after["dropped"] == 0
+        # Shrinking past the share (15 of the 21 documents deleted) selects again.
+        index.delete([d["doc_id"] for d in sample_docs[5:20]])
+        assert last()["selected"] and last()["selected_at"] < first["selected_at"]

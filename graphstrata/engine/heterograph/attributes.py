@@ -3,8 +3,11 @@
 Important entities = k-core ∪ sampled betweenness on G1 (S, N, R and their decomposition
 edges; NodeRAG's Algorithm 1, :func:`~graphstrata.engine.heterograph.graph.important_entities`).
 An attribute is (re)written only for entities that became important, or whose facts
-changed; entities that stopped being important lose theirs, so an incremental index
-converges to what a static build would hold (docs/architecture.md, "Heterograph").
+changed; entities that stopped being important lose theirs. The selection itself needs the
+whole G1 (k-core, betweenness), so it is redone on a schedule: when G1 has grown or shrunk
+by ``HeterographConfig.importance_refresh_share`` since the last selection; in between, the
+entities that have attributes stay the important ones. Each selection converges the index
+to what a static build would hold (docs/architecture.md, "Heterograph").
 """
 
 from __future__ import annotations
@@ -65,7 +68,31 @@ def facts(work: Work, entities: np.ndarray, before: bool) -> Facts:
     return out
 
 
-def attributes(llm: MeteredLLM, work: Work, names: Names, touched: np.ndarray) -> dict[str, Any]:
+def _select(work: Work) -> tuple[set[int], dict[str, Any]]:
+    """NodeRAG's important entities on the whole G1 after this operation, and counters."""
+    cfg = work.config
+    s_ids, n_ids, r_ids = work.live_ids(S), work.live_ids(N), work.live_ids(R)
+    g1_ids = np.unique(np.concatenate([s_ids, n_ids, r_ids]))
+    src, dst = work.live_edges(G1_EDGES)
+    _sn_s, sn_n = unique_pairs(*work.live_edges([int(EdgeKind.UNIT_ENTITY)]))
+    support = np.zeros(g1_ids.size, np.int64)
+    np.add.at(support, np.searchsorted(g1_ids, sn_n), 1)
+    is_entity = np.isin(g1_ids, n_ids)
+    imp = important_entities(
+        g1_ids, is_entity, support, src, dst, cfg.betweenness_sources, cfg.seed
+    )
+    stats = {"k_core": imp.k_core, "by_core": imp.by_core, "by_betweenness": imp.by_betweenness}
+    return set(imp.entities.tolist()), stats
+
+
+def _g1_size(work: Work) -> int:
+    """Live S, N and R nodes after this operation (what the schedule compares)."""
+    return int(work.live_ids(S, N, R).size)
+
+
+def attributes(
+    llm: MeteredLLM, work: Work, names: Names, touched: np.ndarray, selected_at: int | None
+) -> dict[str, Any]:
     """Find the important entities; write, refresh or drop their attributes.
 
     Parameters
@@ -79,33 +106,32 @@ def attributes(llm: MeteredLLM, work: Work, names: Names, touched: np.ndarray) -
     touched:
         Live entities whose facts the operation may have changed (from
         :func:`~graphstrata.engine.heterograph.settle.settle`).
+    selected_at:
+        G1's size at the last selection (``None``: there was none).
 
     Returns
     -------
     dict
-        Counters for the report: ``important``, ``k_core``, ``by_core``,
-        ``by_betweenness``, ``written``, ``refreshed``, ``dropped``.
+        Counters for the report: ``important``, ``selected`` (whether this operation
+        selected them), ``selected_at``, ``k_core``, ``by_core``, ``by_betweenness`` (of the
+        selection, when made), ``written``, ``refreshed``, ``dropped``.
     """
     cfg = work.config
-    s_ids = work.live_ids(S)
-    n_ids = work.live_ids(N)
-    r_ids = work.live_ids(R)
-    g1_ids = np.unique(np.concatenate([s_ids, n_ids, r_ids]))
-    src, dst = work.live_edges(G1_EDGES)
-    _sn_s, sn_n = unique_pairs(*work.live_edges([int(EdgeKind.UNIT_ENTITY)]))
-    support = np.zeros(g1_ids.size, np.int64)
-    np.add.at(support, np.searchsorted(g1_ids, sn_n), 1)
-    is_entity = np.isin(g1_ids, n_ids)
-    imp = important_entities(
-        g1_ids, is_entity, support, src, dst, cfg.betweenness_sources, cfg.seed
-    )
-    important = set(imp.entities.tolist())
     # Current attributes: N -> A (committed, alive).
     a_src, a_dst = work.committed_edges(int(EdgeKind.ENTITY_ATTRIBUTE))
     has: dict[int, list[int]] = {}
     for n, a in zip(a_src.tolist(), a_dst.tolist(), strict=True):
         if n not in work.dead and a not in work.dead:
             has.setdefault(n, []).append(a)
+    size = _g1_size(work)
+    share = float(cfg.importance_refresh_share)
+    due = selected_at is None or not has or abs(size - selected_at) >= share * max(selected_at, 1)
+    selection: dict[str, Any] = {}
+    if due:
+        important, selection = _select(work)
+        selected_at = size
+    else:  # between selections the entities with attributes stay the important ones
+        important = set(has)
     touched_set = set(touched.tolist())
     candidates = np.asarray(sorted(important & touched_set & set(has)), dtype=np.int64)
     changed: set[int] = set()
@@ -119,9 +145,9 @@ def attributes(llm: MeteredLLM, work: Work, names: Names, touched: np.ndarray) -
         work.dead.update(has[e])
     stats: dict[str, Any] = {
         "important": len(important),
-        "k_core": imp.k_core,
-        "by_core": imp.by_core,
-        "by_betweenness": imp.by_betweenness,
+        "selected": due,
+        "selected_at": selected_at,
+        **selection,
         "written": 0,
         "refreshed": len(changed),
         "dropped": len(dropped),

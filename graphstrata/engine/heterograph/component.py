@@ -52,10 +52,13 @@ def run_operation(ctx: UpdateContext, change: ChangeSet) -> None:
         report.notes.append(
             f"heterograph: {len(new_units.ids)} semantic units added, {len(dead_units)} removed"
         )
+    meta = ctx.snapshot.component_meta(NAME)
     with report.stage("heterograph:attributes"):
-        attr_stats = attributes(ctx.llm, work, names, touched)
+        previous = meta.get("last_update", {}).get("attributes", {})
+        selected_at = previous.get("selected_at") if "selected_at" in previous else None
+        attr_stats = attributes(ctx.llm, work, names, touched, selected_at)
     with report.stage("heterograph:communities"):
-        next_key = int(ctx.snapshot.component_meta(NAME).get("next_group_key", 0))
+        next_key = int(meta.get("next_group_key", 0))
         comm = communities(ctx.llm, work, change, next_key)
     with report.stage("heterograph:embed"):
         embedded = embed_new_nodes(ctx, work)
