@@ -13,6 +13,7 @@ from graphstrata.engine.heterograph.graph import (
     leiden,
     leiden_local,
     match_communities,
+    pair_counts,
 )
 
 
@@ -190,3 +191,17 @@ def test_important_entities_pick_the_hub_and_need_two_mentions():
     imp = important_entities(ids, is_entity, support, src, dst, n_sources=10, seed=1)
     assert imp.entities.tolist() == [0]
     assert imp.n_nodes == ids.size
+
+
+def test_pair_counts_equals_unique_rows_on_random_and_large_ids():
+    rng = np.random.default_rng(2)
+    for n in (0, 1, 500):
+        a = rng.integers(0, 9, n)
+        b = rng.integers(-3, 2**62, n) if n == 1 else rng.integers(0, 7, n)
+        got = pair_counts(a, b)
+        if n == 0:
+            assert all(x.size == 0 for x in got)
+            continue
+        rows, counts = np.unique(np.column_stack([a, b]), axis=0, return_counts=True)
+        assert np.array_equal(got[0], rows[:, 0]) and np.array_equal(got[1], rows[:, 1])
+        assert np.array_equal(got[2], counts)

@@ -317,13 +317,11 @@ def stable_labels(membership: np.ndarray, previous: np.ndarray) -> np.ndarray:
     """
     if membership.size == 0:
         return np.asarray(membership, np.int64)
-    pairs, counts = np.unique(
-        np.column_stack([membership, previous]).astype(np.int64), axis=0, return_counts=True
-    )
-    order = np.lexsort((pairs[:, 1], pairs[:, 0], -counts))
+    labels, olds, counts = pair_counts(membership, previous)
+    order = np.lexsort((olds, labels, -counts))
     new_of: dict[int, int] = {}
     taken: set[int] = set()
-    for c, old in pairs[order].tolist():
+    for c, old in zip(labels[order].tolist(), olds[order].tolist(), strict=True):
         if c not in new_of and old not in taken:
             new_of[c] = old
             taken.add(old)
@@ -421,6 +419,24 @@ def match_communities(
     return CommunityMatch(kept=kept, regenerate=regenerate, dropped=dropped)
 
 
+def pair_counts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct ``(a[i], b[i])`` pairs, sorted, with how often each occurs.
+
+    ``np.unique(..., axis=0)`` sorts rows as structured values, ~20x slower than one 1-D
+    ``unique`` over ``rank(a) * |b| + rank(b)`` (ranks keep the key below 2**63).
+
+    Returns
+    -------
+    a, b, counts : int64 arrays [u]
+    """
+    if len(a) == 0:
+        return (np.zeros(0, np.int64),) * 3  # type: ignore[return-value]
+    ua, ia = np.unique(np.asarray(a, np.int64), return_inverse=True)
+    ub, ib = np.unique(np.asarray(b, np.int64), return_inverse=True)
+    keys, counts = np.unique(ia.ravel() * ub.size + ib.ravel(), return_counts=True)
+    return ua[keys // ub.size], ub[keys % ub.size], counts.astype(np.int64)
+
+
 def _flatten(groups: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """``(members, label of each)`` of ``{label: members}`` as two int64 arrays."""
     if not groups:
@@ -448,12 +464,9 @@ def _overlaps(
     sorted_nodes = c_nodes[order]
     pos = np.minimum(np.searchsorted(sorted_nodes, g_nodes), sorted_nodes.size - 1)
     found = sorted_nodes[pos] == g_nodes
-    pairs = np.column_stack([c_labels[order[pos[found]]], g_keys[found]])
-    if pairs.size == 0:
-        return (np.zeros(0, np.int64),) * 3  # type: ignore[return-value]
-    unique, counts = np.unique(pairs, axis=0, return_counts=True)
-    rank = np.lexsort((unique[:, 1], unique[:, 0], -counts))
-    return unique[rank, 0], unique[rank, 1], counts[rank].astype(np.int64)
+    labels, keys, counts = pair_counts(c_labels[order[pos[found]]], g_keys[found])
+    rank = np.lexsort((keys, labels, -counts))
+    return labels[rank], keys[rank], counts[rank]
 
 
 # --------------------------------------------------------------------------- helpers
