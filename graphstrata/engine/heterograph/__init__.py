@@ -8,15 +8,19 @@ results:
 1. ``decompose``: the new chunks (T) → semantic units (S), entities (N), relationships (R),
    one LLM batch (+ one retry batch for unusable answers).
 2. ``settle``: the support (``docs``) of every touched N and R; unsupported ones go.
-3. ``attributes``: attributes (A) of the important entities (NodeRAG's Algorithm 1).
-4. ``communities``: Leiden on G2 from the previous membership; high-level elements (H) and
-   their titles (O) for the communities that moved.
+3. ``attributes``: attributes (A) of the important entities (NodeRAG's Algorithm 1,
+   re-selected when G1 has changed by ``importance_refresh_share``).
+4. ``communities``: Leiden on G2 from the previous membership, over the communities the
+   change touched; high-level elements (H) and their titles (O) for the communities that
+   moved.
 5. ``enrich``: embeddings of S, A, H; H → member links by K-means cluster (Algorithm 2);
    semantic edges between embedded nodes.
-6. ``write``: nodes, edges and state arrays (``schema``) into the delta.
+6. ``write``: nodes, edges, per-node state patches and state arrays (``schema``) into the
+   delta.
 
-``component`` runs them in order; ``search`` serves the ``graph`` mode; ``graph`` holds the
-graph algorithms and ``parse`` reads the LLM answers.
+``component`` runs them in order; ``search`` serves the ``graph`` mode, with ``names`` (the
+name index a commit advances) and ``ranking``; ``graph`` holds the graph algorithms (local
+Leiden included) and ``parse`` reads the LLM answers.
 """
 
 from graphstrata.engine.heterograph.component import HeterographComponent
