@@ -71,7 +71,13 @@ class _Exact:
     def search(self, queries: np.ndarray, k: int, exact: bool = True) -> _Matches:
         sims = queries @ self.rows.T
         k = min(k, self.ids.size)
-        top = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+        # The k best of up to FRESH_CAP rows, then only those sorted (ties by row).
+        if k < self.ids.size:
+            top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        else:
+            top = np.broadcast_to(np.arange(k), sims.shape).copy()
+        cand = np.take_along_axis(sims, top, axis=1)
+        top = np.take_along_axis(top, np.lexsort((top, -cand), axis=-1), axis=1)
         best = np.take_along_axis(sims, top, axis=1)
         return _Matches(self.ids[top], 1.0 - best, np.full(queries.shape[0], k))
 

@@ -68,11 +68,11 @@ def facts(work: Work, entities: np.ndarray, before: bool) -> Facts:
     return out
 
 
-def _select(work: Work) -> tuple[set[int], dict[str, Any]]:
-    """NodeRAG's important entities on the whole G1 after this operation, and counters."""
+def _select(work: Work, g1_ids: np.ndarray) -> tuple[set[int], dict[str, Any]]:
+    """NodeRAG's important entities on the whole G1 after this operation (its live S, N, R
+    ids ``g1_ids``, ascending), and counters."""
     cfg = work.config
-    s_ids, n_ids, r_ids = work.live_ids(S), work.live_ids(N), work.live_ids(R)
-    g1_ids = np.unique(np.concatenate([s_ids, n_ids, r_ids]))
+    n_ids = work.live_ids(N)
     src, dst = work.live_edges(G1_EDGES)
     _sn_s, sn_n = unique_pairs(*work.live_edges([int(EdgeKind.UNIT_ENTITY)]))
     support = np.zeros(g1_ids.size, np.int64)
@@ -83,11 +83,6 @@ def _select(work: Work) -> tuple[set[int], dict[str, Any]]:
     )
     stats = {"k_core": imp.k_core, "by_core": imp.by_core, "by_betweenness": imp.by_betweenness}
     return set(imp.entities.tolist()), stats
-
-
-def _g1_size(work: Work) -> int:
-    """Live S, N and R nodes after this operation (what the schedule compares)."""
-    return int(work.live_ids(S, N, R).size)
 
 
 def attributes(
@@ -123,12 +118,13 @@ def attributes(
     for n, a in zip(a_src.tolist(), a_dst.tolist(), strict=True):
         if n not in work.dead and a not in work.dead:
             has.setdefault(n, []).append(a)
-    size = _g1_size(work)
+    g1_ids = work.live_ids(S, N, R)  # its size is what the schedule compares
+    size = int(g1_ids.size)
     share = float(cfg.importance_refresh_share)
     due = selected_at is None or not has or abs(size - selected_at) >= share * max(selected_at, 1)
     selection: dict[str, Any] = {}
     if due:
-        important, selection = _select(work)
+        important, selection = _select(work, g1_ids)
         selected_at = size
     else:  # between selections the entities with attributes stay the important ones
         important = set(has)

@@ -273,7 +273,8 @@ def leiden_local(
     """
     touched = np.asarray(touched, np.int64)
     if initial is None or n == 0:
-        return leiden(n, src, dst, weight, seed, initial, backend), LocalRegion(n, 0, 0, True)
+        membership = leiden(n, src, dst, weight, seed, initial, backend)
+        return membership, LocalRegion(n, 0, int(src.size), True)
     initial = np.asarray(initial, np.int64)
     opened = np.isin(initial, np.unique(initial[touched]))
     if opened.sum() > max_region_share * n:

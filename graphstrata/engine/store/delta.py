@@ -42,6 +42,8 @@ class Delta:
         self.dim = dim
         self.vector_dtype = vector_dtype
         self._nodes: list[pa.Table] = []
+        #: ``nodes`` once merged (the commit, the new snapshot and the views all read it).
+        self._merged_nodes: pa.Table | None = None
         self._edges: list[pa.Table] = []
         self._docs: list[pa.Table] = []
         self._vectors: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -103,6 +105,7 @@ class Delta:
             schema=NODE_SCHEMA,
         )
         self._nodes.append(table)
+        self._merged_nodes = None
 
     def replace_rows(self, rows: pa.Table, **changes: np.ndarray | Sequence[Any]) -> None:
         """Rewrite existing node rows (same ids) with some columns changed, e.g. ``parent``."""
@@ -121,6 +124,7 @@ class Delta:
             pa.array(np.full(rows.num_rows, self.version, np.int64)),
         )
         self._nodes.append(rows.cast(NODE_SCHEMA))
+        self._merged_nodes = None
 
     def delete_nodes(self, ids: np.ndarray | Sequence[int]) -> None:
         """Tombstone node ids; their edges and vectors die with them."""
@@ -229,13 +233,14 @@ class Delta:
         """Node rows to write: the last row per id (a component may rewrite a new chunk)."""
         if not self._nodes:
             return empty_table(NODE_SCHEMA)
-        table = pa.concat_tables(self._nodes)
-        ids = table.column("id").to_numpy()
-        _, last_from_end = np.unique(ids[::-1], return_index=True)
-        if last_from_end.size == ids.size:
-            return table
-        keep = np.sort(ids.size - 1 - last_from_end)
-        return table.take(pa.array(keep))
+        if self._merged_nodes is None:
+            table = pa.concat_tables(self._nodes)
+            ids = table.column("id").to_numpy()
+            _, last_from_end = np.unique(ids[::-1], return_index=True)
+            if last_from_end.size != ids.size:
+                table = table.take(pa.array(np.sort(ids.size - 1 - last_from_end)))
+            self._merged_nodes = table
+        return self._merged_nodes
 
     @property
     def edges(self) -> pa.Table:

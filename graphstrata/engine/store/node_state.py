@@ -155,3 +155,16 @@ def commit_chains(
 
         out[key] = extend_chain(out.get(key, []), mapping, rows, write_key)
     return out
+
+
+def collapsed(
+    mappings: dict[str, NodeState], contains: Callable[[np.ndarray], np.ndarray]
+) -> dict[str, tuple[NodeState, np.ndarray]]:
+    """Each mapping without the ids ``contains`` says are gone, as :func:`commit_chains`'
+    pending changes of chains that start anew (``compact``: one base per key)."""
+    out = {}
+    for key, (ids, values) in mappings.items():
+        live = contains(ids)
+        mapping = (ids[live], values[live])
+        out[key] = (mapping, as_rows(*mapping))
+    return out

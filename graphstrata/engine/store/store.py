@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ from graphstrata.engine.store.files import (
     write_atomic,
     write_failure_cause,
 )
-from graphstrata.engine.store.node_state import apply_rows, as_rows, commit_chains
+from graphstrata.engine.store.node_state import apply_rows, collapsed, commit_chains
 from graphstrata.engine.store.schema import (
     DOC_SCHEMA,
     EDGE_SCHEMA,
@@ -538,11 +539,8 @@ class Store:
             state[key] = self._write_state_file(key, array, rows, version)
             written += state[key]["bytes"]
         before = self.manifest.get("node_state", {})
-        chains = commit_chains(
-            before,
-            delta.node_state,
-            lambda key, array, rows: self._write_state_file(key, array, rows, version),
-        )
+        write = partial(self._write_state_file, version=version)
+        chains = commit_chains(before, delta.node_state, write)
         written += sum(c[-1]["bytes"] for k, c in chains.items() if c != before.get(k))
         for entries in new.values():
             written += sum(e["bytes"] for e in entries)
@@ -666,12 +664,9 @@ class Store:
         for entries in segs.values():
             written += sum(e["bytes"] for e in entries)
         # Each node-state chain collapses into one base of the live nodes.
-        chains = {}
-        for key, (ids, values) in snapshot.node_state_arrays.items():
-            live = snapshot.nodes.contains(ids)
-            base = as_rows(ids[live], values[live])
-            chains[key] = [self._write_state_file(key, base, int(live.sum()), version)]
-            written += chains[key][0]["bytes"]
+        bases = collapsed(snapshot.node_state_arrays, snapshot.nodes.contains)
+        chains = commit_chains({}, bases, partial(self._write_state_file, version=version))
+        written += sum(c[0]["bytes"] for c in chains.values())
         manifest = json.loads(json.dumps(self.manifest))
         manifest["segments"] = segs
         manifest["node_state"] = chains
