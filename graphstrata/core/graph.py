@@ -1,4 +1,4 @@
-"""Edge lists -> symmetric CSR adjacency, and merging new edges into an existing CSR.
+"""Edge lists -> symmetric CSR adjacency; merging new edges into it and dropping nodes from it.
 
 The search graph is undirected and weighted: every edge ``(u, v, w)`` is stored in both
 rows ``u`` and ``v`` (a self-loop ``(u, u, w)`` once, in row ``u``), duplicate entries are
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-__all__ = ["csr_from_edges", "merge_edges"]
+__all__ = ["csr_from_edges", "drop_nodes", "merge_edges"]
 
 _INSERTION_MAX = 32  # rows up to this length are sorted by insertion (no allocation)
 
@@ -399,6 +399,74 @@ def merge_edges(
     src, dst, weight, n = _check_edges(src, dst, weight, n_nodes)
     ip2, ix2, w2 = csr_from_edges(src, dst, weight, n)
     return _merge_sorted(indptr, indices, weights, n_old, ip2, ix2, w2, n)
+
+
+@njit(cache=True, nogil=True)
+def _drop_nodes(
+    indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray, new_pos: np.ndarray, n_new: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    out_ptr = np.zeros(n_new + 1, dtype=np.int64)
+    for u in range(new_pos.shape[0]):
+        r = new_pos[u]
+        if r < 0:
+            continue
+        count = 0
+        for j in range(indptr[u], indptr[u + 1]):
+            if new_pos[indices[j]] >= 0:
+                count += 1
+        out_ptr[r + 1] = count
+    for r in range(n_new):
+        out_ptr[r + 1] += out_ptr[r]
+    out_ix = np.empty(out_ptr[n_new], dtype=np.int64)
+    out_w = np.empty(out_ptr[n_new], dtype=np.float32)
+    for u in range(new_pos.shape[0]):
+        r = new_pos[u]
+        if r < 0:
+            continue
+        k = out_ptr[r]
+        for j in range(indptr[u], indptr[u + 1]):
+            v = new_pos[indices[j]]
+            if v >= 0:
+                out_ix[k] = v
+                out_w[k] = weights[j]
+                k += 1
+    return out_ptr, out_ix, out_w
+
+
+def drop_nodes(
+    indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray, keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Remove nodes (their rows and every entry pointing at them) from a symmetric CSR.
+
+    The kept nodes are renumbered ``0..k-1`` in their old order; the renumbering is
+    monotone, so rows stay sorted. With :func:`merge_edges` this advances a graph by a
+    change in O(nnz) with no sort (the ``graph`` view after a commit, issue 17). The
+    result equals :func:`csr_from_edges` over the kept edges, renumbered.
+
+    Parameters
+    ----------
+    indptr, indices, weights : the CSR
+        As from :func:`csr_from_edges`.
+    keep : bool array [n]
+        The nodes that stay.
+
+    Returns
+    -------
+    indptr : int64 array [k + 1]
+    indices : int64 array [nnz']
+    weights : float32 array [nnz']
+    """
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    weights = np.ascontiguousarray(weights, dtype=np.float32)
+    keep = np.asarray(keep, dtype=bool)
+    if indptr.ndim != 1 or indptr.shape[0] != keep.shape[0] + 1:
+        raise ValueError(f"keep has {keep.shape[0]} nodes, the CSR {indptr.shape[0] - 1}")
+    if indptr[0] != 0 or indptr[-1] != indices.shape[0] or indices.shape != weights.shape:
+        raise ValueError("inconsistent CSR: need indptr[0] == 0 and indptr[-1] == len(indices)")
+    new_pos = np.full(keep.shape[0], -1, dtype=np.int64)
+    new_pos[keep] = np.arange(int(keep.sum()), dtype=np.int64)
+    return _drop_nodes(indptr, indices, weights, new_pos, int(keep.sum()))
 
 
 def check_csr(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

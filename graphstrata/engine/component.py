@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -136,7 +136,9 @@ class TextIndex:
     """``(kind, text_key(text)) -> id`` of a live node of one version that has a vector.
 
     Built lazily, one kind at a time, and held by the engine's per-version state, so the
-    operations of one version share it instead of re-hashing every text each time.
+    operations of one version share it instead of re-hashing every text each time. After a
+    commit the kinds already built are advanced by the rows the delta changed
+    (:meth:`advanced`), not re-hashed (issue 17: hashing every text was O(N) per write).
 
     Parameters
     ----------
@@ -147,6 +149,9 @@ class TextIndex:
     def __init__(self, snapshot: Snapshot):
         self.snapshot = snapshot
         self._by_kind: dict[int, dict[str, int]] = {}
+        # Keys held by more than one node of the kind (a repeated text): removing the node
+        # a key maps to would need the next holder, so such a removal rebuilds the kind.
+        self._repeated: dict[int, set[str]] = {}
 
     def of_kind(self, kind: int) -> dict[str, int]:
         """The index of one kind (built on first use); a repeated text maps to its last id."""
@@ -155,11 +160,20 @@ class TextIndex:
             nodes = self.snapshot.nodes
             ids = nodes.ids_of_kind(kind)
             ids = ids[self.snapshot.vectors.has(ids)]
-            texts = nodes.text_of(ids)
-            self._by_kind[kind] = {
-                text_key(t): int(i) for t, i in zip(texts, ids.tolist(), strict=True)
-            }
+            index: dict[str, int] = {}
+            repeated: set[str] = set()
+            for text, node in zip(nodes.text_of(ids), ids.tolist(), strict=True):
+                key = text_key(text)
+                if key in index:
+                    repeated.add(key)
+                index[key] = node
+            self._by_kind[kind], self._repeated[kind] = index, repeated
         return self._by_kind[kind]
+
+    @property
+    def built_kinds(self) -> list[int]:
+        """The kinds indexed so far (the others are built on first use)."""
+        return sorted(self._by_kind)
 
     def lookup(self, kinds: Sequence[int], key: str) -> int | None:
         """The id of a node of the first of ``kinds`` that holds the text, else None."""
@@ -168,6 +182,48 @@ class TextIndex:
             if node is not None:
                 return node
         return None
+
+    def advanced(self, snapshot: Snapshot, delta: Delta) -> TextIndex:
+        """This index (of the previous version) moved to ``snapshot``, which ``delta`` committed.
+
+        The rows the delta replaced or deleted leave under their old texts; its live rows
+        with a vector join under their new ones. Equal to a fresh index of ``snapshot``
+        (tested); the previous version's index is left as it was.
+        """
+        out = TextIndex(snapshot)
+        if not self._by_kind:
+            return out
+        old = self.snapshot.nodes
+        rows = delta.nodes
+        row_ids = rows.column("id").to_numpy()
+        leaving = np.union1d(delta.dead_nodes, row_ids)
+        leaving = leaving[old.contains(leaving)]
+        leaving = leaving[self.snapshot.vectors.has(leaving)]
+        old_rows = old.rows(leaving)
+        new_nodes = snapshot.nodes
+        joining = row_ids[new_nodes.contains(row_ids)]
+        joining = np.sort(joining[snapshot.vectors.has(joining)])
+        join_kinds = new_nodes.kind[new_nodes.rows(joining)]
+        for kind, index in self._by_kind.items():
+            repeated = self._repeated[kind]
+            mine = old.kind[old_rows] == np.uint8(kind)
+            gone = [
+                (text_key(t), int(i)) for t, i in zip(old.texts_at(old_rows[mine]), leaving[mine])
+            ]
+            if any(key in repeated and index.get(key) == node for key, node in gone):
+                continue  # rebuilt on first use
+            index, repeated = dict(index), set(repeated)
+            for key, node in gone:
+                if index.get(key) == node:
+                    del index[key]
+            ids = joining[join_kinds == np.uint8(kind)]
+            for text, node in zip(new_nodes.text_of(ids), ids.tolist(), strict=True):
+                key = text_key(text)
+                if key in index:
+                    repeated.add(key)
+                index[key] = max(node, index.get(key, node))
+            out._by_kind[kind], out._repeated[kind] = index, repeated
+        return out
 
 
 @dataclass
@@ -178,6 +234,8 @@ class UpdateContext:
     one of its state, and a context made without it builds its own. ``vectors`` is the
     committed version's vector index, for stages that search the committed vectors without
     copying them (semantic edges above ``semantic_exact_below``); None reads the snapshot.
+    ``views`` are the committed version's views by mode, whose read structures a component
+    may reuse instead of rebuilding them (the heterograph reads the ``graph`` view's names).
     """
 
     snapshot: Snapshot
@@ -189,6 +247,7 @@ class UpdateContext:
     hyperplanes: np.ndarray
     text_index: TextIndex | None = None
     vectors: VectorIndex | None = None
+    views: Mapping[str, ComponentView] = field(default_factory=dict)
     _pending_vectors: dict[int, np.ndarray] = field(default_factory=dict)
     _pending_texts: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
 

@@ -236,7 +236,12 @@ class Engine:
         if vectors is None:
             vectors = self._open_vectors(snapshot)
         doc_names = DocNames(snapshot)
-        state = EngineState(snapshot, vectors, doc_names, TextIndex(snapshot))
+        text_index = (
+            previous.text_index.advanced(snapshot, delta)
+            if previous is not None and delta is not None
+            else TextIndex(snapshot)
+        )
+        state = EngineState(snapshot, vectors, doc_names, text_index)
         state.views["naive"] = NaiveView(snapshot, vectors, doc_names)
         for comp in self.components:
             before = previous.views.get(comp.modes[0]) if previous and comp.modes else None
@@ -357,6 +362,7 @@ class Engine:
             hyperplanes=snapshot.hyperplanes,
             text_index=state.text_index,
             vectors=state.vectors,
+            views=state.views,
         )
         removed_chunks = remove_docs(ctx, remove_keys)
         change = add_docs(ctx, to_add, self.config.chunking, removed_chunks, remove_keys, progress)

@@ -68,7 +68,10 @@ def test_advanced_snapshot_equals_the_one_read_from_disk(tmp_path, sample_docs, 
 def test_advanced_name_index_equals_a_fresh_one(tmp_path, sample_docs):
     """The graph view's names after each write (advanced by the delta) are those a view
     built from scratch on the same version holds."""
+    from graphstrata.engine.heterograph.lookups import EntityKeys
     from graphstrata.engine.heterograph.names import NameIndex
+    from graphstrata.engine.heterograph.parse import normalize_name
+    from graphstrata.engine.heterograph.schema import N
 
     index = Index.create(tmp_path / "ix", IndexConfig(), embedder=HashingEmbedder(64))
     docs = list(sample_docs)
@@ -88,3 +91,71 @@ def test_advanced_name_index_equals_a_fresh_one(tmp_path, sample_docs):
             assert sorted(have) == sorted(expect)
             for key, ids in expect.items():
                 np.testing.assert_array_equal(have[key], ids, err_msg=key)
+        # What new entities merge into, read from the names: the lowest-id entity of a key.
+        nodes = state.snapshot.nodes
+        n_ids = nodes.ids_of_kind(N)
+        first: dict[str, int] = {}
+        for nid, text in zip(n_ids.tolist(), nodes.text_of(n_ids), strict=True):
+            first.setdefault(normalize_name(text), nid)
+        keys = EntityKeys.of_names(got, nodes)
+        assert all(keys.get(k) == nid for k, nid in first.items() if k)
+        assert keys.get("no such entity anywhere") is None
+
+
+def test_advanced_text_index_equals_a_fresh_one(tmp_path, sample_docs):
+    """The reuse index of each version (advanced by the delta for the kinds built before)
+    maps every text as a fresh index of that version does, repeated texts included."""
+    from graphstrata.engine.component import TextIndex
+
+    index = Index.create(tmp_path / "ix", IndexConfig(), embedder=HashingEmbedder(64))
+    docs = list(sample_docs)
+    twin = {**docs[5], "doc_id": docs[5]["doc_id"] + "-twin"}  # the same chunk texts twice
+    index.insert([*docs[:8], twin])
+    steps = [
+        ("insert", docs[8:12]),
+        ("delete", [docs[2]["doc_id"], docs[9]["doc_id"]]),
+        ("delete", [twin["doc_id"]]),  # a repeated key's holder leaves: that kind is rebuilt
+        ("insert", [{**docs[3], "text": docs[3]["text"] + " Later the Orrin Guild sold it."}]),
+        ("insert", docs[12:15]),
+    ]
+    advanced = 0
+    for action, arg in steps:
+        index.insert(arg) if action == "insert" else index.delete(arg)
+        state = index.engine.state
+        got, want = state.text_index, TextIndex(state.snapshot)
+        advanced += len(got.built_kinds)
+        for kind in got.built_kinds:
+            assert got.of_kind(kind) == want.of_kind(kind), kind
+    assert advanced > 0
+
+
+def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs):
+    """The graph view's edges and CSR after each write (advanced by the delta: dropped
+    nodes renumbered out, new edges merged) are those a view built from scratch holds."""
+    from graphstrata.engine.heterograph.component import HeterographComponent
+
+    index = Index.create(tmp_path / "ix", IndexConfig(), embedder=HashingEmbedder(64))
+    docs = list(sample_docs)
+    index.insert(docs[:10])
+    steps = [
+        ("insert", docs[10:13]),
+        ("delete", [docs[1]["doc_id"], docs[10]["doc_id"]]),
+        ("insert", [{**docs[4], "text": docs[4]["text"] + " Later the Orrin Guild sold it."}]),
+        ("delete", [docs[5]["doc_id"]]),
+        ("insert", docs[13:16]),
+    ]
+    engine = index.engine
+    for action, arg in steps:
+        index.insert(arg) if action == "insert" else index.delete(arg)
+        state = engine.state
+        got = state.views["graph"]
+        want = HeterographComponent().view(
+            state.snapshot, state.vectors, engine.config, state.doc_names
+        )
+        for name in ("src", "dst", "weight", "kind", "indptr", "indices"):
+            np.testing.assert_array_equal(getattr(got.stored, name), getattr(want.stored, name))
+        np.testing.assert_array_equal(got.indptr, want.indptr)
+        np.testing.assert_array_equal(got.indices, want.indices)
+        np.testing.assert_allclose(got.weights, want.weights, rtol=1e-6)
+        np.testing.assert_array_equal(got.units_of, want.units_of)
+        np.testing.assert_array_equal(got.chunk_of, want.chunk_of)

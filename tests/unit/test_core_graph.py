@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphstrata.core.graph import csr_from_edges, merge_edges
+from graphstrata.core.graph import csr_from_edges, drop_nodes, merge_edges
 
 
 def scipy_csr(src, dst, w, n):
@@ -148,3 +148,49 @@ def test_csr_and_merge_property(data, split: int, grow: int) -> None:
     base = csr_from_edges(src[:k], dst[:k], w[:k], n)
     merged = merge_edges(*base, src[k:], dst[k:], w[k:], n + grow)
     assert_csr_equal(merged, scipy_csr(src, dst, w, n + grow))
+
+
+def _kept_oracle(src, dst, w, keep):
+    """csr_from_edges over the edges with both ends kept, renumbered (the oracle)."""
+    new_pos = np.cumsum(keep) - 1
+    alive = keep[src] & keep[dst]
+    return scipy_csr(new_pos[src[alive]], new_pos[dst[alive]], w[alive], int(keep.sum()))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_drop_nodes_equals_rebuild_without_them(seed) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 120))
+    src, dst, w = random_edges(rng, n, int(rng.integers(0, 6 * n)))
+    src, dst = np.r_[src, [0, 1]], np.r_[dst, [0, 1]]  # self-loops
+    w = np.r_[w, [1.5, 0.5]].astype(np.float32)
+    keep = rng.random(n) < 0.7
+    got = drop_nodes(*csr_from_edges(src, dst, w, n), keep)
+    assert_csr_equal(got, _kept_oracle(src, dst, w, keep))
+    # dropping, then merging new edges, equals building the result at once
+    k = int(keep.sum())
+    s2, d2, w2 = random_edges(rng, k + 3, 20)
+    merged = merge_edges(*got, s2, d2, w2, k + 3)
+    new_pos = np.cumsum(keep) - 1
+    alive = keep[src] & keep[dst]
+    full = scipy_csr(
+        np.r_[new_pos[src[alive]], s2], np.r_[new_pos[dst[alive]], d2], np.r_[w[alive], w2], k + 3
+    )
+    assert_csr_equal(merged, full)
+
+
+def test_drop_nodes_edge_cases() -> None:
+    empty = csr_from_edges([], [], [], 0)
+    assert_csr_equal(drop_nodes(*empty, np.zeros(0, bool)), empty)
+    one = csr_from_edges([0], [0], [2.0], 1)
+    assert_csr_equal(drop_nodes(*one, np.ones(1, bool)), one)
+    gone = drop_nodes(*one, np.zeros(1, bool))
+    assert gone[0].tolist() == [0] and gone[1].size == 0
+    # two components, one dropped whole: the other is renumbered from 0
+    two = csr_from_edges([0, 2], [1, 3], [1.0, 3.0], 4)
+    assert_csr_equal(
+        drop_nodes(*two, np.asarray([False, False, True, True])),
+        csr_from_edges([0], [1], [3.0], 2),
+    )
+    with pytest.raises(ValueError):
+        drop_nodes(*two, np.ones(3, bool))

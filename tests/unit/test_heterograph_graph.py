@@ -116,7 +116,7 @@ def _modularity(n, src, dst, membership):
     return g.modularity(membership.tolist())
 
 
-@pytest.mark.parametrize("backend", ["igraph", "leidenalg"])
+@pytest.mark.parametrize("backend", ["igraph"])
 def test_leiden_local_matches_a_full_run_and_keeps_untouched_communities(backend):
     rng = np.random.default_rng(4)
     k, size = 40, 25
@@ -159,13 +159,20 @@ def test_leiden_local_edge_cases():
         np.zeros(0, np.int64),
     )
     assert m.tolist() == [0] and not region.full
-    # Two disconnected edges, one touched: the other pair stays one community.
+    # Two disconnected edges, one touched: the other pair stays one community, and is
+    # left out of the run (it is next to no opened node).
     src, dst = np.asarray([0, 2]), np.asarray([1, 3])
     m, region = leiden_local(
         4, src, dst, np.ones(2), 1, np.asarray([0, 0, 1, 1]), np.asarray([0, 0])
     )
     assert m[0] == m[1] and m[2] == m[3] and m[0] != m[2]
+    assert region.region_nodes == 2 and region.fixed_communities == 0
+    # A path 0-1-2-3 in communities {0,1} {2,3}, node 0 touched: 0 and 1 open, the rest
+    # of {2,3} (node 2 is next to 1) is one fixed node, and 3 moves with it.
+    src, dst = np.asarray([0, 1, 2]), np.asarray([1, 2, 3])
+    m, region = leiden_local(4, src, dst, np.ones(3), 1, np.asarray([0, 0, 1, 1]), np.asarray([0]))
     assert region.region_nodes == 2 and region.fixed_communities == 1
+    assert m[2] == m[3]
     # Duplicate edges add up like weights.
     m, _ = leiden_local(
         2,

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from graphstrata.core.ids import positions_in
 from graphstrata.engine.component import MeteredLLM
 from graphstrata.engine.heterograph.decompose import Names
 from graphstrata.engine.heterograph.graph import group_by, important_entities, unique_pairs
@@ -76,7 +77,7 @@ def _select(work: Work, g1_ids: np.ndarray) -> tuple[set[int], dict[str, Any]]:
     src, dst = work.live_edges(G1_EDGES)
     _sn_s, sn_n = unique_pairs(*work.live_edges([int(EdgeKind.UNIT_ENTITY)]))
     support = np.zeros(g1_ids.size, np.int64)
-    np.add.at(support, np.searchsorted(g1_ids, sn_n), 1)
+    np.add.at(support, positions_in(g1_ids, sn_n), 1)
     is_entity = np.isin(g1_ids, n_ids)
     imp = important_entities(
         g1_ids, is_entity, support, src, dst, cfg.betweenness_sources, cfg.seed

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from graphstrata.core.ids import positions_in
 from graphstrata.engine.component import ChangeSet, MeteredLLM
 from graphstrata.engine.heterograph.graph import (
     group_by,
@@ -146,12 +147,12 @@ def communities(llm: MeteredLLM, work: Work, change: ChangeSet, next_group_key: 
     init = initial_membership(g2_ids, *prev) if prev is not None else None
     membership, region = leiden_local(
         int(g2_ids.size),
-        np.searchsorted(g2_ids, src),
-        np.searchsorted(g2_ids, dst),
+        positions_in(g2_ids, src),
+        positions_in(g2_ids, dst),
         np.ones(src.size, np.float64),
         seed=int(cfg.seed),
         initial=init,
-        touched=np.searchsorted(g2_ids, _touched_nodes(work, g2_ids, prev)),
+        touched=positions_in(g2_ids, _touched_nodes(work, g2_ids, prev)),
         backend=LEIDEN_BACKEND,
         max_region_share=LOCAL_LEIDEN_MAX_SHARE if cfg.local_leiden else 0.0,
     )

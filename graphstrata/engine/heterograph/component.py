@@ -39,7 +39,11 @@ def run_operation(ctx: UpdateContext, change: ChangeSet) -> None:
     )
     cfg = work.config
     with report.stage("heterograph:structure"):
-        names = load_names(work)
+        view = ctx.views.get("graph")
+        committed = isinstance(view, HeterographView) and view.snapshot is ctx.snapshot
+        names = load_names(
+            work, view.names if isinstance(view, HeterographView) and committed else None
+        )
         dead_units = units_of_removed_chunks(work, change.removed_chunk_ids)
     with report.stage("heterograph:decompose"):
         decomposed, notes = decompose(
@@ -111,10 +115,11 @@ class HeterographComponent(Component):
         doc_names: DocNames,
         delta: Delta,
     ) -> HeterographView:
-        """The new version's view; its name index and BM25 parts advanced, not rebuilt."""
-        names = None
+        """The new version's view; its names, walked edges and BM25 parts advanced."""
+        names = stored = None
         if isinstance(previous, HeterographView):
             names = previous.names.advanced(previous.snapshot, snapshot, delta)
-        view = HeterographView(snapshot, vectors, config, doc_names, names=names)
+            stored = previous.stored.advanced(previous.ids, snapshot, delta, config.heterograph)
+        view = HeterographView(snapshot, vectors, config, doc_names, names=names, stored=stored)
         view.carry_over(previous, delta)
         return view

@@ -15,6 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphstrata.engine.component import ChangeSet, MeteredLLM
+from graphstrata.engine.heterograph.lookups import (
+    EntityKeys,
+    MentionRows,
+    MentionTable,
+    RelationPairs,
+)
+from graphstrata.engine.heterograph.names import NameIndex
 from graphstrata.engine.heterograph.parse import (
     Unit,
     normalize_name,
@@ -33,8 +40,8 @@ from graphstrata.engine.heterograph.work import EMPTY, Work
 from graphstrata.engine.prompts import decompose_request
 from graphstrata.engine.types import EdgeKind
 
-#: A relationship's mentions: ``(unit id, line hash)`` per assertion.
-Mentions = dict[int, list[tuple[int, int]]]
+#: New relationships' mentions: ``(unit id, line hash)`` per assertion.
+Mentions = dict[int, MentionRows]
 
 
 def relation_line(source: str, relation: str, target: str) -> str:
@@ -60,9 +67,9 @@ class Names:
         Entity id -> the name used in relation lines and attribute prompts (cache).
     """
 
-    entity_by_key: dict[str, int]
-    relation_by_pair: dict[tuple[int, int], int]
-    mentions: Mentions
+    entity_by_key: EntityKeys
+    relation_by_pair: RelationPairs
+    mentions: MentionTable
     display: dict[int, str] = field(default_factory=dict)
 
     def name_of(self, work: Work, nid: int) -> str:
@@ -91,32 +98,33 @@ class NewUnits:
     lines: dict[int, list[str]]
 
 
-def load_names(work: Work) -> Names:
-    """Entity key -> id, and relationship endpoint pair -> id, from the committed graph."""
+def load_names(work: Work, index: NameIndex | None = None) -> Names:
+    """What new entities and relationships merge into, and the committed mentions.
+
+    Parameters
+    ----------
+    work:
+        The operation (its committed snapshot).
+    index:
+        The committed version's name index (the ``graph`` view's, advanced per commit);
+        None normalizes every entity name of the snapshot instead.
+    """
     nodes = work.nodes
-    n_ids = nodes.ids_of_kind(N)
-    entity_by_key: dict[str, int] = {}
-    for nid, name in zip(n_ids.tolist(), nodes.text_of(n_ids), strict=True):
-        entity_by_key.setdefault(normalize_name(name), nid)
-    src, dst = work.committed_edges(int(EdgeKind.ENTITY_RELATION))  # N -> R
-    endpoints: dict[int, list[int]] = {}
-    for n, r in zip(src.tolist(), dst.tolist(), strict=True):
-        endpoints.setdefault(r, []).append(n)
-    relation_by_pair: dict[tuple[int, int], int] = {}
-    for r, ends in endpoints.items():
-        if len(ends) == 2:
-            a, b = sorted(ends)
-            relation_by_pair[(a, b)] = r
+    if index is not None:
+        entities = EntityKeys.of_names(index, nodes)
+    else:
+        n_ids = nodes.ids_of_kind(N)
+        keys = (normalize_name(t) for t in nodes.text_of(n_ids))
+        entities = EntityKeys.of_pairs(zip(keys, n_ids.tolist(), strict=True))
+    relations = RelationPairs(*work.committed_edges(int(EdgeKind.ENTITY_RELATION)))
     s, r_ids, h = (
         work.state(ST_MENTION_S),
         work.state(ST_MENTION_R),
         work.state(ST_MENTION_HASH),
     )
-    mentions: Mentions = {}
-    if s is not None and r_ids is not None and h is not None:
-        for unit, rid, line in zip(s.tolist(), r_ids.tolist(), h.tolist(), strict=True):
-            mentions.setdefault(rid, []).append((unit, line))
-    return Names(entity_by_key, relation_by_pair, mentions)
+    if s is None or r_ids is None or h is None:
+        s = r_ids = h = EMPTY
+    return Names(entities, relations, MentionTable(s, r_ids, h))
 
 
 def units_of_removed_chunks(work: Work, removed_chunk_ids: np.ndarray) -> np.ndarray:

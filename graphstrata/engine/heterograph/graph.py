@@ -17,6 +17,7 @@ import numpy as np
 
 from graphstrata.core.centrality import sampled_betweenness
 from graphstrata.core.graph import csr_from_edges
+from graphstrata.core.ids import positions_in
 from graphstrata.core.kcore import coreness
 from graphstrata.core.sampling import consistent_sample
 
@@ -37,7 +38,7 @@ def _dense_index(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     -------
     int64 array [m]
     """
-    return np.searchsorted(sorted_ids, np.asarray(ids, dtype=np.int64)).astype(np.int64)
+    return positions_in(sorted_ids, ids)
 
 
 def dense_csr(
@@ -146,6 +147,8 @@ def leiden(
     initial: np.ndarray | None = None,
     backend: str = "igraph",
     n_iterations: int = -1,
+    strength: np.ndarray | None = None,
+    resolution: float = 1.0,
 ) -> np.ndarray:
     """Leiden communities (modularity objective, seeded) of a graph on dense indices.
 
@@ -170,6 +173,14 @@ def leiden(
         One of :data:`LEIDEN_BACKENDS`.
     n_iterations:
         Leiden iterations; negative: until no node moves.
+    strength:
+        Each node's weight in the null model (igraph only); default its strength in this
+        graph, a self-loop counted twice. :func:`leiden_local` passes the strengths of a
+        larger graph that this one is a part of.
+    resolution:
+        Modularity's resolution, as a share of the sum of ``strength`` (igraph normalizes
+        it by that sum): a part of a larger graph passes its share of the larger graph's
+        total, so that every move is scored as in the larger graph.
 
     Returns
     -------
@@ -193,13 +204,15 @@ def leiden(
         # Strengths given explicitly, a self-loop counted twice: igraph's default counts it
         # once, which undervalues the contracted communities of :func:`leiden_local`
         # (measured: modularity 0.05 instead of 0.72 on a planted partition).
-        strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
+        if strength is None:
+            strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
         ig.set_random_number_generator(random.Random(seed))
         try:
             clusters = graph.community_leiden(
                 objective_function="modularity",
                 weights="weight",
-                node_weights=strength.tolist(),
+                node_weights=np.asarray(strength, np.float64).tolist(),
+                resolution=float(resolution),
                 initial_membership=init,
                 n_iterations=n_iterations,
             )
@@ -208,6 +221,9 @@ def leiden(
         return np.asarray(clusters.membership, np.int64)
     if backend == "leidenalg":
         import leidenalg
+
+        if strength is not None or resolution != 1.0:
+            raise ValueError("explicit strengths and resolution need the igraph backend")
 
         part = leidenalg.find_partition(
             graph,
@@ -226,7 +242,7 @@ class LocalRegion:
     """How :func:`leiden_local` contracted the graph (for reports and tests)."""
 
     region_nodes: int  # nodes re-optimised one by one
-    fixed_communities: int  # untouched communities, one node each in the contracted graph
+    fixed_communities: int  # the rest of the communities next to them, one node each
     contracted_edges: int  # distinct edges of the contracted graph
     full: bool  # True: the whole graph was run (no previous partition, or a large change)
 
@@ -242,15 +258,20 @@ def leiden_local(
     backend: str = "igraph",
     max_region_share: float = 0.5,
 ) -> tuple[np.ndarray, LocalRegion]:
-    """Leiden re-optimising only the communities a change touched.
+    """Leiden re-optimising only the nodes a change touched and their neighbours.
 
-    Every community of ``initial`` that holds a touched node is opened up (its nodes move
-    one by one); every other community becomes one node of a contracted graph, with its
-    internal weight as a self-loop and its edges to the rest summed. Node strengths and the
-    total weight are those of the whole graph, so a move's modularity gain is the same as
-    in a full run; what the local run cannot do is split an untouched community. Its cost
-    is the touched region plus one node per community, not the corpus (issue 17; quality
-    against a full run in ``benchmarks/results/scale.md``).
+    The touched nodes and their neighbours are opened up (they move one by one, starting
+    in their previous communities). The rest of each community they are in or next to
+    becomes one node of a contracted graph, with its internal weight as a self-loop and
+    its edges to the opened nodes summed; communities further away are left out. Node
+    strengths and the resolution are those of the whole graph (:func:`leiden`'s
+    ``strength`` and ``resolution``), so a move's modularity gain is the one a full run
+    would score. A move can only reach a community next to the mover, so leaving the far
+    ones out changes no decision of the first pass; what the local run cannot do is split
+    the untouched rest of a community, or merge two communities far from the change. Its
+    cost is the change's neighbourhood, not the corpus (issue 17; quality against a full
+    run in ``benchmarks/results/scale.md``). Dynamic-frontier Leiden (Sahu 2024) marks the
+    same nodes.
 
     Parameters
     ----------
@@ -263,8 +284,9 @@ def leiden_local(
         Dense indices of the nodes whose edges changed (new nodes, ends of new edges,
         neighbours of deleted nodes); duplicates allowed.
     max_region_share:
-        When the opened communities hold more than this share of the nodes, the whole graph
-        is run instead (the contraction would save little).
+        When the opened nodes are more than this share of the nodes, the whole graph is
+        run instead (the contraction would save little). A backend other than igraph also
+        runs the whole graph.
 
     Returns
     -------
@@ -272,28 +294,60 @@ def leiden_local(
         int64 community label per node (labels ``0..k-1``), and what was run.
     """
     touched = np.asarray(touched, np.int64)
-    if initial is None or n == 0:
+    # The contracted run needs explicit strengths, which only igraph's Leiden takes
+    # (leidenalg is kept as a whole-graph comparison in benchmarks/heterograph.py).
+    if initial is None or n == 0 or backend != "igraph":
         membership = leiden(n, src, dst, weight, seed, initial, backend)
         return membership, LocalRegion(n, 0, int(src.size), True)
     initial = np.asarray(initial, np.int64)
-    opened = np.isin(initial, np.unique(initial[touched]))
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    weight = np.asarray(weight, np.float64)
+    opened = np.zeros(n, bool)
+    opened[touched] = True
+    near = opened[src] | opened[dst]
+    opened[src[near]] = True
+    opened[dst[near]] = True
     if opened.sum() > max_region_share * n:
         membership = leiden(n, src, dst, weight, seed, initial, backend)
         return membership, LocalRegion(n, 0, int(src.size), True)
     region = np.flatnonzero(opened)
-    fixed_labels = np.unique(initial[~opened])
-    node_map = np.empty(n, np.int64)
+    strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
+    # The rest of every community that holds an opened node or an end of an edge to one.
+    near = opened[src] | opened[dst]
+    fixed_labels = np.unique(
+        np.concatenate([initial[region], initial[src[near]], initial[dst[near]]])
+    )
+    fixed_labels = fixed_labels[np.isin(fixed_labels, initial[~opened])]
+    in_fixed = ~opened & np.isin(initial, fixed_labels)
+    node_map = np.full(n, -1, np.int64)
     node_map[region] = np.arange(region.size, dtype=np.int64)
-    node_map[~opened] = region.size + np.searchsorted(fixed_labels, initial[~opened])
+    node_map[in_fixed] = region.size + np.searchsorted(fixed_labels, initial[in_fixed])
     m = int(region.size + fixed_labels.size)
-    a, b = node_map[np.asarray(src, np.int64)], node_map[np.asarray(dst, np.int64)]
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    a, b = node_map[src], node_map[dst]
+    kept = (a >= 0) & (b >= 0)
+    lo, hi = np.minimum(a[kept], b[kept]), np.maximum(a[kept], b[kept])
     pairs, inverse = np.unique(lo * m + hi, return_inverse=True)
-    summed = np.bincount(inverse.ravel(), weights=np.asarray(weight, np.float64))
+    summed = np.bincount(inverse.ravel(), weights=weight[kept])
+    part_strength = np.bincount(node_map[node_map >= 0], strength[node_map >= 0], m)
+    total = float(strength.sum())
+    share = float(part_strength.sum()) / total if total > 0 else 1.0
     start = np.concatenate([initial[region], fixed_labels])
-    contracted = leiden(m, pairs // m, pairs % m, summed, seed, start, backend)
+    contracted = leiden(
+        m,
+        pairs // m,
+        pairs % m,
+        summed,
+        seed,
+        start,
+        backend,
+        strength=part_strength,
+        resolution=share,
+    )
+    labels = initial.copy()
+    moved = node_map >= 0
+    labels[moved] = int(initial.max()) + 1 + contracted[node_map[moved]]
     info = LocalRegion(int(region.size), int(fixed_labels.size), int(pairs.size), False)
-    return contracted[node_map], info
+    return np.unique(labels, return_inverse=True)[1].astype(np.int64).ravel(), info
 
 
 def stable_labels(membership: np.ndarray, previous: np.ndarray) -> np.ndarray:

@@ -56,7 +56,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from graphstrata.core.graph import csr_from_edges
+from graphstrata.core.graph import merge_edges
 from graphstrata.core.ppr import shallow_ppr, top_k_by_kind
 from graphstrata.engine.component import ComponentView, Hit, Query
 from graphstrata.engine.config import HeterographConfig, IndexConfig
@@ -81,7 +81,6 @@ from graphstrata.engine.heterograph.ranking import (
     walk_edges,
 )
 from graphstrata.engine.heterograph.schema import (
-    HETERO_EDGE_KINDS,
     HETERO_KINDS,
     HETERO_RETRIEVABLE,
     VECTOR_ENTRY_KINDS,
@@ -90,6 +89,7 @@ from graphstrata.engine.heterograph.schema import (
     S,
     T,
 )
+from graphstrata.engine.heterograph.walk_graph import WalkEdges
 from graphstrata.engine.params import ModeParams, QueryError, range_check
 from graphstrata.engine.prompts import query_entities_request
 from graphstrata.engine.search import DocNames, make_hits, vector_candidates
@@ -231,6 +231,7 @@ class HeterographView(ComponentView):
         doc_names: DocNames,
         sparse: SparseIndex | None = None,
         names: NameIndex | None = None,
+        stored: WalkEdges | None = None,
     ):
         self.snapshot = snapshot
         self.vectors = vectors
@@ -243,7 +244,10 @@ class HeterographView(ComponentView):
         self.ids = nodes.ids
         self.kinds = nodes.kind
         n = int(self.ids.shape[0])
-        src, dst, weight, kind = self._edges()
+        #: The stored edges the walk uses, and their CSR without title links (advanced by
+        #: a commit).
+        self.stored = stored if stored is not None else WalkEdges.build(snapshot, self.cfg)
+        src, dst, kind = self.stored.src, self.stored.dst, self.stored.kind
         self.units_of = np.bincount(dst[kind == int(EdgeKind.UNIT_ENTITY)], minlength=n)
         #: Chunk position of each position (a semantic unit's chunk; -1 for other kinds).
         self.chunk_of = np.full(n, -1, np.int64)
@@ -263,29 +267,12 @@ class HeterographView(ComponentView):
         t_src, t_dst = self._title_links()
         self.title_links = int(t_src.size)
         w_title = float(self.cfg.title_edge_weight)
+        csr = (self.stored.indptr, self.stored.indices, self.stored.weights)
         if w_title > 0 and t_src.size:
-            src = np.concatenate([src, t_src])
-            dst = np.concatenate([dst, t_dst])
-            weight = np.concatenate([weight, np.full(t_src.size, w_title, np.float32)])
-        self.indptr, self.indices, self.weights = csr_from_edges(src, dst, weight, n)
+            csr = merge_edges(*csr, t_src, t_dst, np.full(t_src.size, w_title, np.float32), n)
+        self.indptr, self.indices, self.weights = csr
 
     # ------------------------------------------------------------------ structures
-    def _edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The heterograph's edges as dense positions, with the walk's weights and kinds."""
-        table = self.snapshot.edges
-        if not table.num_rows:
-            return _EMPTY_I, _EMPTY_I, np.zeros(0, np.float32), np.zeros(0, np.uint8)
-        kind = table.column("kind").to_numpy()
-        sel = np.isin(kind, np.asarray(HETERO_EDGE_KINDS, dtype=np.uint8))
-        src = np.searchsorted(self.ids, table.column("src").to_numpy()[sel]).astype(np.int64)
-        dst = np.searchsorted(self.ids, table.column("dst").to_numpy()[sel]).astype(np.int64)
-        weight = table.column("weight").to_numpy()[sel].astype(np.float32)
-        kind = kind[sel]
-        semantic = kind == int(EdgeKind.SEMANTIC)
-        weight[semantic] *= np.float32(self.cfg.semantic_edge_weight)
-        keep = weight > 0
-        return src[keep], dst[keep], weight[keep], kind[keep]
-
     def _title_links(self) -> tuple[np.ndarray, np.ndarray]:
         """(entity, chunk) pairs: an entity named like a document's title, and its chunks."""
         src: list[np.ndarray] = []
@@ -645,7 +632,13 @@ class HeterographView(ComponentView):
              "match": found.get(p, []), "weight": float(f"{restart[p]:.6g}")}
             for p in seeds.tolist()
         ]  # fmt: skip
-        columns = (self.ids[src], self.ids[dst], pair_kinds(*self._edges(), src, dst), w, flow)
+        columns = (
+            self.ids[src],
+            self.ids[dst],
+            pair_kinds(*self.stored.edge_list, src, dst),
+            w,
+            flow,
+        )
         edges = [
             {"src": int(a), "dst": int(b), "kind": int(k), "weight": float(f"{x:.6g}"),
              "flow": float(f"{f:.6g}"), "level": int(lv)}

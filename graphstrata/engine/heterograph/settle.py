@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphstrata.engine.heterograph.decompose import Mentions, Names, NewUnits
+from graphstrata.engine.heterograph.decompose import Names, NewUnits
+from graphstrata.engine.heterograph.lookups import MentionTable
 from graphstrata.engine.heterograph.parse import stable_hash
 from graphstrata.engine.heterograph.work import EMPTY, Work
 from graphstrata.engine.types import EdgeKind
@@ -28,7 +29,7 @@ def _supporters(work: Work, kind: int, targets: np.ndarray) -> dict[int, list[in
 
 def _relation_lines(
     work: Work,
-    mentions: Mentions,
+    mentions: MentionTable,
     new: NewUnits,
     rid: int,
     old_lines: list[str],

@@ -180,11 +180,16 @@ class Work:
     def live_ids(self, *kinds: int) -> np.ndarray:
         """Sorted ids of the live nodes of ``kinds`` after this operation."""
         old = self.nodes.ids_of_kind(*kinds)
-        new = np.asarray([i for i, k in self.new_kind.items() if k in kinds], dtype=np.int64)
-        ids = np.concatenate([old, new])
+        new = np.sort(np.asarray([i for i, k in self.new_kind.items() if k in kinds], np.int64))
         if self.dead:
-            ids = ids[~np.isin(ids, self.dead_array())]
-        return np.unique(ids)
+            dead = self.dead_array()
+            old, new = old[~np.isin(old, dead)], new[~np.isin(new, dead)]
+        ids = np.concatenate([old, new])
+        # New ids are allocated above every committed one, so the two sorted parts
+        # concatenate in order (an O(N) unique was 0.6 s of a 50k-chunk insert).
+        if old.size and new.size and new[0] <= old[-1]:
+            return np.unique(ids)
+        return ids
 
     def text_of(self, ids: Iterable[int]) -> list[str]:
         """Text of each node (as rewritten by this operation, else committed)."""
@@ -215,4 +220,11 @@ class Work:
 
     def cited_docs(self, ids: Iterable[int]) -> list[int]:
         """Sorted union of the doc keys of ``ids``."""
-        return sorted({d for ds in self.docs_of(ids) for d in ds})
+        ids = [int(i) for i in ids]
+        out = {d for i in ids if i in self.docs for d in self.docs[i]}
+        # A hub entity's attribute cites the docs of thousands of committed units: their
+        # doc lists are flattened in Arrow, not converted to Python lists one by one.
+        committed = [i for i in ids if i not in self.docs]
+        if committed:
+            out.update(np.unique(self.nodes.doc_keys_of(committed)).tolist())
+        return sorted(out)

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from graphstrata.engine.heterograph.communities import Communities
-from graphstrata.engine.heterograph.decompose import Mentions
 from graphstrata.engine.heterograph.enrich import Clusters
+from graphstrata.engine.heterograph.lookups import MentionTable
 from graphstrata.engine.heterograph.schema import (
     NAME,
     ST_GROUP_NODE_IDS,
@@ -85,7 +85,7 @@ def _group_of(comm: Communities) -> np.ndarray:
 def write_state(
     delta: Delta,
     work: Work,
-    mentions: Mentions,
+    mentions: MentionTable,
     comm: Communities,
     clusters: Clusters | None,
     last_update: dict[str, Any],
@@ -126,13 +126,11 @@ def write_state(
         delta.put_node_state(
             NAME, ST_KMEANS, clusters.ids, clusters.labels, snap.node_state(NAME, ST_KMEANS)
         )
-    rows = [
-        (unit, rid, line)
-        for rid, pairs in mentions.items()
-        if rid not in work.dead and (rid in work.new_kind or work.nodes.contains([rid])[0])
-        for unit, line in pairs
-    ]
-    m = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
+    dead = work.dead_array()
+    new_ids = np.fromiter(work.new_kind, np.int64, count=len(work.new_kind))
+    m = mentions.arrays(
+        lambda rids: ~np.isin(rids, dead) & (np.isin(rids, new_ids) | work.nodes.contains(rids))
+    )
     delta.put_state(NAME, ST_MENTION_S, m[:, 0].copy())
     delta.put_state(NAME, ST_MENTION_R, m[:, 1].copy())
     delta.put_state(NAME, ST_MENTION_HASH, m[:, 2].copy())

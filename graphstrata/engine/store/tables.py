@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 def empty_table(schema: pa.Schema) -> pa.Table:
@@ -161,6 +162,13 @@ class NodeTable:
     def docs_of(self, ids: np.ndarray | Sequence[int]) -> list[list[int]]:
         """Doc keys of ``ids``, in order (their rows only: :meth:`docs_at`)."""
         return self.docs_at(self.rows(ids))
+
+    def doc_keys_of(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
+        """The doc keys of ``ids``, all in one int64 array (a key once per node citing it)."""
+        lists = self.table.column("docs").take(pa.array(self.rows(ids)))
+        if isinstance(lists, pa.ChunkedArray):
+            lists = lists.combine_chunks()
+        return np.asarray(pc.list_flatten(lists).to_numpy(zero_copy_only=False), np.int64)
 
     def ids_of_kind(self, *kinds: int) -> np.ndarray:
         """Ascending ids of the live nodes of any of ``kinds``."""

@@ -1,0 +1,64 @@
+"""Positions of node ids in a version's ascending id array.
+
+Every read structure of a version (the walk's CSR, Leiden's dense graph) maps node ids to
+dense positions. ``np.searchsorted`` does that in O(m log n) with a cache miss per probe;
+node ids are allocated in order and never reused, so they are dense enough that one
+table of ``max - min + 1`` entries and a gather do it in O(n + m): measured 1.1 s of
+searchsorted on the 50k-chunk heterograph's edges per commit (issue 17).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: The lookup table is used while its span is at most this many times the ids looked up
+#: plus the ids indexed (its fill and scatter then cost about what the gather saves).
+TABLE_SPAN_FACTOR = 8
+
+
+def positions_in(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Position of each of ``values`` in ``sorted_ids``; every value must be present.
+
+    Parameters
+    ----------
+    sorted_ids : int64 array [n]
+        Ascending, unique ids.
+    values : integer array [m]
+        Ids that occur in ``sorted_ids`` (duplicates allowed).
+
+    Returns
+    -------
+    np.ndarray
+        int64 [m], ``sorted_ids[out] == values``.
+
+    Raises
+    ------
+    KeyError
+        For a value that is not in ``sorted_ids``.
+    """
+    sorted_ids = np.asarray(sorted_ids, np.int64)
+    values = np.asarray(values, np.int64)
+    if values.size == 0:
+        return np.zeros(values.shape, np.int64)
+    if sorted_ids.size == 0:
+        raise KeyError(f"ids not present: {values[:10].tolist()}")
+    lo, hi = int(sorted_ids[0]), int(sorted_ids[-1])
+    span = hi - lo + 1
+    if span <= TABLE_SPAN_FACTOR * (values.size + sorted_ids.size):
+        if int(values.min()) < lo or int(values.max()) > hi:
+            raise KeyError(
+                f"ids not present: {values[(values < lo) | (values > hi)][:10].tolist()}"
+            )
+        table = np.full(span, -1, np.int64)
+        table[sorted_ids - lo] = np.arange(sorted_ids.size, dtype=np.int64)
+        out = table[values - lo] if lo else table[values]
+        if int(out.min()) >= 0:
+            return out
+        bad = out < 0
+    else:
+        out = np.searchsorted(sorted_ids, values).astype(np.int64)
+        np.minimum(out, sorted_ids.size - 1, out=out)
+        bad = sorted_ids[out] != values
+    if bad.any():
+        raise KeyError(f"ids not present: {values[bad][:10].tolist()}")
+    return out

@@ -1,0 +1,58 @@
+"""``heterograph.lookups`` against the dicts the write path used to build (the oracles)."""
+
+import numpy as np
+import pytest
+
+from graphstrata.engine.heterograph.lookups import MentionTable, RelationPairs
+
+
+def _pairs_oracle(src, dst):
+    endpoints: dict[int, list[int]] = {}
+    for n, r in zip(src.tolist(), dst.tolist(), strict=True):
+        endpoints.setdefault(r, []).append(n)
+    out = {}
+    for r, ends in sorted(endpoints.items()):
+        if len(ends) == 2:
+            out[tuple(sorted(ends))] = r
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_relation_pairs_equal_the_dict(seed):
+    rng = np.random.default_rng(seed)
+    n_rel = int(rng.integers(0, 60))
+    ends = rng.integers(1, 4, n_rel)  # relationships with 1, 2 or 3 endpoints
+    dst = np.repeat(np.arange(1000, 1000 + n_rel), ends)
+    src = rng.integers(0, 40, dst.size)  # repeated endpoints and shared pairs included
+    perm = rng.permutation(dst.size)
+    src, dst = src[perm], dst[perm]
+    oracle = _pairs_oracle(src, dst)
+    table = RelationPairs(src, dst)
+    for a in range(41):
+        for b in range(a, 41):
+            assert table.get((a, b)) == oracle.get((a, b)), (a, b)
+    table[(3, 5000)] = 7
+    assert table.get((3, 5000)) == 7
+
+
+def test_relation_pairs_empty():
+    empty = np.zeros(0, np.int64)
+    assert RelationPairs(empty, empty).get((0, 1)) is None
+
+
+def test_mention_table_reads_pops_and_writes_back():
+    units = np.asarray([10, 11, 12, 13, 14])
+    rels = np.asarray([7, 5, 7, 9, 5])
+    hashes = np.asarray([1, 2, 3, 4, 5])
+    table = MentionTable(units, rels, hashes)
+    assert table.get(7) == [(10, 1), (12, 3)]
+    assert table.get(8) is None and table.get(8, []) == []
+    assert table.pop(5, []) == [(11, 2), (14, 5)]
+    assert table.get(5) is None and table.pop(5, []) == []
+    table[9] = [(20, 6)]
+    table[6] = [(21, 8), (22, 9)]
+    alive = lambda rids: rids != 7  # noqa: E731 (relationship 7 died in the operation)
+    rows = {tuple(r) for r in table.arrays(alive).tolist()}
+    assert rows == {(20, 9, 6), (21, 6, 8), (22, 6, 9)}
+    empty = MentionTable(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert empty.arrays(alive).shape == (0, 3) and empty.pop(1, []) == []

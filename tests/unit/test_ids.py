@@ -1,0 +1,31 @@
+"""``core.ids.positions_in`` against ``np.searchsorted`` (the oracle)."""
+
+import numpy as np
+import pytest
+
+from graphstrata.core.ids import positions_in
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_positions_match_searchsorted_dense_and_sparse(seed):
+    rng = np.random.default_rng(seed)
+    span = [50, 10_000, 10**12][seed % 3]  # dense table, table at the limit, sparse ids
+    n = int(rng.integers(1, 400))
+    ids = np.unique(rng.integers(0, span, n)).astype(np.int64)
+    values = rng.choice(ids, int(rng.integers(0, 3000)))  # duplicates included
+    got = positions_in(ids, values)
+    np.testing.assert_array_equal(got, np.searchsorted(ids, values))
+    assert got.dtype == np.int64
+
+
+def test_edge_cases():
+    empty = np.zeros(0, np.int64)
+    assert positions_in(empty, empty).size == 0
+    assert positions_in(np.asarray([7]), empty).size == 0
+    np.testing.assert_array_equal(positions_in(np.asarray([7]), np.asarray([7, 7])), [0, 0])
+    with pytest.raises(KeyError):
+        positions_in(empty, np.asarray([1]))
+    for ids in (np.asarray([2, 4, 6]), np.asarray([2, 4, 10**15])):  # table and search paths
+        for missing in (3, 1, 7, -5):
+            with pytest.raises(KeyError):
+                positions_in(ids, np.asarray([2, missing]))
