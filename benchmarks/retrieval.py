@@ -496,6 +496,11 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("score w=0.3", {"method": "score", "dense_weight": 0.3}),
     ("score w=0.2", {"method": "score", "dense_weight": 0.2}),
     ("score w=0.1", {"method": "score", "dense_weight": 0.1}),
+    ("defaults, term_decay 1 (no coverage)", {"term_decay": 1.0}),
+    ("defaults, term_decay 0.95", {"term_decay": 0.95}),
+    ("defaults, term_decay 0.85", {"term_decay": 0.85}),
+    ("defaults, term_decay 0.8", {"term_decay": 0.8}),
+    ("defaults, term_decay 0.7", {"term_decay": 0.7}),
     ("defaults, no dedup", {"max_overlap": 2.0}),
     ("defaults, max_overlap 0.5", {"max_overlap": 0.5}),
     ("defaults, max_overlap 0.95", {"max_overlap": 0.95}),
@@ -723,7 +728,9 @@ def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
         "",
         "Each row overrides the `FusionConfig` defaults (`graphstrata/engine/config.py`) for "
         "`hybrid` and `collapsed`; `w` is `dense_weight` (the BM25 list gets 1 - w); "
-        "`score` = convex combination of min-max normalized scores; `as retrieved` = each list "
+        "`score` = convex combination of min-max normalized scores, re-ranked by query-term "
+        "coverage unless `term_decay` is 1 (`core.fusion.coverage_order`; `score` rows keep "
+        "the default `term_decay`); `as retrieved` = each list "
         "fused as returned (a candidate missing from a list gets nothing from it) instead of "
         "scoring every candidate on both sides (`complete_scores`); `dedup` = the duplicate "
         f"test (`max_overlap`); `defaults` = `FusionConfig()` of this run ({defaults}). "

@@ -7,6 +7,10 @@ Pure functions over arrays, used by ``hybrid`` and the hierarchy modes:
   counted from 1.
 * ``score_fusion``: a convex combination of min-max normalized scores (Bruch, Gai and
   Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval", TOIS 2023).
+* ``coverage_order``: score fusion re-ranked greedily so that a query term already
+  matched by the candidates ranked above counts less (an xQuAD-style diversification over
+  the query's terms; Santos, Macdonald and Ounis, WWW 2010): a question about two articles
+  gets both instead of several chunks of the one its words match best.
 * ``shingles`` and ``pack_distinct``: greedy packing under a token budget that skips a
   candidate whose text is already (almost) all in the texts packed before it.
 
@@ -21,8 +25,9 @@ import re
 from collections.abc import Collection, Sequence
 
 import numpy as np
+from numba import njit
 
-__all__ = ["minmax", "pack_distinct", "rrf", "score_fusion", "shingles"]
+__all__ = ["coverage_order", "minmax", "pack_distinct", "rrf", "score_fusion", "shingles"]
 
 _WORD = re.compile(r"\w+")
 
@@ -132,6 +137,91 @@ def score_fusion(
         uniq, first = _first_positions(ids)
         parts.append((uniq, weight * minmax(scores[first])))
     return _accumulate(parts)
+
+
+@njit(cache=True, nogil=True)
+def _coverage_order(
+    dense: np.ndarray, terms: np.ndarray, w: float, decay: float, lo: float, span: float
+) -> tuple[np.ndarray, np.ndarray]:
+    n_terms, n = terms.shape
+    factor = np.ones(n_terms, np.float64)
+    taken = np.zeros(n, np.bool_)
+    order = np.empty(n, np.int64)
+    gains = np.empty(n, np.float64)
+    for step in range(n):
+        best, best_gain = -1, -np.inf
+        for i in range(n):
+            if taken[i]:
+                continue
+            sparse = 0.0
+            for t in range(n_terms):
+                sparse += factor[t] * terms[t, i]
+            gain = w * dense[i] + (1.0 - w) * (sparse - lo) / span
+            if gain > best_gain:  # strict: the first (lowest-id) of equal gains wins
+                best, best_gain = i, gain
+        taken[best] = True
+        order[step] = best
+        gains[step] = best_gain
+        for t in range(n_terms):
+            if terms[t, best] > 0.0:
+                factor[t] *= decay
+    return order, gains
+
+
+def coverage_order(
+    ids: np.ndarray,
+    dense: np.ndarray,
+    term_scores: np.ndarray,
+    dense_weight: float,
+    decay: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Score fusion of a dense and a BM25 list, re-ranked by query-term coverage.
+
+    Step by step, the next candidate is the one of highest
+    ``w * minmax(dense) + (1 - w) * (sum_t decay**n_t * c_t - lo) / (hi - lo)``, where
+    ``c_t`` is what query term ``t`` adds to its BM25 score, ``n_t`` how many candidates
+    ranked above it match ``t``, and ``lo``/``hi`` the least and greatest full BM25 score.
+    With ``decay = 1`` this is :func:`score_fusion` of the two complete lists.
+
+    Parameters
+    ----------
+    ids : int64 array [n], ascending
+        The candidates (ties go to the lower id).
+    dense : float array [n]
+        Each candidate's dense score (e.g. cosine).
+    term_scores : float array [t, n]
+        Each query term's part of each candidate's BM25 score (rows sum to the BM25 score).
+    dense_weight : float
+        ``w`` in [0, 1].
+    decay : float
+        In (0, 1]: the weight a term keeps for each candidate above that matches it.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The candidates (int64) best first, and the gain each had when it was chosen.
+    """
+    ids = np.asarray(ids, np.int64)
+    dense = np.asarray(dense, np.float64)
+    terms = np.ascontiguousarray(term_scores, np.float64)
+    if terms.ndim != 2 or terms.shape[1] != ids.size:
+        raise ValueError(f"term_scores must be [t, {ids.size}], got {terms.shape}")
+    if dense.shape != ids.shape:
+        raise ValueError(f"ids and dense differ in shape: {ids.shape} vs {dense.shape}")
+    if not 0.0 < decay <= 1.0:
+        raise ValueError(f"decay must be in (0, 1], got {decay}")
+    if not 0.0 <= dense_weight <= 1.0:
+        raise ValueError(f"dense_weight must be in [0, 1], got {dense_weight}")
+    if ids.size == 0:
+        return ids, np.zeros(0, np.float64)
+    full = terms.sum(axis=0)
+    lo, hi = float(full.min()), float(full.max())
+    # All candidates equal in BM25: minmax maps them to 1, and so does a span of 1 from lo-1.
+    span, lo = (hi - lo, lo) if hi > lo else (1.0, lo - 1.0)
+    order, gains = _coverage_order(
+        minmax(dense), terms, float(dense_weight), float(decay), lo, span
+    )
+    return ids[order], gains
 
 
 def shingles(text: str, n: int) -> frozenset[int]:

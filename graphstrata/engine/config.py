@@ -252,6 +252,17 @@ class FusionConfig:
     max_overlap: float = 0.8
     #: Words per shingle of the duplicate test (5: a shared 5-word run is rarely chance).
     shingle_words: int = 5
+    #: Query-term coverage (``core.fusion.coverage_order``, score fusion of complete lists
+    #: only): each candidate ranked above that matches a query term multiplies that term's
+    #: BM25 weight by this much for the rest (1 disables). Measured hybrid fact recall
+    #: (MultiHop-RAG / HotpotQA, 2,000 tokens, build/scratch sweep on the retrieval
+    #: benchmark's indexes): 1.0: 0.497 / 0.948; 0.95: 0.513 / 0.943; 0.9: 0.522 / 0.948;
+    #: 0.85: 0.542 / 0.938; 0.8: 0.543 / 0.928; 0.7: 0.535 / 0.947 (collapsed alike: 0.9:
+    #: 0.521 / 0.947). 0.9 keeps HotpotQA (bridge questions, whose second passage shares few
+    #: query words) where it was and takes most of the MultiHop-RAG gain (questions over
+    #: several articles, whose words one article matches best); the sweep is also in
+    #: benchmarks/results/retrieval.md ("Fusion choice").
+    term_decay: float = 0.9
 
     def validate(self) -> None:
         """Raise ``ConfigError`` on an invalid value."""
@@ -265,6 +276,8 @@ class FusionConfig:
             raise ConfigError(f"fusion.max_overlap must be > 0, got {self.max_overlap}")
         if self.shingle_words < 1:
             raise ConfigError(f"fusion.shingle_words must be >= 1, got {self.shingle_words}")
+        if not 0.0 < self.term_decay <= 1.0:
+            raise ConfigError(f"fusion.term_decay must be in (0, 1], got {self.term_decay}")
 
 
 #: The values of ``FusionConfig.method``.

@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from graphstrata.core.budget import pack
-from graphstrata.core.fusion import minmax, pack_distinct, rrf, score_fusion, shingles
+from graphstrata.core.fusion import (
+    coverage_order,
+    minmax,
+    pack_distinct,
+    rrf,
+    score_fusion,
+    shingles,
+)
 
 
 def rrf_oracle(rankings, weights, k):
@@ -185,3 +192,73 @@ def test_pack_distinct_drops_a_repeated_or_contained_text():
         pack_distinct(np.array([1.0]), np.array([1]), [], 10, 0.8)
     with pytest.raises(ValueError):
         pack_distinct(np.array([1.0]), np.array([1]), [sets[0]], 10, 0.0)
+
+
+def coverage_oracle(ids, dense, terms, w, decay):
+    """The greedy term-coverage ranking, written plainly."""
+    ids, dense, terms = list(ids), list(dense), [list(r) for r in terms]
+    full = [sum(r[i] for r in terms) for i in range(len(ids))]
+    lo, hi = min(full), max(full)
+    span, lo = (hi - lo, lo) if hi > lo else (1.0, lo - 1.0)
+    dlo, dhi = min(dense), max(dense)
+    dn = [(d - dlo) / (dhi - dlo) if dhi > dlo else 1.0 for d in dense]
+    factor = [1.0] * len(terms)
+    left = list(range(len(ids)))
+    out = []
+    while left:
+        gains = {
+            i: w * dn[i]
+            + (1 - w) * (sum(f * r[i] for f, r in zip(factor, terms, strict=True)) - lo) / span
+            for i in left
+        }
+        best = max(left, key=lambda i: (gains[i], -ids[i]))
+        out.append(ids[best])
+        left.remove(best)
+        factor = [f * decay if r[best] > 0 else f for f, r in zip(factor, terms, strict=True)]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_coverage_order_equals_the_oracle(seed):
+    rng = np.random.default_rng(seed)
+    n, t = int(rng.integers(1, 40)), int(rng.integers(0, 6))
+    ids = np.unique(rng.integers(0, 500, n)).astype(np.int64)
+    n = ids.size
+    dense = rng.random(n).round(2)  # ties included
+    terms = rng.random((t, n)) * (rng.random((t, n)) < 0.4)
+    w, decay = float(rng.choice([0.0, 0.2, 1.0])), float(rng.choice([0.5, 0.9, 1.0]))
+    got, gains = coverage_order(ids, dense, terms, w, decay)
+    assert got.tolist() == coverage_oracle(ids, dense, terms, w, decay)
+    assert sorted(got.tolist()) == ids.tolist() and gains.shape == (n,)
+
+
+def test_coverage_order_without_decay_is_score_fusion():
+    rng = np.random.default_rng(3)
+    ids = np.arange(10, 60, dtype=np.int64)
+    dense, terms = rng.random(50), rng.random((4, 50)) * (rng.random((4, 50)) < 0.5)
+    got, _ = coverage_order(ids, dense, terms, 0.2, 1.0)
+    want, _ = score_fusion([(ids, dense), (ids, terms.sum(0))], [0.2, 0.8])
+    assert got.tolist() == want.tolist()
+
+
+def test_coverage_order_moves_a_second_aspect_up():
+    # Three chunks match term 0 strongly, one matches term 1: with decay it comes second.
+    ids = np.arange(4, dtype=np.int64)
+    terms = np.asarray([[3.0, 2.9, 2.8, 0.0], [0.0, 0.0, 0.0, 2.0]])
+    dense = np.zeros(4)
+    assert coverage_order(ids, dense, terms, 0.0, 1.0)[0].tolist() == [0, 1, 2, 3]
+    assert coverage_order(ids, dense, terms, 0.0, 0.5)[0].tolist() == [0, 3, 1, 2]
+
+
+def test_coverage_order_edge_cases():
+    empty = np.zeros(0, np.int64)
+    got, gains = coverage_order(empty, np.zeros(0), np.zeros((3, 0)), 0.2, 0.9)
+    assert got.size == 0 and gains.size == 0
+    one, _ = coverage_order(np.asarray([7]), np.asarray([0.3]), np.zeros((0, 1)), 0.2, 0.9)
+    assert one.tolist() == [7]
+    same, _ = coverage_order(np.asarray([4, 8]), np.ones(2), np.ones((1, 2)), 0.5, 1.0)
+    assert same.tolist() == [4, 8]  # equal everywhere: ascending id
+    with pytest.raises(ValueError):
+        coverage_order(np.asarray([1]), np.ones(1), np.ones((1, 1)), 0.2, 0.0)
+    with pytest.raises(ValueError):
+        coverage_order(np.asarray([1]), np.ones(1), np.ones((1, 1)), 1.5, 0.5)

@@ -536,6 +536,7 @@ def fused_oracle(index: Index, kinds: Sequence[int], budget: int, before=()) -> 
     skipping candidates whose shingles are mostly packed already."""
     from graphstrata.core.fusion import rrf, score_fusion, shingles
     from graphstrata.engine.search.sparse_index import SparseIndex
+    from tests.unit.test_core_fusion import coverage_oracle
 
     engine = index.engine
     state, fusion, k = engine.state, engine.config.fusion, engine.config.search.top_k
@@ -551,7 +552,10 @@ def fused_oracle(index: Index, kinds: Sequence[int], budget: int, before=()) -> 
         (union, state.snapshot.vectors.get(union) @ q[0]),
         (union, fresh.score(QUESTION, union)),
     ]
-    if fusion.method == "score":
+    if fusion.method == "score" and fusion.term_decay < 1:
+        terms = fresh.term_scores(QUESTION, union)
+        fused = np.asarray(coverage_oracle(union, lists[0][1], terms, w, fusion.term_decay))
+    elif fusion.method == "score":
         fused, _ = score_fusion(lists, [w, 1 - w])
     else:
         rankings = [i[np.lexsort((i, -np.asarray(s, np.float64)))] for i, s in lists]

@@ -14,6 +14,7 @@ from graphstrata.engine.params import QueryError
 from graphstrata.engine.search.hybrid import HybridParams
 from graphstrata.engine.search.sparse_index import SparseIndex
 from graphstrata.engine.types import NodeKind
+from tests.unit.test_core_fusion import coverage_oracle
 
 T = int(NodeKind.T)
 QUESTION = "Which instruments did the Halvorsen Observatory build with Meridian Optics?"
@@ -46,7 +47,16 @@ def candidates(index: Index, question: str, k: int):
     return (d_ids[0], d_scores[0]), (s_ids, s_scores), (q[0], fresh)
 
 
-def fused(index: Index, question: str, k: int, method=None, w=None, rrf_k=None, complete=None):
+def fused(
+    index: Index,
+    question: str,
+    k: int,
+    method=None,
+    w=None,
+    rrf_k=None,
+    complete=None,
+    decay=None,
+):
     """The fused ranking ``hybrid`` should pack (``fused_candidates``, recomputed); unset
     arguments take the index's ``FusionConfig``."""
     cfg = index.engine.config.fusion
@@ -54,11 +64,15 @@ def fused(index: Index, question: str, k: int, method=None, w=None, rrf_k=None, 
     w = cfg.dense_weight if w is None else w
     rrf_k = cfg.rrf_k if rrf_k is None else rrf_k
     complete = cfg.complete_scores if complete is None else complete
+    decay = cfg.term_decay if decay is None else decay
     dense, sparse, (q, fresh) = candidates(index, question, k)
     lists = [dense, sparse]
     if complete:
         union = np.union1d(dense[0], sparse[0])
         cos = index.engine.state.snapshot.vectors.get(union) @ q
+        if method == "score" and decay < 1:
+            terms = fresh.term_scores(question, union)
+            return np.asarray(coverage_oracle(union, cos, terms, w, decay), np.int64)
         lists = [(union, cos), (union, fresh.score(question, union))]
     if method == "score":
         return score_fusion(lists, [w, 1 - w])[0]
@@ -91,12 +105,15 @@ def test_hybrid_is_served_with_typed_params(index):
         "dense_weight",
         "complete_scores",
         "max_overlap",
+        "term_decay",
     ]
     for bad in (
         {"rrf_k": -1},
         {"dense_weight": 1.5},
         {"method": "mean"},
         {"max_overlap": 0},
+        {"term_decay": 0},
+        {"term_decay": 1.5},
         {"rrf_k": "60"},
         {"complete_scores": 1},
         {"nonsense": 1},
@@ -128,6 +145,10 @@ def test_hybrid_params_override_the_config(index):
     want = fused(index, QUESTION, 20, method="score", w=0.3)
     got = index.query(QUESTION, mode="hybrid", top_k=20, method="score", dense_weight=0.3)
     assert [h.id for h in got.nodes] == greedy(index, want, 2000)
+    for decay in (1.0, 0.5):
+        want = fused(index, QUESTION, 20, method="score", decay=decay)
+        got = index.query(QUESTION, mode="hybrid", top_k=20, method="score", term_decay=decay)
+        assert [h.id for h in got.nodes] == greedy(index, want, 2000)
     assert got.report["fusion"]["method"] == "score"
     for method in ("rrf", "score"):
         want = fused(index, QUESTION, 20, method=method, complete=False)

@@ -387,3 +387,23 @@ def test_advance_without_a_delta_reads_the_change_from_the_snapshots(
     want_ids, want_scores = _fresh(engine, query)
     assert ids.tolist() == want_ids
     np.testing.assert_allclose(scores, want_scores, rtol=1e-6)
+
+
+def test_term_scores_split_the_score_by_query_term():
+    texts = ["lens maker lens", "ferry lens", "lens", "observatory lens ferry", "ferry maker"]
+    kinds = [1, 1, 8, 8, 8]
+    ids = np.asarray([10, 11, 20, 21, 22])
+    index = SparseIndex.from_texts(ids.tolist(), kinds, texts)
+    query = "The lens maker and the ferry, the lens maker"  # repeated terms
+    asked = np.asarray([22, 10, 99, 21, 11])  # 99: not indexed
+    rows = index.term_scores(query, asked)
+    np.testing.assert_allclose(rows.sum(0), index.score(query, asked), rtol=2e-6)
+    assert rows.shape[1] == asked.size and np.all(rows[:, 2] == 0)
+    # one row per distinct term: each is the BM25 (bm25s) of that term alone, times its count
+    t_oracle, l_oracle = Oracle(texts[:2]), Oracle(texts[2:])
+    for term, times, row in zip(("lens", "maker", "ferry"), (2, 2, 1), rows, strict=True):
+        t_sc, l_sc = t_oracle.scores(term), l_oracle.scores(term)
+        want = [l_sc[2], t_sc[0], 0.0, l_sc[1], t_sc[1]]
+        np.testing.assert_allclose(row, times * np.asarray(want), rtol=2e-6, atol=1e-9)
+    assert index.term_scores("the of", asked).shape == (0, asked.size)
+    assert not index.term_scores("lens", np.asarray([99, 98])).any()

@@ -2,8 +2,9 @@
 
 For a query, the ``top_k`` nearest chunks (the ``naive`` candidates) and the ``top_k`` best
 BM25 chunks (the ``bm25`` candidates, from the version's ``SparseIndex``) are fused into one
-ranking (``FusionConfig.method``: reciprocal-rank fusion by default, or a convex combination
-of min-max normalized scores; ``core/fusion.py``), then packed greedily under the budget,
+ranking (``FusionConfig.method``: a convex combination of min-max normalized scores by
+default, re-ranked so that query terms matched above count less, or reciprocal-rank fusion;
+``core/fusion.py``), then packed greedily under the budget,
 skipping near-duplicates of what is already packed (``pack_distinct_hits``). The fusion
 defaults are measured in benchmarks/results/retrieval.md ("Fusion choice").
 
@@ -21,7 +22,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from graphstrata.core.fusion import rrf, score_fusion
+from graphstrata.core.fusion import coverage_order, rrf, score_fusion
 from graphstrata.engine.component import (
     ChangeSet,
     Component,
@@ -51,7 +52,7 @@ __all__ = [
 
 _T = int(NodeKind.T)
 #: ``FusionConfig`` fields a query may override.
-FUSION_FIELDS = ("method", "rrf_k", "dense_weight", "complete_scores", "max_overlap")
+FUSION_FIELDS = ("method", "rrf_k", "dense_weight", "complete_scores", "max_overlap", "term_decay")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +75,9 @@ class FusionParams(ModeParams):
     max_overlap:
         Share of a candidate's word shingles already packed that makes it a duplicate
         (> 0; above 1 keeps duplicates); default ``FusionConfig.max_overlap``.
+    term_decay:
+        Query-term coverage of score fusion, in (0, 1] (1: off); default
+        ``FusionConfig.term_decay``.
     """
 
     modes: ClassVar[tuple[str, ...]] = ()
@@ -82,9 +86,11 @@ class FusionParams(ModeParams):
     dense_weight: float | None = None
     complete_scores: bool | None = None
     max_overlap: float | None = None
+    term_decay: float | None = None
 
     def check(self) -> None:
-        """``rrf_k`` >= 0, ``dense_weight`` in [0, 1], ``max_overlap`` > 0."""
+        """``rrf_k`` >= 0, ``dense_weight`` in [0, 1], ``max_overlap`` > 0, ``term_decay`` in
+        (0, 1]."""
         check_fusion(self)
 
 
@@ -112,6 +118,9 @@ def check_fusion(params: ModeParams) -> None:
     max_overlap = getattr(params, "max_overlap", None)
     if max_overlap is not None and max_overlap <= 0:
         raise QueryError(f"{where}: max_overlap must be > 0, got {max_overlap}")
+    decay = getattr(params, "term_decay", None)
+    if decay is not None and not 0.0 < decay <= 1.0:
+        raise QueryError(f"{where}: term_decay must be in (0, 1], got {decay}")
 
 
 def fusion_config(params: Any, config: FusionConfig) -> FusionConfig:
@@ -137,7 +146,8 @@ def fused_candidates(
     With ``fusion.complete_scores`` every candidate of the union gets both its cosine (from
     its stored vector) and its BM25 score, and the two complete lists are fused (RRF ranks
     them by each score); otherwise each list is fused as retrieved, a candidate missing
-    from one list getting nothing from it.
+    from one list getting nothing from it. Score fusion of complete lists is re-ranked by
+    query-term coverage (``fusion.term_decay`` below 1; ``core.fusion.coverage_order``).
 
     Parameters
     ----------
@@ -179,6 +189,9 @@ def fused_candidates(
     if fusion.complete_scores:
         union = np.union1d(dense[0], sparse_list[0]).astype(np.int64)
         cosines = snapshot.vectors.get(union) @ np.asarray(query.vector, np.float32)
+        if fusion.method == "score" and fusion.term_decay < 1.0:
+            terms = sparse.term_scores(query.text, union)
+            return coverage_order(union, cosines, terms, w, float(fusion.term_decay))
         lists = [(union, cosines), (union, sparse.score(query.text, union))]
     if fusion.method == "score":
         return score_fusion(lists, [w, 1 - w])

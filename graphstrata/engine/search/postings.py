@@ -443,6 +443,48 @@ class KindIndex:
         acc[~self.alive] = 0.0
         return acc
 
+    def term_scores(
+        self, terms: Sequence[str], ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
+    ) -> np.ndarray:
+        """float64 ``[len(terms), len(ids)]``: what each term adds to each id's BM25 score.
+
+        ``terms`` are distinct; a row sums a term's repeats in the query as :meth:`scores`
+        does (pass a term once per query and scale outside, or see
+        ``SparseIndex.term_scores``). An id that is not live here gets zeros. Row sums over
+        a query's distinct terms, times their repeat counts, are :meth:`score_ids`.
+        """
+        ids = np.asarray(ids, np.int64)
+        out = np.zeros((len(terms), ids.size), np.float64)
+        sorted_ids, slots = self._live_order
+        if sorted_ids.size == 0 or ids.size == 0:
+            return out
+        pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
+        found = sorted_ids[pos] == ids
+        cand_slots = slots[pos[found]]
+        cols = np.flatnonzero(found)
+        if cols.size == 0:
+            return out
+        order = np.argsort(cand_slots)
+        cand_slots, cols = cand_slots[order], cols[order]
+        n = float(self.n_live)
+        norm = k1 * (1.0 - b + b * self.slot_len / (self.total_len / n))
+        for row, term in enumerate(terms):
+            tid = self.vocab.ids.get(term)
+            if tid is None or tid >= self.df.size or self.df[tid] <= 0:
+                continue
+            df = float(self.df[tid])
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            for seg in self.segments:
+                post, tf = seg.postings(tid)
+                if not post.size:
+                    continue
+                at = np.minimum(np.searchsorted(cand_slots, post), cand_slots.size - 1)
+                hit = cand_slots[at] == post
+                if hit.any():
+                    s, f = post[hit], tf[hit]
+                    out[row, cols[at[hit]]] += idf * f / (f + norm[s])
+        return out
+
     def score_ids(
         self, text: str, ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
     ) -> tuple[np.ndarray, np.ndarray]:

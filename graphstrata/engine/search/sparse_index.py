@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -241,6 +242,23 @@ class SparseIndex:
             if not todo.any():
                 break
         return out.astype(np.float32)
+
+    def term_scores(self, text: str, ids: np.ndarray) -> np.ndarray:
+        """float64 ``[t, len(ids)]``: each distinct query term's part of each id's BM25 score.
+
+        Rows follow the query's distinct analyzed terms in order of first occurrence (a
+        repeated term's row counts it each time); each id is scored in its own kind, as by
+        :meth:`score`, whose values the column sums are (up to float32 rounding).
+        """
+        ids = np.asarray(ids, np.int64)
+        counts = Counter(analyze(text))
+        terms = list(counts)
+        out = np.zeros((len(terms), ids.size), np.float64)
+        if not terms or ids.size == 0:
+            return out
+        for kind in self.kinds:
+            out += self.part(kind).term_scores(terms, ids, self.k1, self.b)
+        return out * np.asarray([counts[t] for t in terms], np.float64)[:, None]
 
     # ------------------------------------------------------------------ versions
     def advanced(self, snapshot: Snapshot, delta: Delta | None = None) -> SparseIndex:
