@@ -189,6 +189,17 @@ class Index:
         """
         return self.engine.delete(list(doc_ids), missing_ok=missing_ok)
 
+    def maintain(self, wait: float = 0.0) -> OperationReport:
+        """Redo over the whole index what writes do locally (``Engine.maintain``): the
+        heterograph's important entities and its Leiden communities over the whole graph.
+
+        Parameters
+        ----------
+        wait:
+            Seconds to wait for the index lock if a running service holds it.
+        """
+        return self.engine.maintain(wait=wait)
+
     def compact(self, wait: float = 0.0) -> OperationReport:
         """Merge segments and rewrite the vector cache (results do not change).
 

@@ -117,6 +117,12 @@ class ChangeSet:
     removed_doc_keys: np.ndarray
     added_doc_keys: np.ndarray
 
+    @classmethod
+    def nothing(cls, dim: int) -> ChangeSet:
+        """No chunk added or removed (a maintenance operation), vectors of ``dim``."""
+        none = np.zeros(0, np.int64)
+        return cls(none, [], none, none, np.zeros((0, dim), np.float32), none, none, none)
+
     @property
     def empty(self) -> bool:
         """True when the operation neither adds nor removes a chunk."""
@@ -462,6 +468,14 @@ class Component(ABC):
     def enabled(self, config: IndexConfig) -> bool:
         """Whether an index with ``config`` keeps this component (default: always)."""
         return True
+
+    def maintain(self, ctx: UpdateContext) -> bool:
+        """Redo, over everything, the work that writes do locally or on a schedule.
+
+        Written into ``ctx.delta`` like :meth:`update`; returns whether there was anything
+        to do. Default: nothing (a component whose writes are exact needs no maintenance).
+        """
+        return False
 
     @abstractmethod
     def update(self, ctx: UpdateContext, change: ChangeSet) -> None:

@@ -351,19 +351,7 @@ class Engine:
         if not to_add and remove_keys.size == 0:
             report.version = snapshot.version
             return
-        delta = self.store.new_delta()
-        ctx = UpdateContext(
-            snapshot=snapshot,
-            delta=delta,
-            config=self.config,
-            embedder=MeteredEmbedder(self.embedder, report),
-            llm=MeteredLLM(self.llm, report),
-            report=report,
-            hyperplanes=snapshot.hyperplanes,
-            text_index=state.text_index,
-            vectors=state.vectors,
-            views=state.views,
-        )
+        ctx = self._context(state, report)
         removed_chunks = remove_docs(ctx, remove_keys)
         change = add_docs(ctx, to_add, self.config.chunking, removed_chunks, remove_keys, progress)
         for comp in self.components:
@@ -374,6 +362,21 @@ class Engine:
             if progress:
                 progress(comp.name, 1, 1)
         self._commit(state, ctx, report)
+
+    def _context(self, state: EngineState, report: OperationReport) -> UpdateContext:
+        """A new operation on ``state``: a fresh delta and the version's shared read state."""
+        return UpdateContext(
+            snapshot=state.snapshot,
+            delta=self.store.new_delta(),
+            config=self.config,
+            embedder=MeteredEmbedder(self.embedder, report),
+            llm=MeteredLLM(self.llm, report),
+            report=report,
+            hyperplanes=state.snapshot.hyperplanes,
+            text_index=state.text_index,
+            vectors=state.vectors,
+            views=state.views,
+        )
 
     def _commit(self, state: EngineState, ctx: UpdateContext, report: OperationReport) -> None:
         delta = ctx.delta
@@ -402,6 +405,35 @@ class Engine:
         with report.stage("reload"):
             snapshot = self.store.advance(state.snapshot, delta)
             self._state = self._load_state(snapshot, vectors, state, delta)
+
+    def maintain(self, wait: float = 0.0) -> OperationReport:
+        """Redo over the whole index what writes do locally or on a schedule, and commit.
+
+        Each component's ``maintain`` (the heterograph: important entities selected again,
+        Leiden over the whole graph from the stored partition, the attributes and elements
+        of what moved written again). A version is committed only when some component had
+        something to do.
+
+        Parameters
+        ----------
+        wait:
+            Seconds to wait for the writer lock (as :meth:`compact`).
+        """
+        report = OperationReport("maintain")
+        start = time.perf_counter()
+        with self._write_lock, self.store.writer(wait=wait):
+            state = self._fresh_state()
+            ctx = self._context(state, report)
+            done = False
+            for comp in self.components:
+                with report.stage(comp.name):
+                    done = comp.maintain(ctx) or done
+            if done:
+                self._commit(state, ctx, report)
+            else:
+                report.version = state.version
+        report.seconds = time.perf_counter() - start
+        return report
 
     def compact(self, wait: float = 0.0) -> OperationReport:
         """Merge all segments into one per table and rewrite the vector cache.

@@ -1,4 +1,5 @@
-"""The index commands: ``index``, ``insert``, ``delete``, ``query``, ``stats``, ``compact``."""
+"""The index commands: ``index``, ``insert``, ``delete``, ``query``, ``stats``, ``compact``,
+``maintain``."""
 
 from __future__ import annotations
 
@@ -109,6 +110,13 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_maintain(args: argparse.Namespace) -> int:
+    """``graphstrata maintain INDEX``: whole-graph Leiden and important entities, committed."""
+    index = open_index(args)
+    print_report(index.maintain(wait=args.wait).to_dict(), args.json)
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add the index commands to the ``graphstrata`` subparsers.
 
@@ -191,3 +199,19 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     add_backend_args(p)
     p.set_defaults(func=cmd_compact)
+
+    p = sub.add_parser(
+        "maintain",
+        help="re-run over the whole graph what writes do locally: Leiden communities and the "
+        "important entities (their elements and attributes are rewritten where they moved)",
+    )
+    p.add_argument("index")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="seconds to wait for the index lock if a running service holds it (default 0)",
+    )
+    p.add_argument("--json", action="store_true")
+    add_backend_args(p)
+    p.set_defaults(func=cmd_maintain)

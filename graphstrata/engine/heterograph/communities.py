@@ -125,7 +125,9 @@ def _touched_nodes(
     return touched[np.isin(touched, g2_ids)]
 
 
-def communities(llm: MeteredLLM, work: Work, change: ChangeSet, next_group_key: int) -> Communities:
+def communities(
+    llm: MeteredLLM, work: Work, change: ChangeSet, next_group_key: int, whole_graph: bool = False
+) -> Communities:
     """Leiden from the previous membership; (re)generate H/O where membership moved.
 
     Parameters
@@ -139,6 +141,9 @@ def communities(llm: MeteredLLM, work: Work, change: ChangeSet, next_group_key: 
         Its ``removed_doc_keys`` make the groups written from them stale.
     next_group_key:
         The first unused group key (from the component metadata).
+    whole_graph:
+        Run Leiden over the whole graph (from the previous membership) even where the
+        change is local (maintenance).
     """
     cfg = work.config
     g2_ids = work.live_ids(*G2_KINDS)
@@ -154,7 +159,7 @@ def communities(llm: MeteredLLM, work: Work, change: ChangeSet, next_group_key: 
         initial=init,
         touched=positions_in(g2_ids, _touched_nodes(work, g2_ids, prev)),
         backend=LEIDEN_BACKEND,
-        max_region_share=LOCAL_LEIDEN_MAX_SHARE if cfg.local_leiden else 0.0,
+        max_region_share=LOCAL_LEIDEN_MAX_SHARE if cfg.local_leiden and not whole_graph else 0.0,
     )
     if init is not None:
         membership = stable_labels(membership, init)

@@ -15,10 +15,10 @@ from graphstrata.engine.heterograph.decompose import (
     units_of_removed_chunks,
 )
 from graphstrata.engine.heterograph.enrich import embed_new_nodes, link_elements, semantic_edges
-from graphstrata.engine.heterograph.schema import NAME
+from graphstrata.engine.heterograph.schema import G2_KINDS, NAME
 from graphstrata.engine.heterograph.search import GraphParams, HeterographView
 from graphstrata.engine.heterograph.settle import settle
-from graphstrata.engine.heterograph.work import Work
+from graphstrata.engine.heterograph.work import EMPTY, Work
 from graphstrata.engine.heterograph.write import write, write_state
 from graphstrata.engine.params import ModeParams
 from graphstrata.engine.search import DocNames
@@ -26,12 +26,17 @@ from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.vectors import VectorIndex
 
 
-def run_operation(ctx: UpdateContext, change: ChangeSet) -> None:
+def run_operation(ctx: UpdateContext, change: ChangeSet, whole_graph: bool = False) -> None:
     """The heterograph part of one insert/delete operation, written into ``ctx.delta``.
 
     Each stage is timed under ``heterograph:<stage>`` in the report; the report also gets
     a note with the importance / community / cluster counters of the operation, and notes
     on unusable LLM answers.
+
+    With ``whole_graph`` (maintenance, ``change`` empty) nothing is decomposed: the
+    important entities are selected again over the whole G1 and Leiden runs over the whole
+    G2 from the stored partition, the two whole-graph algorithms that writes run on a
+    schedule or locally; the attributes and elements of what moved are written again.
     """
     report = ctx.report
     work = Work.start(
@@ -45,25 +50,32 @@ def run_operation(ctx: UpdateContext, change: ChangeSet) -> None:
             work, view.names if isinstance(view, HeterographView) and committed else None
         )
         dead_units = units_of_removed_chunks(work, change.removed_chunk_ids)
-    with report.stage("heterograph:decompose"):
-        decomposed, notes = decompose(
-            ctx.llm, change.added_chunk_texts, change.added_chunk_ids, int(cfg.decompose_tokens)
-        )
-        work.notes += notes
-    with report.stage("heterograph:structure"):
-        new_units = add_units(work, names, change, decomposed)
-        touched = settle(work, names, dead_units, new_units)
-        report.notes.append(
-            f"heterograph: {len(new_units.ids)} semantic units added, {len(dead_units)} removed"
-        )
+    touched = EMPTY
+    if not whole_graph:
+        with report.stage("heterograph:decompose"):
+            decomposed, notes = decompose(
+                ctx.llm,
+                change.added_chunk_texts,
+                change.added_chunk_ids,
+                int(cfg.decompose_tokens),
+            )
+            work.notes += notes
+        with report.stage("heterograph:structure"):
+            new_units = add_units(work, names, change, decomposed)
+            touched = settle(work, names, dead_units, new_units)
+            report.notes.append(
+                f"heterograph: {len(new_units.ids)} semantic units added, {len(dead_units)} removed"
+            )
     meta = ctx.snapshot.component_meta(NAME)
     with report.stage("heterograph:attributes"):
         previous = meta.get("last_update", {}).get("attributes", {})
         selected_at = previous.get("selected_at") if "selected_at" in previous else None
+        if whole_graph:
+            selected_at = None  # select again
         attr_stats = attributes(ctx.llm, work, names, touched, selected_at)
     with report.stage("heterograph:communities"):
         next_key = int(meta.get("next_group_key", 0))
-        comm = communities(ctx.llm, work, change, next_key)
+        comm = communities(ctx.llm, work, change, next_key, whole_graph=whole_graph)
     with report.stage("heterograph:embed"):
         embedded = embed_new_nodes(ctx, work)
     with report.stage("heterograph:clusters"):
@@ -96,6 +108,14 @@ class HeterographComponent(Component):
         if change.empty:
             return
         run_operation(ctx, change)
+
+    def maintain(self, ctx: UpdateContext) -> bool:
+        """Important entities selected again and Leiden over the whole graph (see
+        :func:`run_operation`); their attributes and elements follow."""
+        if not ctx.snapshot.nodes.ids_of_kind(*G2_KINDS).size:
+            return False
+        run_operation(ctx, ChangeSet.nothing(ctx.delta.dim), whole_graph=True)
+        return True
 
     def view(
         self,

@@ -285,8 +285,8 @@ def leiden_local(
         neighbours of deleted nodes); duplicates allowed.
     max_region_share:
         When the opened nodes are more than this share of the nodes, the whole graph is
-        run instead (the contraction would save little). A backend other than igraph also
-        runs the whole graph.
+        run instead (the contraction would save little); 0 always runs it whole. A
+        backend other than igraph also runs the whole graph.
 
     Returns
     -------
@@ -307,7 +307,7 @@ def leiden_local(
     near = opened[src] | opened[dst]
     opened[src[near]] = True
     opened[dst[near]] = True
-    if opened.sum() > max_region_share * n:
+    if max_region_share <= 0 or opened.sum() > max_region_share * n:
         membership = leiden(n, src, dst, weight, seed, initial, backend)
         return membership, LocalRegion(n, 0, int(src.size), True)
     region = np.flatnonzero(opened)
