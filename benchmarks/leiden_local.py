@@ -2,7 +2,8 @@
 recall of ``graph`` and the partition's modularity, on the shared sets.
 
 Each dataset is built twice the same way, once with ``HeterographConfig.local_leiden`` on
-(the default: each write re-optimises only the communities it touched) and once off (the
+(the default: each write re-optimises only the nodes it touched and their neighbours) and
+once off (the
 whole graph on every write): a ``--first`` share of the documents in one insert, then the
 rest in ``--steps`` equal inserts (default: 90%, then 10 inserts of 1%; a 5% insert of these
 small sets opens over half of the graph, which then runs Leiden whole). Then, on each final
@@ -131,9 +132,9 @@ def markdown(runs: list[dict[str, Any]], command: str, load: str) -> str:
         " recall); modularity of the stored partition on the final G2 graph (stored = what the"
         " writes left), and of a fresh whole-graph run on it for reference (`scale.py`'s"
         " `leiden_quality`). `region_nodes_per_insert` in the JSON: the nodes each insert's"
-        " Leiden re-optimised one by one (all of G2 when the touched communities held over"
-        " half of it, and then Leiden ran whole; `whole_graph_runs` counts those where"
-        " recorded).",
+        " Leiden re-optimised one by one (the touched nodes and their neighbours; all of G2"
+        " when they were over half of it, and then Leiden ran whole; `whole_graph_runs`"
+        " counts those where recorded).",
         "",
         "| set (first, steps) | Leiden on writes | graph fact R | graph doc R | naive fact R | modularity (communities)"
         " | fresh run on the final graph | communities stage s over the inserts | inserts s |",

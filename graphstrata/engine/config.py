@@ -228,8 +228,9 @@ class FusionConfig:
 
     #: ``"score"``: convex combination of min-max normalized scores (Bruch et al. 2023),
     #: ``"rrf"``: reciprocal-rank fusion (Cormack et al. 2009), ``"dense"`` / ``"sparse"``: one
-    #: list alone. Measured: score 0.497 / 0.948 (MultiHop / HotpotQA) vs the best RRF
-    #: 0.492 / 0.943 (k=60, w=0.3) and RRF k=60 with equal weights 0.474 / 0.928.
+    #: list alone. Measured: score 0.497 / 0.948 (MultiHop / HotpotQA; 0.522 / 0.948 with
+    #: ``term_decay``) vs the best RRF 0.492 / 0.943 (k=60, w=0.3) and RRF k=60 with equal
+    #: weights 0.474 / 0.928.
     method: str = "score"
     #: RRF's rank offset k: a list contributes ``weight / (rrf_k + rank)``, rank from 1.
     #: Cormack et al.'s 60; k = 10, 30, 100 measured within 0.6 points of it.
@@ -237,7 +238,8 @@ class FusionConfig:
     #: Weight of the dense list; the BM25 list gets ``1 - dense_weight``. MiniLM is much
     #: weaker than BM25 on both sets (0.355 vs 0.481, 0.868 vs 0.938), so the best weights
     #: favour BM25: 0.2 measured 0.497 / 0.948; 0.3: 0.497 / 0.938; 0.4: 0.495 / 0.945;
-    #: 0.5: 0.494 / 0.938.
+    #: 0.5: 0.494 / 0.938 (without term coverage). With ``term_decay`` 0.9: 0.1: 0.519 /
+    #: 0.943; 0.2: 0.522 / 0.948; 0.3: 0.519 / 0.943; 0.4: 0.523 / 0.940; 0.5: 0.519 / 0.933.
     dense_weight: float = 0.2
     #: Score every candidate of either list on both sides (its cosine and its BM25 score)
     #: before fusing, instead of counting it absent from the list that did not return it.
@@ -248,20 +250,21 @@ class FusionConfig:
     #: drops near-copies only (a summary made of packed sentences, a repeated text): 0.04
     #: (hybrid) to 0.35 (detailed) candidates per question; measured 0.497 / 0.948 against
     #: 0.496 / 0.948 without deduplication, while 0.5 (0.498 / 0.933) also drops partial
-    #: repeats that still held evidence.
+    #: repeats that still held evidence (with term coverage: 0.522 / 0.948 with and without,
+    #: 0.522 / 0.938 at 0.5).
     max_overlap: float = 0.8
     #: Words per shingle of the duplicate test (5: a shared 5-word run is rarely chance).
     shingle_words: int = 5
     #: Query-term coverage (``core.fusion.coverage_order``, score fusion of complete lists
     #: only): each candidate ranked above that matches a query term multiplies that term's
     #: BM25 weight by this much for the rest (1 disables). Measured hybrid fact recall
-    #: (MultiHop-RAG / HotpotQA, 2,000 tokens, build/scratch sweep on the retrieval
-    #: benchmark's indexes): 1.0: 0.497 / 0.948; 0.95: 0.513 / 0.943; 0.9: 0.522 / 0.948;
+    #: (MultiHop-RAG / HotpotQA, 2,000 tokens, benchmarks/retrieval.py's sweep):
+    #: 1.0: 0.497 / 0.948; 0.95: 0.513 / 0.943; 0.9: 0.522 / 0.948;
     #: 0.85: 0.542 / 0.938; 0.8: 0.543 / 0.928; 0.7: 0.535 / 0.947 (collapsed alike: 0.9:
-    #: 0.521 / 0.947). 0.9 keeps HotpotQA (bridge questions, whose second passage shares few
+    #: 0.519 / 0.947). 0.9 keeps HotpotQA (bridge questions, whose second passage shares few
     #: query words) where it was and takes most of the MultiHop-RAG gain (questions over
-    #: several articles, whose words one article matches best); the sweep is also in
-    #: benchmarks/results/retrieval.md ("Fusion choice").
+    #: several articles, whose words one article matches best); benchmarks/results/
+    #: retrieval.md ("Fusion choice").
     term_decay: float = 0.9
 
     def validate(self) -> None:

@@ -53,6 +53,8 @@ def test_maintain_runs_leiden_whole_and_selects_again(tmp_path, sample_docs):
     # The stored partition is the whole-graph run from the one the writes left.
     ids2, src2, dst2, after = _g2(index)
     np.testing.assert_array_equal(ids, ids2)
+    np.testing.assert_array_equal(src, src2)
+    np.testing.assert_array_equal(dst, dst2)
     cfg = index.engine.config.heterograph
     want = leiden(ids.size, src, dst, np.ones(src.size), seed=int(cfg.seed), initial=before)
     q_after, q_want = _modularity(ids.size, src, dst, after), _modularity(ids.size, src, dst, want)
