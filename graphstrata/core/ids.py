@@ -1,4 +1,4 @@
-"""Positions of node ids in a version's ascending id array.
+"""Positions of node ids in a version's ascending id array, and membership in it.
 
 Every read structure of a version (the walk's CSR, Leiden's dense graph) maps node ids to
 dense positions. ``np.searchsorted`` does that in O(m log n) with a cache miss per probe;
@@ -14,6 +14,46 @@ import numpy as np
 #: The lookup table is used while its span is at most this many times the ids looked up
 #: plus the ids indexed (its fill and scatter then cost about what the gather saves).
 TABLE_SPAN_FACTOR = 8
+
+
+def _table(sorted_ids: np.ndarray, lo: int, span: int) -> np.ndarray:
+    table = np.full(span, -1, np.int64)
+    table[sorted_ids - lo] = np.arange(sorted_ids.size, dtype=np.int64)
+    return table
+
+
+def _use_table(span: int, n_values: int, n_ids: int) -> bool:
+    return span <= TABLE_SPAN_FACTOR * (n_values + n_ids)
+
+
+def contains(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """bool per value: does it occur in ``sorted_ids`` (ascending, unique).
+
+    Parameters
+    ----------
+    sorted_ids : int64 array [n]
+        Ascending, unique ids.
+    values : integer array [m]
+        Ids to look up (any, duplicates allowed).
+
+    Returns
+    -------
+    np.ndarray
+        bool [m].
+    """
+    sorted_ids = np.asarray(sorted_ids, np.int64)
+    values = np.asarray(values, np.int64)
+    if sorted_ids.size == 0 or values.size == 0:
+        return np.zeros(values.shape, bool)
+    lo, hi = int(sorted_ids[0]), int(sorted_ids[-1])
+    span = hi - lo + 1
+    if _use_table(span, values.size, sorted_ids.size):
+        present = np.zeros(span + 2, bool)  # slots 0 and span + 1 catch the values outside
+        present[sorted_ids - lo + 1] = True
+        return present[np.clip(values - lo + 1, 0, span + 1)]
+    pos = np.searchsorted(sorted_ids, values)
+    pos[pos >= sorted_ids.size] = 0
+    return sorted_ids[pos] == values
 
 
 def positions_in(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:

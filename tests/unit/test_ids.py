@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from graphstrata.core.ids import positions_in
+from graphstrata.core.ids import contains, positions_in
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -29,3 +29,27 @@ def test_edge_cases():
         for missing in (3, 1, 7, -5):
             with pytest.raises(KeyError):
                 positions_in(ids, np.asarray([2, missing]))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_contains_matches_isin(seed):
+    rng = np.random.default_rng(seed)
+    span = [50, 10_000, 10**12][seed % 3]
+    ids = np.unique(rng.integers(0, span, int(rng.integers(1, 400)))).astype(np.int64)
+    # present ids, absent ones, and ones below and above the range
+    values = np.concatenate(
+        [rng.choice(ids, 300), rng.integers(-5, span + 5, 300), [-(10**13), 10**13]]
+    ).astype(np.int64)
+    np.testing.assert_array_equal(contains(ids, values), np.isin(values, ids))
+
+
+def test_contains_edge_cases():
+    empty = np.zeros(0, np.int64)
+    assert contains(empty, np.asarray([1])).tolist() == [False]
+    assert contains(np.asarray([3]), empty).size == 0
+    assert contains(np.asarray([3]), np.asarray([3, 2, 4, 3])).tolist() == [
+        True,
+        False,
+        False,
+        True,
+    ]

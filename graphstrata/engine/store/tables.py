@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphstrata.core.ids import contains
+
 
 def empty_table(schema: pa.Schema) -> pa.Table:
     """A table with ``schema`` and no rows."""
@@ -22,7 +24,8 @@ def empty_table(schema: pa.Schema) -> pa.Table:
 
 
 def member(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
-    """``values in sorted_ids`` by binary search.
+    """``values in sorted_ids`` (``core.ids.contains``: a lookup table when the ids are dense
+    enough, else binary search).
 
     Parameters
     ----------
@@ -36,11 +39,7 @@ def member(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
     numpy.ndarray
         bool, one per value.
     """
-    if sorted_ids.size == 0:
-        return np.zeros(values.shape[0], dtype=bool)
-    pos = np.searchsorted(sorted_ids, values)
-    pos[pos >= sorted_ids.size] = 0
-    return sorted_ids[pos] == values
+    return contains(sorted_ids, values)
 
 
 def live_nodes(table: pa.Table, dead: np.ndarray) -> pa.Table:
