@@ -10,17 +10,19 @@ results:
 2. ``settle``: the support (``docs``) of every touched N and R; unsupported ones go.
 3. ``attributes``: attributes (A) of the important entities (NodeRAG's Algorithm 1,
    re-selected when G1 has changed by ``importance_refresh_share``).
-4. ``communities``: Leiden on G2 from the previous membership, over the communities the
-   change touched; high-level elements (H) and their titles (O) for the communities that
-   moved.
+4. ``communities``: Leiden on G2 from the previous membership, over the nodes the change
+   touched and their neighbours; high-level elements (H) and their titles (O) for the
+   communities that moved (``graphstrata maintain`` runs it over the whole graph).
 5. ``enrich``: embeddings of S, A, H; H → member links by K-means cluster (Algorithm 2);
    semantic edges between embedded nodes.
 6. ``write``: nodes, edges, per-node state patches and state arrays (``schema``) into the
    delta.
 
-``component`` runs them in order; ``search`` serves the ``graph`` mode, with ``names`` (the
-name index a commit advances) and ``ranking``; ``graph`` holds the graph algorithms (local
-Leiden included) and ``parse`` reads the LLM answers.
+``component`` runs them in order; ``lookups`` answers what new entities and relationships
+merge into from the committed graph; ``search`` serves the ``graph`` mode, with ``names``
+(the name index a commit advances), ``walk_graph`` (the walk's edges and CSR, advanced
+likewise) and ``ranking``; ``graph`` holds the graph algorithms (local Leiden included) and
+``parse`` reads the LLM answers.
 """
 
 from graphstrata.engine.heterograph.component import HeterographComponent
