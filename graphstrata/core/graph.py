@@ -355,6 +355,20 @@ def csr_from_edges(
     return _finish(indptr, cols, vals, n)
 
 
+def _as_csr(
+    indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A CSR as contiguous int64 / int64 / float32 arrays, checked for consistency."""
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    weights = np.ascontiguousarray(weights, dtype=np.float32)
+    if indptr.ndim != 1 or indptr.shape[0] < 1 or indices.ndim != 1 or weights.ndim != 1:
+        raise ValueError("indptr, indices and weights must be 1-d, indptr non-empty")
+    if indptr[0] != 0 or indptr[-1] != indices.shape[0] or indices.shape != weights.shape:
+        raise ValueError("inconsistent CSR: need indptr[0] == 0 and indptr[-1] == len(indices)")
+    return indptr, indices, weights
+
+
 def merge_edges(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -386,14 +400,8 @@ def merge_edges(
     indices : int64 array [nnz']
     weights : float32 array [nnz']
     """
-    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-    indices = np.ascontiguousarray(indices, dtype=np.int64)
-    weights = np.ascontiguousarray(weights, dtype=np.float32)
-    if indptr.ndim != 1 or indptr.shape[0] < 1 or indices.ndim != 1 or weights.ndim != 1:
-        raise ValueError("indptr, indices and weights must be 1-d, indptr non-empty")
+    indptr, indices, weights = _as_csr(indptr, indices, weights)
     n_old = indptr.shape[0] - 1
-    if indptr[0] != 0 or indptr[-1] != indices.shape[0] or indices.shape != weights.shape:
-        raise ValueError("inconsistent CSR: need indptr[0] == 0 and indptr[-1] == len(indices)")
     if int(n_nodes) < n_old:
         raise ValueError(f"n_nodes ({n_nodes}) is smaller than the existing graph ({n_old})")
     src, dst, weight, n = _check_edges(src, dst, weight, n_nodes)
@@ -456,14 +464,10 @@ def drop_nodes(
     indices : int64 array [nnz']
     weights : float32 array [nnz']
     """
-    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-    indices = np.ascontiguousarray(indices, dtype=np.int64)
-    weights = np.ascontiguousarray(weights, dtype=np.float32)
+    indptr, indices, weights = _as_csr(indptr, indices, weights)
     keep = np.asarray(keep, dtype=bool)
-    if indptr.ndim != 1 or indptr.shape[0] != keep.shape[0] + 1:
+    if indptr.shape[0] != keep.shape[0] + 1:
         raise ValueError(f"keep has {keep.shape[0]} nodes, the CSR {indptr.shape[0] - 1}")
-    if indptr[0] != 0 or indptr[-1] != indices.shape[0] or indices.shape != weights.shape:
-        raise ValueError("inconsistent CSR: need indptr[0] == 0 and indptr[-1] == len(indices)")
     new_pos = np.full(keep.shape[0], -1, dtype=np.int64)
     new_pos[keep] = np.arange(int(keep.sum()), dtype=np.int64)
     return _drop_nodes(indptr, indices, weights, new_pos, int(keep.sum()))

@@ -117,6 +117,16 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_wait_arg(p: argparse.ArgumentParser) -> None:
+    """``--wait``: how long a maintenance command waits for the index lock."""
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="seconds to wait for the index lock if a running service holds it (default 0)",
+    )
+
+
 def register(sub: Any) -> None:
     """Add the index commands to the ``graphstrata`` subparsers.
 
@@ -190,12 +200,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("compact", help="merge segments and rewrite the vector cache")
     p.add_argument("index")
-    p.add_argument(
-        "--wait",
-        type=float,
-        default=0.0,
-        help="seconds to wait for the index lock if a running service holds it (default 0)",
-    )
+    add_wait_arg(p)
     p.add_argument("--json", action="store_true")
     add_backend_args(p)
     p.set_defaults(func=cmd_compact)
@@ -206,12 +211,7 @@ def register(sub: Any) -> None:
         "important entities (their elements and attributes are rewritten where they moved)",
     )
     p.add_argument("index")
-    p.add_argument(
-        "--wait",
-        type=float,
-        default=0.0,
-        help="seconds to wait for the index lock if a running service holds it (default 0)",
-    )
+    add_wait_arg(p)
     p.add_argument("--json", action="store_true")
     add_backend_args(p)
     p.set_defaults(func=cmd_maintain)
