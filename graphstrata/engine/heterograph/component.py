@@ -45,10 +45,10 @@ def run_operation(ctx: UpdateContext, change: ChangeSet, whole_graph: bool = Fal
     cfg = work.config
     with report.stage("heterograph:structure"):
         view = ctx.views.get("graph")
-        committed = isinstance(view, HeterographView) and view.snapshot is ctx.snapshot
-        names = load_names(
-            work, view.names if isinstance(view, HeterographView) and committed else None
-        )
+        index = None  # the committed version's names, when its graph view holds them
+        if isinstance(view, HeterographView) and view.snapshot is ctx.snapshot:
+            index = view.names
+        names = load_names(work, index)
         dead_units = units_of_removed_chunks(work, change.removed_chunk_ids)
     touched = EMPTY
     if not whole_graph:

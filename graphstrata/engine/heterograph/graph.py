@@ -26,21 +26,6 @@ from graphstrata.core.sampling import consistent_sample
 LEIDEN_BACKENDS = ("igraph", "leidenalg")
 
 
-def _dense_index(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Positions of ``ids`` in ``sorted_ids`` (all must be present).
-
-    Parameters
-    ----------
-    sorted_ids : int64 array [n], ascending
-    ids : integer array [m]
-
-    Returns
-    -------
-    int64 array [m]
-    """
-    return positions_in(sorted_ids, ids)
-
-
 def dense_csr(
     sorted_ids: np.ndarray, src: np.ndarray, dst: np.ndarray, weight: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -62,7 +47,7 @@ def dense_csr(
     """
     w = np.ones(len(src), np.float32) if weight is None else np.asarray(weight, np.float32)
     return csr_from_edges(
-        _dense_index(sorted_ids, src), _dense_index(sorted_ids, dst), w, int(sorted_ids.shape[0])
+        positions_in(sorted_ids, src), positions_in(sorted_ids, dst), w, int(sorted_ids.shape[0])
     )
 
 
@@ -270,8 +255,9 @@ def leiden_local(
     ones out changes no decision of the first pass; what the local run cannot do is split
     the untouched rest of a community, or merge two communities far from the change. Its
     cost is the change's neighbourhood, not the corpus (issue 17; quality against a full
-    run in ``benchmarks/results/scale.md``). Dynamic-frontier Leiden (Sahu 2024) marks the
-    same nodes.
+    run in ``benchmarks/results/scale.md``). Dynamic-frontier Leiden (Sahu 2024) starts from
+    the same affected nodes, though it then widens the frontier as nodes move, which this does
+    not.
 
     Parameters
     ----------

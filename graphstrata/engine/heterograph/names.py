@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from graphstrata.engine.heterograph.parse import normalize_name, title_key
 from graphstrata.engine.heterograph.schema import N, O, T
 from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.store.tables import doc_lists_flat
 
 _EMPTY = np.zeros(0, np.int64)
 _NAMED = np.asarray([N, O], np.uint8)
@@ -29,16 +29,6 @@ def _grouped(pairs: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
         if key:
             out.setdefault(key, []).append(node)
     return out
-
-
-def _docs_lists(table: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(doc key, row index into rows)`` of every doc of the rows ``rows`` of ``table``."""
-    lists = table.column("docs").take(pa.array(rows))
-    if isinstance(lists, pa.ChunkedArray):
-        lists = lists.combine_chunks()
-    flat = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
-    parent = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
-    return np.asarray(flat, np.int64), np.asarray(parent, np.int64)
 
 
 def _titles_of(docs: pa.Table) -> dict[int, str]:
@@ -59,7 +49,7 @@ def _chunk_titles(
     """Title key -> chunk ids, for the chunks at ``rows`` of ``table`` (ids ``ids``)."""
     if rows.size == 0 or not title_of:
         return {}
-    flat, parent = _docs_lists(table, rows)
+    flat, parent = doc_lists_flat(table, rows)
     return _grouped((title_of.get(int(d), ""), int(ids[i])) for d, i in zip(flat, parent))
 
 

@@ -42,6 +42,20 @@ def member(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
     return contains(sorted_ids, values)
 
 
+def doc_lists_flat(table: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(doc key, index into rows)`` of every doc key of the rows ``rows`` of a node table.
+
+    Flattened in Arrow: the doc lists of a hub entity's thousands of units are never
+    converted to Python lists one by one.
+    """
+    lists = table.column("docs").take(pa.array(np.asarray(rows, np.int64)))
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    flat = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+    parent = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+    return np.asarray(flat, np.int64), np.asarray(parent, np.int64)
+
+
 def live_nodes(table: pa.Table, dead: np.ndarray) -> pa.Table:
     """Keep the newest row per id, drop tombstoned ids, sort by id.
 
@@ -164,10 +178,7 @@ class NodeTable:
 
     def doc_keys_of(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
         """The doc keys of ``ids``, all in one int64 array (a key once per node citing it)."""
-        lists = self.table.column("docs").take(pa.array(self.rows(ids)))
-        if isinstance(lists, pa.ChunkedArray):
-            lists = lists.combine_chunks()
-        return np.asarray(pc.list_flatten(lists).to_numpy(zero_copy_only=False), np.int64)
+        return doc_lists_flat(self.table, self.rows(ids))[0]
 
     def ids_of_kind(self, *kinds: int) -> np.ndarray:
         """Ascending ids of the live nodes of any of ``kinds``."""
