@@ -16,7 +16,7 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from graphstrata.engine.report import OperationReport
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.types import EMBEDDED_KINDS, NodeKind
 from graphstrata.engine.vectors import VectorIndex
+
+if TYPE_CHECKING:  # the search package imports this module
+    from graphstrata.engine.search.sparse_index import SparseIndex
 
 #: ``progress(stage, done, total)``: called as long operations advance.
 ProgressFn = Callable[[str, int, int], None]
@@ -432,6 +435,10 @@ class Query:
 
 class ComponentView(ABC):
     """Per-version, read-only search structures of a component."""
+
+    #: The view's BM25 index, if it has one: writers save its kinds' postings in the
+    #: index's sparse cache (``engine.search.sparse_cache``), so a new process maps them.
+    sparse: SparseIndex | None = None
 
     @abstractmethod
     def search(self, mode: str, query: Query) -> list[Hit]:

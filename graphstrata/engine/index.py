@@ -38,8 +38,10 @@ from graphstrata.engine.ingest import add_docs, doc_lookup, remove_docs
 from graphstrata.engine.interfaces import LLM, Embedder, LLMRequest
 from graphstrata.engine.params import ModeParams, NoParams, QueryError
 from graphstrata.engine.prompts import answer_request
+from graphstrata.engine.read_caches import open_vectors, save_caches
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.search.naive import NaiveView
+from graphstrata.engine.search.sparse_index import seed_parts
 from graphstrata.engine.store import Delta, Snapshot, Store
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
@@ -234,7 +236,7 @@ class Engine:
     ) -> EngineState:
         """The state of ``snapshot``; after a commit, views advance from ``previous``'s."""
         if vectors is None:
-            vectors = self._open_vectors(snapshot)
+            vectors = open_vectors(self.store.root, snapshot, self.config)
         doc_names = DocNames(snapshot)
         text_index = (
             previous.text_index.advanced(snapshot, delta)
@@ -252,16 +254,6 @@ class Engine:
             for mode in comp.modes:
                 state.views[mode] = view
         return state
-
-    def _open_vectors(self, snapshot: Snapshot) -> VectorIndex:
-        dtype = self.config.vector_dtype
-        ef = self.config.search.expansion_search
-        cache = snapshot.manifest.get("vector_cache")
-        if cache:
-            path = self.store.root / cache["file"]
-            if path.exists():
-                return VectorIndex.restore(path, snapshot.vectors, int(cache["version"]), dtype, ef)
-        return VectorIndex.build(snapshot.vectors, dtype, ef)
 
     @property
     def state(self) -> EngineState:
@@ -383,20 +375,12 @@ class Engine:
         with report.stage("vector_index"):
             add_ids, add_kinds, add_mat = delta.vectors()
             vectors = state.vectors.updated(add_ids, add_kinds, add_mat, delta.dead_nodes)
-            extra: dict[str, Path] = {}
-            cache = state.snapshot.manifest.get("vector_cache")
-            cached_version = int(cache["version"]) if cache else -1
-            stale = len(state.snapshot.vectors.since(cached_version)[0]) + len(add_ids)
-            if stale >= max(2048, vectors.count() // 4):
-                # Amortized: the usearch cache is rewritten when a quarter of the vectors are
-                # newer than it, so opening stays fast and small inserts write little.
-                path = self.store.root / "vcache" / f"usearch-v{delta.version:08d}.npz"
-                path.parent.mkdir(exist_ok=True)
-                vectors.save(path)
-                extra["vector_cache"] = path
+        with report.stage("caches"):
+            views = state.views.values()
+            caches, parts = save_caches(self.store.root, state.snapshot, views, vectors, delta)
         with report.stage("commit"):
             counts = _counts_after(state.snapshot, delta)
-            result = self.store.commit(delta, counts=counts, extra_files=extra)
+            result = self.store.commit(delta, counts=counts, caches=caches)
         report.version = result.version
         report.bytes_written = result.bytes_written
         report.nodes_added = int(delta.nodes.num_rows)
@@ -404,6 +388,7 @@ class Engine:
         report.edges_added = int(delta.edges.num_rows)
         with report.stage("reload"):
             snapshot = self.store.advance(state.snapshot, delta)
+            seed_parts(snapshot, parts)
             self._state = self._load_state(snapshot, vectors, state, delta)
 
     def maintain(self, wait: float = 0.0) -> OperationReport:
@@ -449,14 +434,15 @@ class Engine:
         with self._write_lock, self.store.writer(wait=wait):
             state = self._fresh_state()
             before = self.store.size_bytes()
-            path = self.store.root / "vcache" / f"usearch-v{state.version + 1:08d}.npz"
-            path.parent.mkdir(exist_ok=True)
-            state.vectors.save(path)
-            result = self.store.rewrite(state.snapshot, extra_files={"vector_cache": path})
+            views = state.views.values()
+            caches, parts = save_caches(self.store.root, state.snapshot, views, state.vectors)
+            result = self.store.rewrite(state.snapshot, caches=caches)
             report.version = result.version
             report.bytes_written = result.bytes_written
             report.notes.append(f"size {before} -> {self.store.size_bytes()} bytes")
-            self._state = self._load_state(self.store.load(verify=False), state.vectors)
+            snapshot = self.store.load(verify=False)
+            seed_parts(snapshot, parts)
+            self._state = self._load_state(snapshot, state.vectors)
         report.seconds = time.perf_counter() - start
         return report
 

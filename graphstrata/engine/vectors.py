@@ -12,7 +12,7 @@ they are merged into a new base (one O(n) copy, amortized over the writes before
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from usearch.index import Index as UsearchIndex
 
+from graphstrata.core import ids as core_ids
 from graphstrata.core.ann import hnsw_index, match_arrays
 from graphstrata.core.knn import best_per_query
 from graphstrata.engine.store import VectorTable
@@ -111,47 +112,100 @@ class VectorIndex:
     @classmethod
     def restore(
         cls,
+        paths: dict[int, Path],
+        vectors: VectorTable,
+        cache_version: int,
+        dtype: str = "f32",
+        expansion_search: int = 128,
+    ) -> VectorIndex:
+        """Map the cache files written at ``cache_version`` and bring them to ``vectors``.
+
+        Each kind's file is memory-mapped (usearch ``view``): opening reads no index into
+        memory. A view is never modified (usearch cannot modify one): the vectors added and
+        removed since the cache are applied as the version's fresh and removed parts, and
+        when they are many the kind is merged into an in-memory base at once, as a write
+        would do (module docstring).
+
+        Parameters
+        ----------
+        paths:
+            The cache file of each kind (``save``'s result, as recorded in the manifest).
+        vectors:
+            The vector table of the version opened.
+        cache_version:
+            The version the files were written at.
+        dtype, expansion_search:
+            As for ``build``.
+
+        Raises
+        ------
+        ValueError
+            A file is not a usearch index.
+        """
+        vi = cls(vectors.dim, dtype, expansion_search)
+        for kind, path in sorted(paths.items()):
+            vi._set_base(int(kind), UsearchIndex.restore(str(path), view=True), path)
+        return vi._caught_up(vectors, cache_version)
+
+    @classmethod
+    def restore_single_file(
+        cls,
         path: Path,
         vectors: VectorTable,
         cache_version: int,
         dtype: str = "f32",
         expansion_search: int = 128,
     ) -> VectorIndex:
-        """Load the cache written at ``cache_version`` and bring it to ``vectors``' version."""
+        """As :meth:`restore`, from the one ``.npz`` of every kind that indexes written
+        before the per-kind files keep until their cache is next written (read into memory:
+        an ``.npz`` member cannot be mapped)."""
         vi = cls(vectors.dim, dtype, expansion_search)
         with np.load(path) as blobs:
             for name in blobs.files:
-                index = UsearchIndex.restore(bytearray(blobs[name].tobytes()))
-                if index is None:
-                    raise ValueError(
-                        f"vector cache {path} holds an unreadable index for kind {name}"
-                    )
-                # usearch declares this setter apart from its getter, which mypy misreads.
-                index.expansion_search = expansion_search  # type: ignore[misc]
-                vi.by_kind[int(name)] = index
-        live = np.sort(vectors.ids)
-        for index in vi.by_kind.values():
-            keys = np.asarray(index.keys, dtype=np.int64)
-            dead = keys[~np.isin(keys, live)]
-            if dead.size:
-                index.remove(dead)
-        new_ids, new_kinds = vectors.since(cache_version)
-        for kind in np.unique(new_kinds):
-            ids = new_ids[new_kinds == kind]
-            vi._index_for(int(kind)).add(ids, vectors.get(ids), threads=ADD_THREADS)
-        return vi
+                vi._set_base(
+                    int(name), UsearchIndex.restore(bytearray(blobs[name].tobytes())), path
+                )
+        return vi._caught_up(vectors, cache_version)
 
-    def save(self, path: Path) -> None:
-        """Write every kind's index into one ``.npz`` file (``restore`` reads it back)."""
-        blobs: dict[str, np.ndarray] = {}
+    def _set_base(self, kind: int, index: UsearchIndex | None, path: Path) -> None:
+        if index is None:
+            raise ValueError(f"vector cache {path} holds no usearch index for kind {kind}")
+        # usearch declares this setter apart from its getter, which mypy misreads.
+        index.expansion_search = self.expansion_search  # type: ignore[misc]
+        self.by_kind[kind] = index
+
+    def _caught_up(self, vectors: VectorTable, cache_version: int) -> VectorIndex:
+        """This restored cache with the vectors written and removed since applied."""
+        live = np.sort(vectors.ids)
+        new_ids, new_kinds = vectors.since(cache_version)
+        for kind in sorted(set(self.by_kind) | set(np.unique(new_kinds).tolist())):
+            base = self.by_kind.get(kind)
+            keys = np.asarray(base.keys, np.int64) if base is not None else _EMPTY_IDS
+            add = new_ids[new_kinds == kind]
+            # Dead since the cache, or written again (a rewritten vector keeps its node id).
+            gone = np.union1d(keys[~core_ids.contains(live, keys)], add)
+            self._apply(kind, add, vectors.get(add), gone)
+        return self
+
+    def save(self, path_of: Callable[[int], Path]) -> dict[int, Path]:
+        """Write each kind's index into its own usearch file (``restore`` maps them back).
+
+        Parameters
+        ----------
+        path_of:
+            The file to write for a node kind.
+
+        Returns
+        -------
+        dict
+            The file written for each kind.
+        """
+        out = {}
         for kind in self.kinds():
-            index = self._merged(kind)
-            blob = index.save()  # no path given: usearch returns the serialized bytes
-            assert blob is not None
-            blobs[str(kind)] = np.frombuffer(bytes(blob), dtype=np.uint8)
-        with open(path, "wb") as fh:
-            # numpy's stub types **kwds like its keyword options; the names here are kinds.
-            np.savez(fh, **blobs)  # type: ignore[arg-type]
+            path = path_of(kind)
+            self._merged(kind).save(str(path))
+            out[kind] = path
+        return out
 
     def _merged(self, kind: int) -> UsearchIndex:
         """``kind``'s base with its fresh vectors and removals applied (a copy if any)."""

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
+from graphstrata.engine.hashing import stable_hash
 from graphstrata.engine.heterograph.parse import (
     normalize_name,
     parse_decomposition,
     parse_elements,
     parse_query_entities,
-    stable_hash,
 )
 
 GOOD = {

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphstrata.engine.component import ChangeSet, MeteredLLM
+from graphstrata.engine.hashing import stable_hash
 from graphstrata.engine.heterograph.lookups import (
     EntityKeys,
     MentionRows,
@@ -26,7 +27,6 @@ from graphstrata.engine.heterograph.parse import (
     Unit,
     normalize_name,
     parse_decomposition,
-    stable_hash,
 )
 from graphstrata.engine.heterograph.schema import (
     ST_MENTION_HASH,

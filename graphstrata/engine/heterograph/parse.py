@@ -8,7 +8,6 @@ retry or skip the item instead of crashing.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -31,13 +30,6 @@ def normalize_name(name: str) -> str:
     text = unicodedata.normalize("NFKC", name)
     text = _POSSESSIVE.sub("", text).casefold()
     return " ".join(_NON_WORD.sub(" ", text).split())
-
-
-def stable_hash(text: str) -> int:
-    """A signed 64-bit hash of ``text`` that is the same in every process (unlike ``hash``)."""
-    return int.from_bytes(
-        hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big", signed=True
-    )
 
 
 def _clean_text(value: Any) -> str:

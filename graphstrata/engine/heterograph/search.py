@@ -223,6 +223,8 @@ class HeterographView(ComponentView):
         (its per-kind parts are shared with the other views of the snapshot).
     """
 
+    sparse: SparseIndex
+
     def __init__(
         self,
         snapshot: Snapshot,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphstrata.engine.hashing import stable_hash
 from graphstrata.engine.heterograph.decompose import Names, NewUnits
 from graphstrata.engine.heterograph.lookups import MentionTable
-from graphstrata.engine.heterograph.parse import stable_hash
 from graphstrata.engine.heterograph.work import EMPTY, Work
 from graphstrata.engine.types import EdgeKind
 

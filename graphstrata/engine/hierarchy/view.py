@@ -52,6 +52,8 @@ class HierarchyView(ComponentView):
         ``hierarchy`` sections are read at query time) and the doc names.
     """
 
+    sparse: SparseIndex
+
     def __init__(
         self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
     ):

@@ -116,6 +116,8 @@ class SparseView(ComponentView):
         The version's sparse index over chunks; default: a lazily built one.
     """
 
+    sparse: SparseIndex
+
     def __init__(self, snapshot: Snapshot, doc_names: DocNames, sparse: SparseIndex | None = None):
         self.snapshot = snapshot
         self.doc_names = doc_names

@@ -209,6 +209,8 @@ class HybridView(ComponentView):
         is read at query time) and the doc names.
     """
 
+    sparse: SparseIndex
+
     def __init__(
         self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
     ):

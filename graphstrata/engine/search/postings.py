@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import Stemmer
 
+from graphstrata.engine.hashing import stable_hashes
+
 __all__ = [
     "BM25_B",
     "BM25_K1",
@@ -308,7 +310,7 @@ class KindIndex:
         """
         dead_ids = np.asarray(dead_ids, np.int64)
         add_ids = np.asarray(add_ids, np.int64)
-        hashes = np.fromiter((hash(t) for t in add_texts), np.int64, len(add_texts))
+        hashes = stable_hashes(add_texts)
         alive = self.alive
         if add_ids.size and self.n_live:
             # Rewritten rows: same text -> keep the slot, other text -> replace it.
@@ -385,6 +387,61 @@ class KindIndex:
             df=_grown(self.df, len(self.vocab)),
             n_live=self.n_live,
             total_len=self.total_len,
+        )
+
+    # ------------------------------------------------------------------ persistence
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The collection as named arrays (compacted first), for :meth:`from_arrays`.
+
+        The vocabulary is one ``uint8`` array of the terms in id order, separated by
+        newlines (a term is word characters only).
+        """
+        part = self if len(self.segments) == 1 and self.n_live == self.alive.size else None
+        part = part or self.compacted()
+        seg = part.segments[0] if part.segments else _Segment.from_docs(0, [], len(part.vocab))
+        terms = sorted(part.vocab.ids, key=part.vocab.ids.__getitem__)
+        return {
+            "vocab": np.frombuffer("\n".join(terms).encode(), np.uint8),
+            "term_ptr": seg.term_ptr,
+            "post_slot": seg.post_slot,
+            "post_tf": seg.post_tf,
+            "doc_ptr": seg.doc_ptr,
+            "doc_term": seg.doc_term,
+            "slot_ids": part.slot_ids,
+            "slot_len": part.slot_len,
+            "slot_hash": part.slot_hash,
+            "df": part.df,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> KindIndex:
+        """The collection :meth:`to_arrays` gave (arrays are used as they are, not copied:
+        memory-mapped ones stay mapped; nothing here modifies them)."""
+        vocab = _Vocab()
+        text = bytes(arrays["vocab"]).decode()
+        if text or arrays["df"].size:
+            terms = text.split("\n")
+            vocab.ids = dict(zip(terms, range(len(terms)), strict=True))
+        slot_ids = arrays["slot_ids"]
+        seg = _Segment(
+            first=0,
+            n=int(slot_ids.size),
+            term_ptr=arrays["term_ptr"],
+            post_slot=arrays["post_slot"],
+            post_tf=arrays["post_tf"],
+            doc_ptr=arrays["doc_ptr"],
+            doc_term=arrays["doc_term"],
+        )
+        return cls(
+            vocab=vocab,
+            segments=(seg,) if slot_ids.size else (),
+            slot_ids=slot_ids,
+            slot_len=arrays["slot_len"],
+            slot_hash=arrays["slot_hash"],
+            alive=np.ones(slot_ids.size, bool),
+            df=arrays["df"],
+            n_live=int(slot_ids.size),
+            total_len=int(arrays["slot_len"].sum()),
         )
 
     # ------------------------------------------------------------------ search

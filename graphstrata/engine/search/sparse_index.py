@@ -55,6 +55,8 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -70,6 +72,7 @@ from graphstrata.engine.search.postings import (
     analyze,
     query_words,
 )
+from graphstrata.engine.search.sparse_cache import cached_part, save_part
 from graphstrata.engine.store import Delta, Snapshot
 
 __all__ = [
@@ -81,6 +84,8 @@ __all__ = [
     "KindIndex",
     "SparseIndex",
     "analyze",
+    "save_committed_parts",
+    "seed_parts",
 ]
 
 
@@ -303,16 +308,25 @@ class _Change:
     @classmethod
     def of(cls, before: Snapshot | None, after: Snapshot, delta: Delta | None) -> _Change:
         if delta is not None:
-            rows = delta.nodes.select(["id", "kind", "text"])
-            dead = delta.dead_nodes
-            if dead.size and rows.num_rows:
-                rows = rows.filter(pc.invert(pc.is_in(rows.column("id"), pa.array(dead))))
-            return cls(rows, dead)
-        table = after.nodes.table
+            return cls.of_delta(delta)
         since = before.version if before is not None else -1
-        rows = table.filter(pc.greater(table.column("version"), since))
         before_ids = before.nodes.ids if before is not None else np.zeros(0, np.int64)
-        dead = before_ids[~after.nodes.contains(before_ids)]
+        return cls.since(since, before_ids, after)
+
+    @classmethod
+    def of_delta(cls, delta: Delta) -> _Change:
+        rows = delta.nodes.select(["id", "kind", "text"])
+        dead = delta.dead_nodes
+        if dead.size and rows.num_rows:
+            rows = rows.filter(pc.invert(pc.is_in(rows.column("id"), pa.array(dead))))
+        return cls(rows, dead)
+
+    @classmethod
+    def since(cls, version: int, live_then: np.ndarray, after: Snapshot) -> _Change:
+        """Rows of ``after`` newer than ``version``; ids of ``live_then`` no longer live."""
+        table = after.nodes.table
+        rows = table.filter(pc.greater(table.column("version"), version))
+        dead = live_then[~after.nodes.contains(live_then)]
         return cls(rows.select(["id", "kind", "text"]), dead)
 
 
@@ -324,12 +338,31 @@ def _advancer(
 
 
 def _build_part(snapshot: Snapshot, kind: int) -> KindIndex:
+    """``kind``'s collection for ``snapshot``: from the sparse cache when the manifest has
+    one (brought to the snapshot's version), else tokenized from every text."""
+    cached = cached_part(snapshot, kind)
+    if cached is not None:
+        part, version = cached
+        change = _Change.since(version, part.live_ids(), snapshot)
+        return _advance_part(part, kind, snapshot, change, rebuild=_texts_part)
+    return _texts_part(snapshot, kind)
+
+
+def _texts_part(snapshot: Snapshot, kind: int) -> KindIndex:
     nodes = snapshot.nodes
     ids = nodes.ids_of_kind(kind)
     return KindIndex.build(ids, nodes.text_of(ids))
 
 
-def _advance_part(part: KindIndex, kind: int, snapshot: Snapshot, change: _Change) -> KindIndex:
+def _advance_part(
+    part: KindIndex,
+    kind: int,
+    snapshot: Snapshot | None,
+    change: _Change,
+    rebuild: Callable[[Snapshot, int], KindIndex] = _build_part,
+) -> KindIndex:
+    """``part`` with ``change`` applied; rebuilt by ``rebuild`` when its live ids are not
+    ``snapshot``'s (never expected: a safety net; no check without a snapshot)."""
     rows = change.rows
     kinds = rows.column("kind").to_numpy()
     ids = rows.column("id").to_numpy().astype(np.int64)
@@ -338,7 +371,56 @@ def _advance_part(part: KindIndex, kind: int, snapshot: Snapshot, change: _Chang
     dead = np.concatenate([change.dead, ids[~mine]])
     texts = rows.filter(pa.array(mine)).column("text").to_pylist() if mine.any() else []
     advanced = part.changed(dead, ids[mine], texts)
-    expected = snapshot.nodes.ids_of_kind(kind)
-    if not np.array_equal(advanced.live_ids(), expected):
-        return _build_part(snapshot, kind)
+    if snapshot is not None and not np.array_equal(
+        advanced.live_ids(), snapshot.nodes.ids_of_kind(kind)
+    ):
+        return rebuild(snapshot, kind)
     return advanced
+
+
+# ---------------------------------------------------------------------- the sparse cache
+def save_committed_parts(
+    previous: Snapshot,
+    delta: Delta | None,
+    kinds: Sequence[int],
+    path_of: Callable[[int], Path],
+) -> tuple[dict[int, Path], dict[int, KindIndex]]:
+    """Save the collections of ``kinds`` of the version ``delta`` commits on ``previous``.
+
+    Each is ``previous``'s collection (the shared one when built, else from the cache or the
+    texts) with the delta applied, before the version exists (its files are recorded by the
+    same commit).
+
+    Parameters
+    ----------
+    previous:
+        The version the delta was prepared on.
+    delta:
+        What the commit writes; None when it changes no node (compaction).
+    kinds:
+        The kinds to save.
+    path_of:
+        The file to write for a kind.
+
+    Returns
+    -------
+    tuple of dict
+        The file written per kind, and the collections (for :func:`seed_parts`).
+    """
+    change = _Change.of_delta(delta) if delta is not None else None
+    files: dict[int, Path] = {}
+    parts: dict[int, KindIndex] = {}
+    for kind in kinds:
+        before = _shared_part(previous, int(kind), partial(_build_part, previous, int(kind)))
+        parts[int(kind)] = _advance_part(before, int(kind), None, change) if change else before
+        files[int(kind)] = path_of(int(kind))
+        save_part(parts[int(kind)], files[int(kind)])
+    return files, parts
+
+
+def seed_parts(snapshot: Snapshot, parts: dict[int, KindIndex]) -> None:
+    """Share ``parts`` as ``snapshot``'s collections, each that has its live ids (all, as
+    :func:`save_committed_parts` makes them for the snapshot committed)."""
+    for kind, part in parts.items():
+        if np.array_equal(part.live_ids(), snapshot.nodes.ids_of_kind(kind)):
+            _shared_part(snapshot, kind, partial(lambda p: p, part))

@@ -10,7 +10,8 @@ Layout of an index directory::
     segments/*.arrow         vector segments: uncompressed Arrow IPC, memory-mapped
     segments/*.npy           component state blobs (e.g. community membership)
     hyperplanes.npy          the LSH hyperplanes, checksummed in the manifest
-    vcache/                  usearch index files: a cache, rebuildable from the vector segments
+    vcache/                  usearch index files, one per kind (a cache: ``caches``)
+    scache/                  BM25 postings files, one per kind (a cache: ``caches``)
     LOCK                     one writer at a time (flock)
 
 Rules that keep it simple and crash safe:
@@ -33,7 +34,8 @@ Rules that keep it simple and crash safe:
   ``.NAME.new-*`` and renaming it in (``files.replace_directory``); a swap killed half-way is
   undone by ``files.recover_replace`` (a missing ``NAME`` gets its ``.NAME.old-*`` back).
 
-Modules: ``files`` (checksums, atomic writes, sealed manifests), ``schema`` (Arrow schemas),
+Modules: ``files`` (checksums, atomic writes, sealed manifests), ``caches`` (cache files:
+when to rewrite them, mapped array files), ``schema`` (Arrow schemas),
 ``tables`` (live nodes, memory-mapped vectors), ``snapshot`` (one loaded version),
 ``delta`` (one operation's pending changes), ``store`` (the directory: open, load, commit).
 """

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
+from graphstrata.engine.store.caches import CACHE_FOLDERS, cache_entries
 from graphstrata.engine.store.errors import CorruptIndexError, IndexNotFoundError
 
 FORMAT_NAME = "graphstrata-index"
@@ -39,7 +40,9 @@ MANIFEST = "manifest.json"
 #: The segment lists of a manifest, one per table.
 TABLES = ("nodes", "edges", "docs", "vectors", "node_tombstones", "doc_tombstones")
 #: The entries the store itself keeps in an index directory (besides ``.*.tmp`` files).
-INDEX_ENTRIES = frozenset({MANIFEST, "manifests", "segments", "vcache", "hyperplanes.npy", "LOCK"})
+INDEX_ENTRIES = frozenset(
+    {MANIFEST, "manifests", "segments", *CACHE_FOLDERS.values(), "hyperplanes.npy", "LOCK"}
+)
 
 
 def crashpoint(name: str) -> None:
@@ -253,8 +256,8 @@ def manifest_entries(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]
     Returns
     -------
     list
-        ``("hyperplanes", entry)``, ``("nodes segment", entry)``, ... ``("vector cache",
-        entry)``; an entry holds ``file`` and ``sha256``, and ``bytes`` where recorded.
+        ``("hyperplanes", entry)``, ``("nodes segment", entry)``, ... ``("vector cache
+        (kind 1)", entry)``; an entry holds ``file`` and ``sha256``, and ``bytes`` where recorded.
 
     Raises
     ------
@@ -271,8 +274,7 @@ def manifest_entries(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]
             for k, chain in manifest.get("node_state", {}).items()
             for e in chain
         ]
-        if manifest.get("vector_cache"):
-            out.append(("vector cache", manifest["vector_cache"]))
+        out += cache_entries(manifest)
     except (KeyError, TypeError, AttributeError) as exc:
         raise CorruptIndexError(f"manifest is malformed (no file list: {exc!r})") from exc
     for what, entry in out:

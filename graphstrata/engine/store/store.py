@@ -24,6 +24,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from graphstrata.engine.store.caches import (
+    CACHE_FOLDERS,
+    CACHE_NAMES,
+    Caches,
+    cache_paths,
+    record_caches,
+)
 from graphstrata.engine.store.delta import Delta
 from graphstrata.engine.store.errors import (
     CorruptIndexError,
@@ -396,9 +403,7 @@ class Store:
         return path
 
     @contextlib.contextmanager
-    def _abandon_on_failure(
-        self, version: int, extra_files: dict[str, Path] | None
-    ) -> Iterator[None]:
+    def _abandon_on_failure(self, version: int, caches: Caches | None) -> Iterator[None]:
         """Remove the files of a commit that failed; a write error becomes ``StoreWriteError``."""
         self._pending, self._writing = [], None
         try:
@@ -408,7 +413,7 @@ class Store:
                 raise
             where = self._writing or self.root
             referenced = self.referenced_files()
-            extra = [p for p in (extra_files or {}).values() if self._rel(p) not in referenced]
+            extra = [p for p in cache_paths(caches) if self._rel(p) not in referenced]
             for path in [*self._pending, *extra]:
                 with contextlib.suppress(OSError):
                     path.unlink(missing_ok=True)
@@ -475,30 +480,30 @@ class Store:
         delta: Delta,
         config: dict[str, Any] | None = None,
         counts: dict[str, Any] | None = None,
-        extra_files: dict[str, Path] | None = None,
+        caches: Caches | None = None,
     ) -> CommitResult:
         """Write the delta's segments, then atomically switch the manifest to the new version.
 
-        Must be called inside ``writer()``. ``extra_files`` are already-written files to record
-        (e.g. the usearch cache), as ``{logical name: path}``.
+        Must be called inside ``writer()``. ``caches`` are already-written cache files to
+        record (``engine.store.caches``: the usearch and BM25 caches of this version).
 
         A failure before the manifest switch (a full disk, a kill) leaves the previous version;
-        the files this commit wrote, ``extra_files`` included, are removed, and a write error is
+        the files this commit wrote, ``caches`` included, are removed, and a write error is
         raised as ``StoreWriteError`` ("no space left on device while writing PATH ...").
         """
         if delta.version != self.version + 1:
             raise StoreError(
                 f"delta was prepared for version {delta.version - 1} but the index is at {self.version}"
             )
-        with self._abandon_on_failure(delta.version, extra_files):
-            return self._commit(delta, config, counts, extra_files)
+        with self._abandon_on_failure(delta.version, caches):
+            return self._commit(delta, config, counts, caches)
 
     def _commit(
         self,
         delta: Delta,
         config: dict[str, Any] | None,
         counts: dict[str, Any] | None,
-        extra_files: dict[str, Path] | None,
+        caches: Caches | None,
     ) -> CommitResult:
         version = delta.version
         written = 0
@@ -562,7 +567,7 @@ class Store:
             manifest["config"] = config
         if counts is not None:
             manifest["counts"] = counts
-        written += self._record_extra_files(manifest, extra_files, version)
+        written += record_caches(manifest, caches, version, self._cache_entry)
         crashpoint("before_manifest")
         data = seal(manifest)
         write_atomic(self._track(self.root / "manifests" / f"v{version:08d}.json"), data)
@@ -585,22 +590,9 @@ class Store:
             np.save(fh, array)
         return self._entry(path, rows, version)
 
-    def _record_extra_files(
-        self, manifest: dict[str, Any], extra_files: dict[str, Path] | None, version: int
-    ) -> int:
-        """Checksum already-written files (the usearch cache) into ``manifest``; their bytes."""
-        written = 0
-        for name, path in (extra_files or {}).items():
-            entry = self._entry(path, 0, version)
-            written += entry["bytes"]
-            if name == "vector_cache":
-                manifest["vector_cache"] = {
-                    "version": version,
-                    "file": entry["file"],
-                    "sha256": entry["sha256"],
-                    "bytes": entry["bytes"],
-                }
-        return written
+    def _cache_entry(self, path: Path) -> dict[str, Any]:
+        entry = self._entry(path, 0, self.version + 1)
+        return {k: entry[k] for k in ("file", "sha256", "bytes")}
 
     def referenced_files(self, manifest: dict[str, Any] | None = None) -> set[str]:
         """Paths, relative to the root, of every file ``manifest`` (default: ours) needs."""
@@ -624,7 +616,7 @@ class Store:
             except StoreError:
                 continue
         keep |= self.referenced_files()
-        for sub in ("segments", "vcache"):
+        for sub in ("segments", *CACHE_FOLDERS.values()):
             folder = self.root / sub
             if not folder.exists():
                 continue
@@ -635,19 +627,17 @@ class Store:
         for tmp in list(self.root.glob(".*.tmp")) + list(history.glob(".*.tmp")):
             tmp.unlink(missing_ok=True)
 
-    def rewrite(
-        self, snapshot: Snapshot, extra_files: dict[str, Path] | None = None
-    ) -> CommitResult:
+    def rewrite(self, snapshot: Snapshot, caches: Caches | None = None) -> CommitResult:
         """Compact: write every live row into one segment per table as a new version.
 
         Older versions' manifests and segments are removed afterwards; a reader that already
         loaded an older version keeps it (tables are in memory, vectors stay mapped). A failure
         before the switch is handled as in :meth:`commit`.
         """
-        with self._abandon_on_failure(self.version + 1, extra_files):
-            return self._rewrite(snapshot, extra_files)
+        with self._abandon_on_failure(self.version + 1, caches):
+            return self._rewrite(snapshot, caches)
 
-    def _rewrite(self, snapshot: Snapshot, extra_files: dict[str, Path] | None) -> CommitResult:
+    def _rewrite(self, snapshot: Snapshot, caches: Caches | None) -> CommitResult:
         delta = self.new_delta()
         version = delta.version
         segs: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
@@ -672,8 +662,9 @@ class Store:
         manifest["node_state"] = chains
         manifest["version"] = version
         manifest["committed_at"] = time.time()
-        manifest["vector_cache"] = None
-        written += self._record_extra_files(manifest, extra_files, version)
+        for name in CACHE_NAMES:  # callers pass the caches of the compacted version
+            manifest[name] = None
+        written += record_caches(manifest, caches, version, self._cache_entry)
         data = seal(manifest)
         write_atomic(self._track(self.root / "manifests" / f"v{version:08d}.json"), data)
         self._writing = self.root / MANIFEST

@@ -1,0 +1,100 @@
+"""The engine's side of the index caches (``engine.store.caches``): opening the usearch
+indexes from theirs, and writing the stale ones at a commit or a compaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from graphstrata.engine.component import ComponentView
+from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.search.postings import KindIndex
+from graphstrata.engine.search.sparse_index import save_committed_parts
+from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.store.caches import Caches, cache_is_stale, cache_path, cache_rows_since
+from graphstrata.engine.vectors import VectorIndex
+
+__all__ = ["open_vectors", "save_caches"]
+
+
+def open_vectors(root: Path, snapshot: Snapshot, config: IndexConfig) -> VectorIndex:
+    """The usearch indexes of ``snapshot``: its cache files mapped and brought to its
+    version, or built from the vector segments when there is no usable cache.
+
+    Parameters
+    ----------
+    root:
+        The index directory.
+    snapshot:
+        The version opened.
+    config:
+        The index's configuration (vector dtype, search expansion).
+    """
+    dtype = config.vector_dtype
+    ef = config.search.expansion_search
+    cache = snapshot.manifest.get("vector_cache") or {}
+    if "kinds" in cache:
+        paths = {int(k): root / e["file"] for k, e in cache["kinds"].items()}
+        if all(p.exists() for p in paths.values()):
+            version = int(cache["version"])
+            return VectorIndex.restore(paths, snapshot.vectors, version, dtype, ef)
+    elif "file" in cache and (root / cache["file"]).exists():  # written before per kind
+        return VectorIndex.restore_single_file(
+            root / cache["file"], snapshot.vectors, int(cache["version"]), dtype, ef
+        )
+    return VectorIndex.build(snapshot.vectors, dtype, ef)
+
+
+def save_caches(
+    root: Path,
+    snapshot: Snapshot,
+    views: Iterable[ComponentView],
+    vectors: VectorIndex,
+    delta: Delta | None = None,
+) -> tuple[Caches, dict[int, KindIndex]]:
+    """Write the caches of the next version that are stale, before it is committed.
+
+    Amortized: a cache is written again when a quarter of its rows are newer than it
+    (``engine.store.caches.cache_is_stale``), so small writes write little and opening
+    applies at most that quarter to the files it maps.
+
+    Parameters
+    ----------
+    root:
+        The index directory.
+    snapshot:
+        The version the commit is made on.
+    views:
+        Its views: the kinds their BM25 indexes cover are the sparse cache's.
+    vectors:
+        The usearch indexes of the next version.
+    delta:
+        What the commit writes; None for a compaction, which writes every cache.
+
+    Returns
+    -------
+    tuple
+        The files to record in the commit, and the BM25 collections saved (to share with
+        the committed snapshot: ``sparse_index.seed_parts``).
+    """
+    manifest = snapshot.manifest
+    version = snapshot.version + 1
+    caches: Caches = {}
+    changed_vectors = len(delta.vectors()[0]) if delta is not None else 0
+    stale = cache_rows_since(manifest, "vector_cache", "vectors") + changed_vectors
+    if delta is None or cache_is_stale(stale, vectors.count()):
+        caches["vector_cache"] = vectors.save(
+            lambda kind: cache_path(root, "vector_cache", version, kind, "usearch")
+        )
+    kinds = sorted({k for view in views if view.sparse is not None for k in view.sparse.kinds})
+    changed_nodes = int(delta.nodes.num_rows) if delta is not None else 0
+    stale = cache_rows_since(manifest, "sparse_cache") + changed_nodes
+    parts: dict[int, KindIndex] = {}
+    if kinds and (delta is None or cache_is_stale(stale, len(snapshot.nodes))):
+        caches["sparse_cache"], parts = save_committed_parts(
+            snapshot,
+            delta,
+            kinds,
+            lambda kind: cache_path(root, "sparse_cache", version, kind, "postings"),
+        )
+    return caches, parts

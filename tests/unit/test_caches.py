@@ -1,0 +1,279 @@
+"""Cache files: mapped arrays, BM25 postings and usearch indexes saved and opened again."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from graphstrata.bindings.extractive import ExtractiveLLM
+from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.index import Engine
+from graphstrata.engine.search import sparse_cache, sparse_index
+from graphstrata.engine.search.bm25 import SparseComponent
+from graphstrata.engine.search.postings import KindIndex
+from graphstrata.engine.store import caches
+from graphstrata.engine.store.caches import cache_is_stale, map_arrays, save_arrays
+from graphstrata.engine.store.tables import VectorSegment, VectorTable
+from graphstrata.engine.types import NodeKind
+from graphstrata.engine.vectors import VectorIndex
+from tests.unit.test_sparse_index import QUERIES, _assert_same, _fresh, random_texts
+
+T = int(NodeKind.T)
+
+
+# ---------------------------------------------------------------------- array files
+def test_arrays_come_back_equal_and_read_only(tmp_path):
+    rng = np.random.default_rng(0)
+    arrays = {
+        "ints": rng.integers(-(2**40), 2**40, 1001),
+        "empty": np.zeros(0, np.int32),
+        "bytes": np.frombuffer(b"lens\nferry", np.uint8),
+        "matrix": rng.standard_normal((7, 5)).astype(np.float32),
+        "flags": rng.random(13) < 0.5,
+        "one": np.array([3], np.uint8),
+    }
+    path = tmp_path / "a.bin"
+    save_arrays(path, arrays, {"format": "x", "n": 3})
+    got, meta = map_arrays(path)
+    assert meta == {"format": "x", "n": 3}
+    assert set(got) == set(arrays)
+    for key, want in arrays.items():
+        assert got[key].dtype == want.dtype and got[key].shape == want.shape
+        np.testing.assert_array_equal(got[key], want)
+        assert not got[key].flags.writeable
+    with pytest.raises(ValueError):
+        got["ints"][0] = 1
+
+
+def test_a_truncated_or_foreign_array_file_is_refused(tmp_path):
+    path = tmp_path / "a.bin"
+    save_arrays(path, {"x": np.arange(1000)}, {})
+    data = path.read_bytes()
+    path.write_bytes(data[:-8])
+    with pytest.raises(ValueError, match="truncated"):
+        map_arrays(path)
+    path.write_bytes(b"NOTARRAY" + data[8:])
+    with pytest.raises(ValueError, match="magic"):
+        map_arrays(path)
+    path.write_bytes(b"GS")
+    with pytest.raises(ValueError, match="too short"):
+        map_arrays(path)
+
+
+def test_a_cache_is_stale_from_a_quarter_of_the_rows_and_a_floor():
+    assert not cache_is_stale(caches.CACHE_MIN_ROWS - 1, 100)
+    assert cache_is_stale(caches.CACHE_MIN_ROWS, 100)
+    assert not cache_is_stale(24_999, 100_000)
+    assert cache_is_stale(25_000, 100_000)
+
+
+# ---------------------------------------------------------------------- postings
+@pytest.mark.parametrize("seed", range(3))
+def test_saved_postings_search_like_a_fresh_build_and_advance_alike(tmp_path, seed):
+    rng = random.Random(seed)
+    live = dict(enumerate(random_texts(rng, 40)))
+    index = KindIndex.build(np.array(sorted(live)), [live[i] for i in sorted(live)])
+    # Tombstones and several segments before saving: the file holds the compacted index.
+    dead = rng.sample(sorted(live), 9)
+    add = {100 + i: t for i, t in enumerate(random_texts(rng, 6))}
+    index = index.changed(np.array(dead), np.array(list(add)), list(add.values()))
+    for i in dead:
+        del live[i]
+    live.update(add)
+    path = tmp_path / "k.postings"
+    sparse_cache.save_part(index, path)
+    loaded = sparse_cache.load_part(path)
+    queries = QUERIES + random_texts(rng, 3)
+    _assert_same(loaded, live, queries)
+    assert not loaded.segments[0].post_slot.flags.writeable  # mapped, not copied
+    # The mapped collection advances like any other (nothing of it is written).
+    gone = rng.sample(sorted(live), 5)
+    more = {200 + i: t for i, t in enumerate(random_texts(rng, 5))}
+    advanced = loaded.changed(np.array(gone), np.array(list(more)), list(more.values()))
+    for i in gone:
+        del live[i]
+    live.update(more)
+    _assert_same(advanced, live, queries)
+
+
+def test_an_empty_collection_saves_and_loads(tmp_path):
+    path = tmp_path / "k.postings"
+    sparse_cache.save_part(KindIndex.build(np.zeros(0, np.int64), []), path)
+    loaded = sparse_cache.load_part(path)
+    assert loaded.n_live == 0 and loaded.search("lens", 5)[0].size == 0
+    grown = loaded.changed(np.zeros(0, np.int64), np.array([4]), ["lens maker"])
+    assert grown.search("lens", 5)[0].tolist() == [4]
+
+
+def test_a_postings_file_of_another_format_is_refused(tmp_path):
+    path = tmp_path / "k.postings"
+    save_arrays(path, {"x": np.arange(3)}, {"format": "something-else"})
+    with pytest.raises(ValueError, match="format"):
+        sparse_cache.load_part(path)
+
+
+# ---------------------------------------------------------------------- an engine
+def _engine(path, hashing_embedder, create: bool) -> Engine:
+    config = IndexConfig()
+    config.hierarchy.enabled = False
+    config.heterograph.enabled = False
+    if create:
+        return Engine.create(
+            path, config, hashing_embedder, ExtractiveLLM(), components=[SparseComponent()]
+        )
+    return Engine.open(path, hashing_embedder, ExtractiveLLM(), components=[SparseComponent()])
+
+
+def _bm25(engine: Engine, query: str) -> tuple[list[int], list[float]]:
+    ids, scores = engine.state.views["bm25"].sparse.search(query, [T], 50)
+    return ids.tolist(), scores.tolist()
+
+
+def _no_tokenizing(*args):
+    raise AssertionError("the postings were tokenized from the texts, not read from the cache")
+
+
+def test_a_new_process_reads_the_postings_from_the_cache(
+    tmp_path, hashing_embedder, sample_docs, monkeypatch
+):
+    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
+    path = tmp_path / "idx"
+    engine = _engine(path, hashing_embedder, create=True)
+    engine.insert(sample_docs[:20])
+    manifest = engine.store.manifest
+    assert set(manifest["sparse_cache"]["kinds"]) == {str(T)}
+    assert manifest["vector_cache"]["kinds"]
+    query = "Meridian Optics lens gratings observatory"
+    want = _fresh(engine, query)
+    with monkeypatch.context() as m:
+        m.setattr(sparse_index, "_texts_part", _no_tokenizing)
+        reopened = _engine(path, hashing_embedder, create=False)
+        got_ids, got_scores = _bm25(reopened, query)
+        assert got_ids == want[0]
+        np.testing.assert_allclose(got_scores, want[1], rtol=1e-6)
+        # the committing process shares the collections it saved: nothing rebuilt there
+        assert _bm25(engine, query)[0] == want[0]
+    # Writes too small to rewrite the cache: a reader applies them to the cached postings.
+    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 10**9)
+    cached_at = manifest["sparse_cache"]["version"]
+    engine.insert(sample_docs[20:26])
+    engine.delete([d["doc_id"] for d in sample_docs[:3]])
+    engine.insert([dict(sample_docs[5], text="The quokkaberry harvest began in Brekkvik.")])
+    assert engine.store.manifest["sparse_cache"]["version"] == cached_at
+    with monkeypatch.context() as m:
+        m.setattr(sparse_index, "_texts_part", _no_tokenizing)
+        reopened = _engine(path, hashing_embedder, create=False)
+        for q in [query, "quokkaberry harvest", "lens"]:
+            want = _fresh(reopened, q)
+            got_ids, got_scores = _bm25(reopened, q)
+            assert got_ids == want[0]
+            np.testing.assert_allclose(got_scores, want[1], rtol=1e-6)
+        hits = reopened.query("quokkaberry", mode="bm25").nodes
+        assert [h.docs for h in hits] == [[sample_docs[5]["doc_id"]]]
+
+
+def test_an_unreadable_postings_cache_is_rebuilt_from_the_texts(
+    tmp_path, hashing_embedder, sample_docs, monkeypatch
+):
+    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
+    path = tmp_path / "idx"
+    engine = _engine(path, hashing_embedder, create=True)
+    engine.insert(sample_docs[:12])
+    entry = engine.store.manifest["sparse_cache"]["kinds"][str(T)]
+    file = path / entry["file"]
+    file.write_bytes(b"\0" * file.stat().st_size)  # same size: opening does not notice
+    reopened = _engine(path, hashing_embedder, create=False)
+    query = "observatory spectrograph lens"
+    assert _bm25(reopened, query)[0] == _fresh(reopened, query)[0]
+
+
+def test_compact_writes_both_caches_of_the_compacted_version(
+    tmp_path, hashing_embedder, sample_docs, monkeypatch
+):
+    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 10**9)  # no write rewrites a cache
+    path = tmp_path / "idx"
+    engine = _engine(path, hashing_embedder, create=True)
+    engine.insert(sample_docs[:15])
+    assert not engine.store.manifest.get("sparse_cache")
+    engine.compact()
+    manifest = engine.store.manifest
+    assert manifest["sparse_cache"]["version"] == manifest["version"]
+    assert manifest["vector_cache"]["version"] == manifest["version"]
+    query = "harvest ferry fjord"
+    with monkeypatch.context() as m:
+        m.setattr(sparse_index, "_texts_part", _no_tokenizing)
+        reopened = _engine(path, hashing_embedder, create=False)
+        assert _bm25(reopened, query)[0] == _fresh(reopened, query)[0]
+        naive = [h.id for h in reopened.query(query, mode="naive").nodes]
+        assert naive == [h.id for h in engine.query(query, mode="naive").nodes]
+
+
+# ---------------------------------------------------------------------- vectors
+def _rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    x = rng.standard_normal((n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("removed_max", [64, 3])
+def test_mapped_vector_cache_brought_to_a_later_version_answers_exactly(
+    tmp_path, monkeypatch, removed_max
+):
+    """The cache of version 1 opened at version 2 (vectors removed and added since): the
+    mapped bases are never modified; below EXACT_BELOW usearch is exact, so the results are
+    the brute-force top-k of the live vectors (with a small REMOVED_MAX, the merge path)."""
+    import graphstrata.engine.vectors as vectors
+
+    monkeypatch.setattr(vectors, "REMOVED_MAX", removed_max)
+    rng = np.random.default_rng(0)
+    dim, s, t = 16, int(NodeKind.S), int(NodeKind.T)
+    ids1 = np.arange(1, 201, dtype=np.int64)
+    kinds1 = np.where(ids1 % 3 == 0, t, s).astype(np.uint8)
+    mat1 = _rows(rng, ids1.size, dim)
+    seg1 = VectorSegment(ids1, kinds1, mat1, 1)
+    built = VectorIndex.build(VectorTable(dim, [seg1], ids1))
+    paths = built.save(lambda kind: tmp_path / f"k{kind}.usearch")
+    assert sorted(paths) == sorted([s, t])
+    ids2 = np.arange(201, 231, dtype=np.int64)
+    kinds2 = np.where(ids2 % 2 == 0, t, s).astype(np.uint8)
+    mat2 = _rows(rng, ids2.size, dim)
+    dead = rng.choice(ids1, 10, replace=False)
+    live = np.setdiff1d(np.concatenate([ids1, ids2]), dead)
+    table = VectorTable(dim, [seg1, VectorSegment(ids2, kinds2, mat2, 2)], live)
+    opened = VectorIndex.restore(paths, table, 1)
+    queries = _rows(rng, 6, dim)
+    all_ids = np.concatenate([ids1, ids2])
+    all_kinds = np.concatenate([kinds1, kinds2])
+    all_mat = np.concatenate([mat1, mat2])
+    for kind in (s, t):
+        keep = (all_kinds == kind) & np.isin(all_ids, live)
+        sims = queries @ all_mat[keep].T
+        want = [all_ids[keep][np.argsort(-row, kind="stable")[:5]].tolist() for row in sims]
+        got, _ = opened.search(queries, [kind], 5)
+        assert [g.tolist() for g in got] == want
+        assert opened.count([kind]) == int(keep.sum())
+    # The files were mapped, not modified: the version-1 cache still answers as before.
+    again = VectorIndex.restore(paths, VectorTable(dim, [seg1], ids1), 1)
+    for kind in (s, t):
+        a, _ = again.search(queries, [kind], 5)
+        b, _ = built.search(queries, [kind], 5)
+        assert [x.tolist() for x in a] == [x.tolist() for x in b]
+
+
+def test_the_single_file_cache_of_older_indexes_still_opens(tmp_path):
+    rng = np.random.default_rng(1)
+    dim, s = 16, int(NodeKind.S)
+    ids = np.arange(1, 81, dtype=np.int64)
+    kinds = np.full(ids.size, s, np.uint8)
+    seg = VectorSegment(ids, kinds, _rows(rng, ids.size, dim), 1)
+    built = VectorIndex.build(VectorTable(dim, [seg], ids))
+    path = tmp_path / "usearch-v00000001.npz"
+    blob = bytes(built.by_kind[s].save())
+    np.savez(path, **{str(s): np.frombuffer(blob, np.uint8)})  # the format written until now
+    live = ids[ids % 7 != 0]
+    opened = VectorIndex.restore_single_file(path, VectorTable(dim, [seg], live), 1)
+    queries = _rows(rng, 4, dim)
+    got, _ = opened.search(queries, [s], 5)
+    want, _ = VectorIndex.build(VectorTable(dim, [seg], live)).search(queries, [s], 5)
+    assert [g.tolist() for g in got] == [w.tolist() for w in want]
