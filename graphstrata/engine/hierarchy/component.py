@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from graphstrata.engine.component import ChangeSet, Component, DocNames, UpdateContext
 from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.hierarchy.keys import ItemKeys
 from graphstrata.engine.hierarchy.update import (
     COMPONENT,
     HierarchyTree,
@@ -51,11 +52,19 @@ class HierarchyComponent(Component):
         """Re-partition and re-summarize what the chunk change touches (package docstring)."""
         if change.empty:
             return
+        direction = stored_direction(ctx)
+        view = ctx.views.get(self.modes[0])
+        keys = (
+            view.item_keys(ctx.hyperplanes, direction)
+            if isinstance(view, HierarchyView)
+            else ItemKeys(ctx.hyperplanes, direction)
+        )
         update = Update(
             ctx=ctx,
             cfg=ctx.config.hierarchy,
             tree=HierarchyTree.from_nodes(ctx.snapshot.nodes),
-            direction=stored_direction(ctx),
+            direction=direction,
+            keys=keys,
             group_new_first=(
                 ctx.config.hierarchy.group_new_first
                 if self.group_new_first is None

@@ -13,6 +13,7 @@ from graphstrata.core.lsh import project_codes
 from graphstrata.core.partition import partition, repartition
 from graphstrata.engine.component import ChangeSet, UpdateContext
 from graphstrata.engine.config import HierarchyConfig
+from graphstrata.engine.hierarchy.keys import ItemKeys, tiebreaks
 from graphstrata.engine.interfaces import LLMError
 from graphstrata.engine.prompts import summarize_request
 from graphstrata.engine.store import NodeTable
@@ -163,6 +164,7 @@ class Update:
     tree: HierarchyTree
     direction: np.ndarray
     group_new_first: bool
+    keys: ItemKeys
     new: dict[int, _NewNode] = field(default_factory=dict)
     reparent: dict[int, int] = field(default_factory=dict)
     dead: set[int] = field(default_factory=set)
@@ -187,7 +189,7 @@ class Update:
     def _add_chunks(self, change: ChangeSet) -> None:
         vectors = np.asarray(change.added_chunk_vectors, dtype=np.float32)
         codes = self._codes(vectors)
-        ties = vectors @ self.direction
+        ties = tiebreaks(vectors, self.direction)
         for i, node_id in enumerate(change.added_chunk_ids.tolist()):
             self.new[node_id] = _NewNode(
                 kind=_T,
@@ -213,19 +215,16 @@ class Update:
         if gone.size:
             rows = rows[~np.isin(tree.ids[rows], gone)]
         old_ids = tree.ids[rows]
-        # Codes and tiebreaks from the stored vectors: the vectors are the source of truth,
-        # the stored code column is what they hash to.
-        old_vectors = self.ctx.snapshot.vectors.get(old_ids)
+        # Codes and tiebreaks of what the stored vectors hash to (the vectors are the source
+        # of truth, the stored code column is what they hash to), remembered per id.
+        old_codes, old_ties = self.keys.of(old_ids, self.ctx.snapshot.vectors)
         new_nodes = [self.new[i] for i in added]
         ids = np.concatenate([old_ids, np.asarray(added, dtype=np.int64)])
         codes = np.concatenate(
-            [self._codes(old_vectors), np.asarray([n.code for n in new_nodes], dtype=np.uint64)]
+            [old_codes, np.asarray([n.code for n in new_nodes], dtype=np.uint64)]
         )
         ties = np.concatenate(
-            [
-                (old_vectors @ self.direction).astype(np.float64),
-                np.asarray([n.tiebreak for n in new_nodes], dtype=np.float64),
-            ]
+            [old_ties, np.asarray([n.tiebreak for n in new_nodes], dtype=np.float64)]
         )
         anchors = np.concatenate(
             [tree.anchor[rows], np.asarray([n.anchor for n in new_nodes], dtype=np.int64)]
@@ -339,7 +338,7 @@ class Update:
             ids, _L, texts, stage="embed_summaries", reuse_kinds=(_L, _T)
         )
         codes = self._codes(vectors)
-        ties = vectors @ self.direction
+        ties = tiebreaks(vectors, self.direction)
         tokens = count_tokens_batch(texts)
         pred_rows = self.tree.rows(np.asarray(predecessors, dtype=np.int64))
         for j, node_id in enumerate(ids.tolist()):

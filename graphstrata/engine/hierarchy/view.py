@@ -22,8 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+import numpy as np
+
 from graphstrata.engine.component import ComponentView, DocNames, Hit, Query
 from graphstrata.engine.config import FusionConfig, IndexConfig
+from graphstrata.engine.hierarchy.keys import ItemKeys
 from graphstrata.engine.params import ModeParams, range_check
 from graphstrata.engine.search.hybrid import (
     FusionParams,
@@ -62,6 +65,17 @@ class HierarchyView(ComponentView):
         self.config = config
         self.doc_names = doc_names
         self.sparse = SparseIndex(snapshot, [_T, _L])
+        # Not read state: the writer's memo of item keys, handed from version to version
+        # (``keys.ItemKeys``; ids' keys never change, so every version may share it).
+        self._item_keys: ItemKeys | None = None
+
+    def item_keys(self, hyperplanes: np.ndarray, direction: np.ndarray) -> ItemKeys:
+        """The writers' memo of item keys for ``hyperplanes`` and ``direction`` (made on
+        first use; shared with the views of the following versions)."""
+        keys = self._item_keys
+        if keys is None or not keys.matches(hyperplanes, direction):
+            keys = self._item_keys = ItemKeys(hyperplanes, direction)
+        return keys
 
     def search(self, mode: str, query: Query) -> list[Hit]:
         """``collapsed``: fused chunks and summaries packed; the others: see ``_biased``."""
@@ -123,6 +137,7 @@ class HierarchyView(ComponentView):
         """Advance the previous version's chunk and summary postings by ``delta``."""
         if isinstance(previous, HierarchyView):
             self.sparse = previous.sparse.advanced(self.snapshot, delta)
+            self._item_keys = previous._item_keys
 
 
 @dataclass(frozen=True)

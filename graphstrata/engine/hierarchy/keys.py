@@ -1,0 +1,111 @@
+"""``ItemKeys``: what each hierarchy item's stored vector hashes to, remembered by node id.
+
+Every write re-partitions the layers it touches, and the partition reads the LSH code and
+the tie-break projection of *every* item of such a layer (``core.partition.repartition``).
+Recomputing them from the vectors copied every vector of layer 0 out of the store on each
+insert (``VectorTable.get`` of all chunks: O(N), 1.5 GB at a million chunks; issue 17).
+
+A chunk's or a summary's vector never changes under its id (a changed text is a new node,
+and a re-summarized segment a new summary), so the keys of an id computed once stay right:
+they are computed from the stored vectors on first need and kept for the next writes of the
+same process. The keys are the same numbers as before (the same stored vectors, the same
+projections), so the hierarchy is unchanged (tested against direct computation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphstrata.core.lsh import project_codes
+from graphstrata.engine.store import VectorTable
+
+__all__ = ["ItemKeys", "tiebreaks"]
+
+#: Rows projected at a time by ``tiebreaks`` (a float64 copy of this many 384-d rows: 50 MB).
+_BLOCK = 16384
+
+
+def tiebreaks(matrix: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """float64 projection of each row of ``matrix`` on ``direction``.
+
+    Row by row in float64, so that a row's value does not depend on the rows computed with
+    it (a float32 matrix product rounds differently by batch size, and the keys of one item
+    are computed in batches of different sizes over time).
+    """
+    d = np.asarray(direction, np.float64)
+    out = np.empty(matrix.shape[0], np.float64)
+    for a in range(0, matrix.shape[0], _BLOCK):
+        out[a : a + _BLOCK] = (np.asarray(matrix[a : a + _BLOCK], np.float64) * d).sum(axis=1)
+    return out
+
+
+class ItemKeys:
+    """LSH codes and tie-breaks of hierarchy items by node id, computed once per id.
+
+    Parameters
+    ----------
+    hyperplanes:
+        The index's LSH hyperplanes.
+    direction:
+        The tie-break direction (``update.tiebreak_direction``).
+    """
+
+    def __init__(self, hyperplanes: np.ndarray, direction: np.ndarray):
+        self.hyperplanes = hyperplanes
+        self.direction = direction
+        self._ids = np.zeros(0, np.int64)  # ascending
+        self._codes = np.zeros(0, np.uint64)
+        self._ties = np.zeros(0, np.float64)
+
+    def __len__(self) -> int:
+        return int(self._ids.size)
+
+    def matches(self, hyperplanes: np.ndarray, direction: np.ndarray) -> bool:
+        """Whether these keys were computed with ``hyperplanes`` and ``direction``."""
+        return np.array_equal(self.hyperplanes, hyperplanes) and np.array_equal(
+            self.direction, direction
+        )
+
+    def of(self, ids: np.ndarray, vectors: VectorTable) -> tuple[np.ndarray, np.ndarray]:
+        """``(codes uint64, tie-breaks float64)`` of ``ids``, from ``vectors`` where new.
+
+        Parameters
+        ----------
+        ids:
+            int64 node ids with a vector in ``vectors``.
+        vectors:
+            The vector table of the version being changed.
+
+        Raises
+        ------
+        KeyError
+            For a new id without a live vector.
+        """
+        ids = np.asarray(ids, np.int64)
+        pos = self._positions(ids)
+        missing = np.unique(ids[pos < 0])
+        if missing.size:
+            if self._ids.size > 2 * len(vectors) + 4096:
+                self._forget_dead(vectors.ids)  # deleted nodes' keys: dropped now and then
+            matrix = vectors.get(missing)
+            ties = tiebreaks(matrix, self.direction)
+            self._add(missing, project_codes(matrix, self.hyperplanes), ties)
+            pos = self._positions(ids)
+        return self._codes[pos], self._ties[pos]
+
+    def _forget_dead(self, live: np.ndarray) -> None:
+        keep = np.isin(self._ids, live)
+        self._ids, self._codes, self._ties = self._ids[keep], self._codes[keep], self._ties[keep]
+
+    def _positions(self, ids: np.ndarray) -> np.ndarray:
+        if self._ids.size == 0:
+            return np.full(ids.size, -1, np.int64)
+        pos = np.minimum(np.searchsorted(self._ids, ids), self._ids.size - 1)
+        return np.where(self._ids[pos] == ids, pos, -1)
+
+    def _add(self, ids: np.ndarray, codes: np.ndarray, ties: np.ndarray) -> None:
+        all_ids = np.concatenate([self._ids, ids])
+        order = np.argsort(all_ids, kind="stable")
+        self._ids = all_ids[order]
+        self._codes = np.concatenate([self._codes, codes.astype(np.uint64)])[order]
+        self._ties = np.concatenate([self._ties, ties])[order]
