@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -135,13 +136,26 @@ def _no_tokenizing(*args):
     raise AssertionError("the postings were tokenized from the texts, not read from the cache")
 
 
-def test_a_new_process_reads_the_postings_from_the_cache(
-    tmp_path, hashing_embedder, sample_docs, monkeypatch
-):
+def _cached(tmp_path, hashing_embedder, docs, monkeypatch) -> tuple[Path, Engine]:
+    """An index of ``docs`` whose first commit wrote the caches (no row floor)."""
     monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
     path = tmp_path / "idx"
     engine = _engine(path, hashing_embedder, create=True)
-    engine.insert(sample_docs[:20])
+    engine.insert(docs)
+    return path, engine
+
+
+def _assert_bm25_as_fresh(engine: Engine, query: str) -> None:
+    want_ids, want_scores = _fresh(engine, query)
+    got_ids, got_scores = _bm25(engine, query)
+    assert got_ids == want_ids
+    np.testing.assert_allclose(got_scores, want_scores, rtol=1e-6)
+
+
+def test_a_new_process_reads_the_postings_from_the_cache(
+    tmp_path, hashing_embedder, sample_docs, monkeypatch
+):
+    path, engine = _cached(tmp_path, hashing_embedder, sample_docs[:20], monkeypatch)
     manifest = engine.store.manifest
     assert set(manifest["sparse_cache"]["kinds"]) == {str(T)}
     assert manifest["vector_cache"]["kinds"]
@@ -150,9 +164,7 @@ def test_a_new_process_reads_the_postings_from_the_cache(
     with monkeypatch.context() as m:
         m.setattr(sparse_index, "_texts_part", _no_tokenizing)
         reopened = _engine(path, hashing_embedder, create=False)
-        got_ids, got_scores = _bm25(reopened, query)
-        assert got_ids == want[0]
-        np.testing.assert_allclose(got_scores, want[1], rtol=1e-6)
+        _assert_bm25_as_fresh(reopened, query)
         # the committing process shares the collections it saved: nothing rebuilt there
         assert _bm25(engine, query)[0] == want[0]
     # Writes too small to rewrite the cache: a reader applies them to the cached postings.
@@ -166,10 +178,7 @@ def test_a_new_process_reads_the_postings_from_the_cache(
         m.setattr(sparse_index, "_texts_part", _no_tokenizing)
         reopened = _engine(path, hashing_embedder, create=False)
         for q in [query, "quokkaberry harvest", "lens"]:
-            want = _fresh(reopened, q)
-            got_ids, got_scores = _bm25(reopened, q)
-            assert got_ids == want[0]
-            np.testing.assert_allclose(got_scores, want[1], rtol=1e-6)
+            _assert_bm25_as_fresh(reopened, q)
         hits = reopened.query("quokkaberry", mode="bm25").nodes
         assert [h.docs for h in hits] == [[sample_docs[5]["doc_id"]]]
 
@@ -177,10 +186,7 @@ def test_a_new_process_reads_the_postings_from_the_cache(
 def test_an_unreadable_postings_cache_is_rebuilt_from_the_texts(
     tmp_path, hashing_embedder, sample_docs, monkeypatch
 ):
-    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
-    path = tmp_path / "idx"
-    engine = _engine(path, hashing_embedder, create=True)
-    engine.insert(sample_docs[:12])
+    path, engine = _cached(tmp_path, hashing_embedder, sample_docs[:12], monkeypatch)
     entry = engine.store.manifest["sparse_cache"]["kinds"][str(T)]
     file = path / entry["file"]
     file.write_bytes(b"\0" * file.stat().st_size)  # same size: opening does not notice
