@@ -71,18 +71,31 @@ def test_a_cache_is_stale_from_a_quarter_of_the_rows_and_a_floor():
 
 
 # ---------------------------------------------------------------------- postings
+def _change(
+    rng: random.Random,
+    index: KindIndex,
+    live: dict[int, str],
+    n_dead: int,
+    n_new: int,
+    first_id: int,
+) -> KindIndex:
+    """``index`` with ``n_dead`` random live ids removed and ``n_new`` texts added; ``live``
+    (id -> text) is updated to match."""
+    dead = rng.sample(sorted(live), n_dead)
+    add = {first_id + i: t for i, t in enumerate(random_texts(rng, n_new))}
+    for i in dead:
+        del live[i]
+    live.update(add)
+    return index.changed(np.array(dead), np.array(list(add)), list(add.values()))
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_saved_postings_search_like_a_fresh_build_and_advance_alike(tmp_path, seed):
     rng = random.Random(seed)
     live = dict(enumerate(random_texts(rng, 40)))
     index = KindIndex.build(np.array(sorted(live)), [live[i] for i in sorted(live)])
     # Tombstones and several segments before saving: the file holds the compacted index.
-    dead = rng.sample(sorted(live), 9)
-    add = {100 + i: t for i, t in enumerate(random_texts(rng, 6))}
-    index = index.changed(np.array(dead), np.array(list(add)), list(add.values()))
-    for i in dead:
-        del live[i]
-    live.update(add)
+    index = _change(rng, index, live, n_dead=9, n_new=6, first_id=100)
     path = tmp_path / "k.postings"
     sparse_cache.save_part(index, path)
     loaded = sparse_cache.load_part(path)
@@ -90,12 +103,7 @@ def test_saved_postings_search_like_a_fresh_build_and_advance_alike(tmp_path, se
     _assert_same(loaded, live, queries)
     assert not loaded.segments[0].post_slot.flags.writeable  # mapped, not copied
     # The mapped collection advances like any other (nothing of it is written).
-    gone = rng.sample(sorted(live), 5)
-    more = {200 + i: t for i, t in enumerate(random_texts(rng, 5))}
-    advanced = loaded.changed(np.array(gone), np.array(list(more)), list(more.values()))
-    for i in gone:
-        del live[i]
-    live.update(more)
+    advanced = _change(rng, loaded, live, n_dead=5, n_new=5, first_id=200)
     _assert_same(advanced, live, queries)
 
 
