@@ -18,18 +18,18 @@ import numpy as np
 TABLE_SPAN_FACTOR = 64
 
 
-def _table(sorted_ids: np.ndarray, lo: int, span: int) -> np.ndarray:
-    table = np.full(span, -1, np.int64)
-    table[sorted_ids - lo] = np.arange(sorted_ids.size, dtype=np.int64)
-    return table
-
-
 def _use_table(span: int, n_values: int) -> bool:
     return span <= TABLE_SPAN_FACTOR * n_values
 
 
 def contains(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """bool per value: does it occur in ``sorted_ids`` (ascending, unique).
+    """bool per value: does it occur in ``sorted_ids`` (ascending, unique); see
+    :func:`find_positions`."""
+    return find_positions(sorted_ids, values) >= 0
+
+
+def find_positions(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Position of each of ``values`` in ``sorted_ids``, -1 where it is absent.
 
     Parameters
     ----------
@@ -41,21 +41,21 @@ def contains(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     Returns
     -------
     np.ndarray
-        bool [m].
+        int64 [m]: ``sorted_ids[out] == values`` where ``out >= 0``.
     """
     sorted_ids = np.asarray(sorted_ids, np.int64)
     values = np.asarray(values, np.int64)
     if sorted_ids.size == 0 or values.size == 0:
-        return np.zeros(values.shape, bool)
+        return np.full(values.shape, -1, np.int64)
     lo, hi = int(sorted_ids[0]), int(sorted_ids[-1])
     span = hi - lo + 1
     if _use_table(span, values.size):
-        present = np.zeros(span + 2, bool)  # slots 0 and span + 1 catch the values outside
-        present[sorted_ids - lo + 1] = True
-        return present[np.clip(values - lo + 1, 0, span + 1)]
-    pos = np.searchsorted(sorted_ids, values)
-    pos[pos >= sorted_ids.size] = 0
-    return sorted_ids[pos] == values
+        # Slots 0 and span + 1 stay -1: they catch the values outside [lo, hi].
+        table = np.full(span + 2, -1, np.int64)
+        table[sorted_ids - lo + 1] = np.arange(sorted_ids.size, dtype=np.int64)
+        return table[np.clip(values - lo + 1, 0, span + 1)]
+    pos = np.minimum(np.searchsorted(sorted_ids, values), sorted_ids.size - 1).astype(np.int64)
+    return np.where(sorted_ids[pos] == values, pos, -1)
 
 
 def positions_in(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -78,29 +78,8 @@ def positions_in(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     KeyError
         For a value that is not in ``sorted_ids``.
     """
-    sorted_ids = np.asarray(sorted_ids, np.int64)
     values = np.asarray(values, np.int64)
-    if values.size == 0:
-        return np.zeros(values.shape, np.int64)
-    if sorted_ids.size == 0:
-        raise KeyError(f"ids not present: {values[:10].tolist()}")
-    lo, hi = int(sorted_ids[0]), int(sorted_ids[-1])
-    span = hi - lo + 1
-    if _use_table(span, values.size):
-        if int(values.min()) < lo or int(values.max()) > hi:
-            raise KeyError(
-                f"ids not present: {values[(values < lo) | (values > hi)][:10].tolist()}"
-            )
-        table = np.full(span, -1, np.int64)
-        table[sorted_ids - lo] = np.arange(sorted_ids.size, dtype=np.int64)
-        out = table[values - lo] if lo else table[values]
-        if int(out.min()) >= 0:
-            return out
-        bad = out < 0
-    else:
-        out = np.searchsorted(sorted_ids, values).astype(np.int64)
-        np.minimum(out, sorted_ids.size - 1, out=out)
-        bad = sorted_ids[out] != values
-    if bad.any():
-        raise KeyError(f"ids not present: {values[bad][:10].tolist()}")
+    out = find_positions(sorted_ids, values)
+    if values.size and int(out.min()) < 0:
+        raise KeyError(f"ids not present: {values[out < 0][:10].tolist()}")
     return out

@@ -80,7 +80,7 @@ def save_caches(
     manifest = snapshot.manifest
     version = snapshot.version + 1
     caches: Caches = {}
-    changed_vectors = len(delta.vectors()[0]) if delta is not None else 0
+    changed_vectors = delta.vector_count if delta is not None else 0
     stale = cache_rows_since(manifest, "vector_cache", "vectors") + changed_vectors
     if delta is None or cache_is_stale(stale, vectors.count()):
         caches["vector_cache"] = vectors.save(

@@ -1,9 +1,9 @@
-"""``core.ids.positions_in`` against ``np.searchsorted`` (the oracle)."""
+"""``core.ids`` lookups against ``np.searchsorted`` and ``np.isin`` (the oracles)."""
 
 import numpy as np
 import pytest
 
-from graphstrata.core.ids import contains, positions_in
+from graphstrata.core.ids import contains, find_positions, positions_in
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -53,3 +53,25 @@ def test_contains_edge_cases():
         False,
         True,
     ]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_find_positions_match_searchsorted_and_mark_the_absent(seed):
+    rng = np.random.default_rng(seed)
+    span = [50, 10_000, 10**12][seed % 3]  # dense table, table at the limit, sparse ids
+    ids = np.unique(rng.integers(0, span, int(rng.integers(1, 400)))).astype(np.int64)
+    values = np.concatenate(
+        [rng.choice(ids, 300), rng.integers(-5, span + 5, 300), [-(10**13), -1, 10**13]]
+    ).astype(np.int64)
+    got = find_positions(ids, values)
+    present = np.isin(values, ids)
+    want = np.where(present, np.searchsorted(ids, values), -1)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.int64
+
+
+def test_find_positions_edge_cases():
+    empty = np.zeros(0, np.int64)
+    assert find_positions(empty, np.asarray([1, 2])).tolist() == [-1, -1]
+    assert find_positions(np.asarray([3]), empty).size == 0
+    assert find_positions(np.asarray([3]), np.asarray([3, 2, 4, 3])).tolist() == [0, -1, -1, 0]

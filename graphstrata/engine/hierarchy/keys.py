@@ -3,19 +3,22 @@
 Every write re-partitions the layers it touches, and the partition reads the LSH code and
 the tie-break projection of *every* item of such a layer (``core.partition.repartition``).
 Recomputing them from the vectors copied every vector of layer 0 out of the store on each
-insert (``VectorTable.get`` of all chunks: O(N), 1.5 GB at a million chunks; issue 17).
+insert (``VectorTable.get`` of all chunks: O(N), a million 384-d float32 rows are 1.5 GB; issue 17).
 
 A chunk's or a summary's vector never changes under its id (a changed text is a new node,
 and a re-summarized segment a new summary), so the keys of an id computed once stay right:
 they are computed from the stored vectors on first need and kept for the next writes of the
-same process. The keys are the same numbers as before (the same stored vectors, the same
-projections), so the hierarchy is unchanged (tested against direct computation).
+same process. The codes are the ones the stored vectors hash to, as before; the tie-breaks
+are float64 row by row (``tiebreaks``), so an item's value does not depend on the batch it
+was computed in (tested against direct computation, and against a process that reopens
+before every write).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from graphstrata.core.ids import contains, find_positions
 from graphstrata.core.lsh import project_codes
 from graphstrata.engine.store import VectorTable
 
@@ -82,7 +85,7 @@ class ItemKeys:
             For a new id without a live vector.
         """
         ids = np.asarray(ids, np.int64)
-        pos = self._positions(ids)
+        pos = find_positions(self._ids, ids)
         missing = np.unique(ids[pos < 0])
         if missing.size:
             if self._ids.size > 2 * len(vectors) + 4096:
@@ -90,18 +93,12 @@ class ItemKeys:
             matrix = vectors.get(missing)
             ties = tiebreaks(matrix, self.direction)
             self._add(missing, project_codes(matrix, self.hyperplanes), ties)
-            pos = self._positions(ids)
+            pos = find_positions(self._ids, ids)
         return self._codes[pos], self._ties[pos]
 
     def _forget_dead(self, live: np.ndarray) -> None:
-        keep = np.isin(self._ids, live)
+        keep = contains(np.sort(live), self._ids)
         self._ids, self._codes, self._ties = self._ids[keep], self._codes[keep], self._ties[keep]
-
-    def _positions(self, ids: np.ndarray) -> np.ndarray:
-        if self._ids.size == 0:
-            return np.full(ids.size, -1, np.int64)
-        pos = np.minimum(np.searchsorted(self._ids, ids), self._ids.size - 1)
-        return np.where(self._ids[pos] == ids, pos, -1)
 
     def _add(self, ids: np.ndarray, codes: np.ndarray, ties: np.ndarray) -> None:
         all_ids = np.concatenate([self._ids, ids])

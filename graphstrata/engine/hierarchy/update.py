@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphstrata.core.ids import find_positions
 from graphstrata.core.lsh import project_codes
 from graphstrata.core.partition import partition, repartition
 from graphstrata.engine.component import ChangeSet, UpdateContext
@@ -52,7 +53,7 @@ class HierarchyTree:
         kind = nodes.kind[mask]
         layer = np.where(kind == _T, 0, nodes.layer[mask]).astype(np.int64)
         stored_parent = nodes.parent[mask].astype(np.int64)
-        prow = _positions(ids, stored_parent)
+        prow = find_positions(ids, stored_parent)
         parent = np.where(prow >= 0, stored_parent, -1)
         anchor = np.where(layer == 0, ids, _NO_ANCHOR).astype(np.int64)
         top = int(layer.max()) if layer.size else 0
@@ -69,7 +70,7 @@ class HierarchyTree:
 
     def rows(self, ids: np.ndarray) -> np.ndarray:
         """Row of each id (-1 when the id is not a hierarchy node)."""
-        return _positions(self.ids, np.asarray(ids, dtype=np.int64))
+        return find_positions(self.ids, ids)
 
     def at_layer(self, layer: int) -> np.ndarray:
         """Rows of the nodes of ``layer``."""
@@ -84,14 +85,6 @@ class HierarchyTree:
         for r in rows:
             out.setdefault(int(self.parent[r]), []).append(int(self.ids[r]))
         return {p: np.asarray(c, dtype=np.int64) for p, c in out.items()}
-
-
-def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Position of each of ``ids`` in ``sorted_ids``, -1 where absent."""
-    if sorted_ids.size == 0:
-        return np.full(ids.shape[0], -1, dtype=np.int64)
-    pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
-    return np.where(sorted_ids[pos] == ids, pos, -1).astype(np.int64)
 
 
 def _membership_changes(

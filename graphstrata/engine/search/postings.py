@@ -396,8 +396,8 @@ class KindIndex:
         The vocabulary is one ``uint8`` array of the terms in id order, separated by
         newlines (a term is word characters only).
         """
-        part = self if len(self.segments) == 1 and self.n_live == self.alive.size else None
-        part = part or self.compacted()
+        compact = len(self.segments) == 1 and self.n_live == self.alive.size
+        part = self if compact else self.compacted()
         seg = part.segments[0] if part.segments else _Segment.from_docs(0, [], len(part.vocab))
         terms = sorted(part.vocab.ids, key=part.vocab.ids.__getitem__)
         return {

@@ -47,8 +47,8 @@ __all__ = [
 #: Manifest key of each cache -> the folder its files live in.
 CACHE_FOLDERS = {"vector_cache": "vcache", "sparse_cache": "scache"}
 CACHE_NAMES = tuple(CACHE_FOLDERS)
-#: A cache is not written for fewer changed rows than this: below it, rebuilding on open
-#: takes milliseconds (the vector cache has used this bound since it was written).
+#: A cache is not written for fewer changed rows than this: a reader applies that few
+#: changes itself (the bound the vector cache has used since it was written; not tuned).
 CACHE_MIN_ROWS = 2048
 #: ... nor for fewer than this share of the index's rows.
 CACHE_STALE_SHARE = 0.25

@@ -268,6 +268,11 @@ class Delta:
             np.unique(np.concatenate(self._dead_docs)) if self._dead_docs else np.zeros(0, np.int64)
         )
 
+    @property
+    def vector_count(self) -> int:
+        """How many vectors are recorded (without concatenating them, as :meth:`vectors`)."""
+        return sum(len(v[0]) for v in self._vectors)
+
     def vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ids, kinds, float32 matrix) of every vector recorded, in order."""
         if not self._vectors:
