@@ -357,7 +357,9 @@ def before_view(index: Any) -> Any:
             keys = [normalize_name(e) for e in ents]
             matched = [self.names[k] for k in keys if k in self.names]
             exact = np.unique(np.concatenate(matched)) if matched else np.zeros(0, np.int64)
-            ids, _ = vector_candidates(state.vectors, query, VECTOR_ENTRY_KINDS, cfg["entry_top_k"])
+            ids, _ = vector_candidates(
+                state.vectors, query.vector, VECTOR_ENTRY_KINDS, cfg["entry_top_k"]
+            )
             pos = np.minimum(np.searchsorted(self.ids, ids), self.ids.size - 1)
             vec = pos[self.ids[pos] == ids].astype(np.int64)
             seeds = np.concatenate([exact, vec])

@@ -501,6 +501,10 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("defaults, term_decay 0.85", {"term_decay": 0.85}),
     ("defaults, term_decay 0.8", {"term_decay": 0.8}),
     ("defaults, term_decay 0.7", {"term_decay": 0.7}),
+    ("defaults, no feedback", {"feedback_docs": 0}),
+    ("defaults, feedback weight 0.15", {"feedback_weight": 0.15}),
+    ("defaults, feedback weight 0.5", {"feedback_weight": 0.5}),
+    ("defaults, 2 feedback docs", {"feedback_docs": 2}),
     ("defaults, no dedup", {"max_overlap": 2.0}),
     ("defaults, max_overlap 0.5", {"max_overlap": 0.5}),
     ("defaults, max_overlap 0.95", {"max_overlap": 0.95}),
@@ -730,7 +734,10 @@ def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
         "`hybrid` and `collapsed`; `w` is `dense_weight` (the BM25 list gets 1 - w); "
         "`score` = convex combination of min-max normalized scores, re-ranked by query-term "
         "coverage unless `term_decay` is 1 (`core.fusion.coverage_order`; `score` rows keep "
-        "the default `term_decay`); `as retrieved` = each list "
+        "the default `term_decay`); every fused row (rrf, score) takes the default dense "
+        "feedback round (`feedback_docs`, `feedback_weight`: the query vector moved toward "
+        "the best fused candidate searches again, `core.fusion.feedback_vector`); "
+        "`as retrieved` = each list "
         "fused as returned (a candidate missing from a list gets nothing from it) instead of "
         "scoring every candidate on both sides (`complete_scores`); `dedup` = the duplicate "
         f"test (`max_overlap`); `defaults` = `FusionConfig()` of this run ({defaults}). "

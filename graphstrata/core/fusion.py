@@ -11,6 +11,12 @@ Pure functions over arrays, used by ``hybrid`` and the hierarchy modes:
   matched by the candidates ranked above counts less (an xQuAD-style diversification over
   the query's terms; Santos, Macdonald and Ounis, WWW 2010): a question about two articles
   gets both instead of several chunks of the one its words match best.
+* ``feedback_vector``: Rocchio's query update (Rocchio 1971) in embedding space, the
+  vector pseudo-relevance feedback of Li et al. ("Pseudo Relevance Feedback with Deep
+  Language Models and Dense Retrievers: Successes and Pitfalls", TOIS 2023): the query
+  plus a weighted mean of the vectors of the best candidates, so that a second dense
+  round reaches what the first passage is about (the bridge passage of a two-hop
+  question) while the query still counts.
 * ``shingles`` and ``pack_distinct``: greedy packing under a token budget that skips a
   candidate whose text is already (almost) all in the texts packed before it.
 
@@ -27,7 +33,15 @@ from collections.abc import Collection, Sequence
 import numpy as np
 from numba import njit
 
-__all__ = ["coverage_order", "minmax", "pack_distinct", "rrf", "score_fusion", "shingles"]
+__all__ = [
+    "coverage_order",
+    "feedback_vector",
+    "minmax",
+    "pack_distinct",
+    "rrf",
+    "score_fusion",
+    "shingles",
+]
 
 _WORD = re.compile(r"\w+")
 
@@ -137,6 +151,41 @@ def score_fusion(
         uniq, first = _first_positions(ids)
         parts.append((uniq, weight * minmax(scores[first])))
     return _accumulate(parts)
+
+
+def feedback_vector(query: np.ndarray, feedback: np.ndarray, weight: float) -> np.ndarray:
+    """Rocchio's update of a query vector by feedback vectors, scaled to unit length.
+
+    ``q' = (q + weight * mean(feedback)) / |q + weight * mean(feedback)|``. Ranking by
+    ``q' . d`` is ranking by ``q . d + weight * mean(f) . d``: the first term keeps the
+    query's own neighbours, the second pulls in the neighbours of the feedback.
+
+    Parameters
+    ----------
+    query : float array [dim]
+        The query vector.
+    feedback : float array [m, dim]
+        Vectors of the candidates taken as relevant (m >= 0).
+    weight : float
+        >= 0: how much the feedback counts against the query.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 [dim]: the updated query (``query`` unchanged, only cast, when ``feedback``
+        has no rows or ``weight`` is 0; unscaled if the sum is the zero vector).
+    """
+    q = np.asarray(query, np.float32)
+    rows = np.asarray(feedback, np.float32)
+    if q.ndim != 1 or rows.ndim != 2 or rows.shape[1] != q.shape[0]:
+        raise ValueError(f"expected query [d] and feedback [m, d], got {q.shape} and {rows.shape}")
+    if not weight >= 0.0 or not np.isfinite(weight):
+        raise ValueError(f"weight must be finite and >= 0, got {weight}")
+    if rows.shape[0] == 0 or weight == 0.0:
+        return q
+    out = q.astype(np.float64) + float(weight) * rows.astype(np.float64).mean(axis=0)
+    norm = float(np.linalg.norm(out))
+    return (out / norm if norm > 0.0 else out).astype(np.float32)
 
 
 @njit(cache=True, nogil=True)

@@ -12,6 +12,7 @@ import pytest
 from graphstrata.core.budget import pack
 from graphstrata.core.fusion import (
     coverage_order,
+    feedback_vector,
     minmax,
     pack_distinct,
     rrf,
@@ -262,3 +263,51 @@ def test_coverage_order_edge_cases():
         coverage_order(np.asarray([1]), np.ones(1), np.ones((1, 1)), 0.2, 0.0)
     with pytest.raises(ValueError):
         coverage_order(np.asarray([1]), np.ones(1), np.ones((1, 1)), 1.5, 0.5)
+
+
+# ------------------------------------------------------------------------------ feedback
+def feedback_oracle(query, feedback, weight):
+    """Rocchio's update written plainly: q + weight * mean(rows), then unit length."""
+    q = [float(x) for x in query]
+    rows = [[float(x) for x in r] for r in feedback]
+    if not rows or weight == 0:
+        return q
+    mean = [sum(r[j] for r in rows) / len(rows) for j in range(len(q))]
+    out = [a + weight * b for a, b in zip(q, mean, strict=True)]
+    norm = sum(x * x for x in out) ** 0.5
+    return [x / norm for x in out] if norm > 0 else out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_feedback_vector_equals_the_oracle(seed):
+    rng = np.random.default_rng(seed)
+    d, m = int(rng.integers(1, 12)), int(rng.integers(0, 4))
+    query = rng.normal(size=d).astype(np.float32)
+    rows = rng.normal(size=(m, d)).astype(np.float32)
+    if m > 1:
+        rows[1] = rows[0]  # duplicates count twice in the mean
+    weight = float(rng.choice([0.0, 0.3, 1.0, 2.5]))
+    got = feedback_vector(query, rows, weight)
+    assert got.dtype == np.float32 and got.shape == (d,)
+    np.testing.assert_allclose(got, feedback_oracle(query, rows, weight), rtol=1e-5, atol=1e-6)
+
+
+def test_feedback_vector_edge_cases():
+    q = np.array([0.6, 0.8], np.float32)
+    # no feedback rows, or weight 0: the query itself
+    np.testing.assert_array_equal(feedback_vector(q, np.zeros((0, 2), np.float32), 0.5), q)
+    np.testing.assert_array_equal(feedback_vector(q, np.ones((3, 2), np.float32), 0.0), q)
+    # the feedback cancels the query exactly: the zero vector comes back unscaled
+    np.testing.assert_array_equal(feedback_vector(q, -q[None, :], 1.0), [0.0, 0.0])
+    # a large weight leans the query all the way onto the feedback
+    far = feedback_vector(q, np.array([[1.0, 0.0]], np.float32), 1e6)
+    np.testing.assert_allclose(far, [1.0, 0.0], atol=1e-5)
+    for bad in (
+        (q, np.ones((1, 3), np.float32), 0.3),  # dimensions differ
+        (q[None, :], np.ones((1, 2), np.float32), 0.3),  # query not a vector
+        (q, np.ones(2, np.float32), 0.3),  # feedback not a matrix
+        (q, np.ones((1, 2), np.float32), -0.1),
+        (q, np.ones((1, 2), np.float32), float("nan")),
+    ):
+        with pytest.raises(ValueError):
+            feedback_vector(*bad)

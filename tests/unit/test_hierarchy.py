@@ -537,6 +537,7 @@ def fused_oracle(index: Index, kinds: Sequence[int], budget: int, before=()) -> 
     from graphstrata.core.fusion import rrf, score_fusion, shingles
     from graphstrata.engine.search.sparse_index import SparseIndex
     from tests.unit.test_core_fusion import coverage_oracle
+    from tests.unit.test_hybrid import feedback_round
 
     engine = index.engine
     state, fusion, k = engine.state, engine.config.fusion, engine.config.search.top_k
@@ -547,19 +548,27 @@ def fused_oracle(index: Index, kinds: Sequence[int], budget: int, before=()) -> 
     fresh = SparseIndex.from_texts(all_ids, nodes.kind[nodes.rows(all_ids)], nodes.text_of(all_ids))
     s_ids, _ = fresh.search(QUESTION, kinds, k)
     w = fusion.dense_weight
-    union = np.union1d(d_ids[0], s_ids)  # complete scores: both sides score the union
-    lists = [
-        (union, state.snapshot.vectors.get(union) @ q[0]),
-        (union, fresh.score(QUESTION, union)),
-    ]
-    if fusion.method == "score" and fusion.term_decay < 1:
-        terms = fresh.term_scores(QUESTION, union)
-        fused = np.asarray(coverage_oracle(union, lists[0][1], terms, w, fusion.term_decay))
-    elif fusion.method == "score":
-        fused, _ = score_fusion(lists, [w, 1 - w])
-    else:
+
+    def one_round(dense, vector):
+        union = np.union1d(dense[0], s_ids)  # complete scores: both sides score the union
+        lists = [
+            (union, state.snapshot.vectors.get(union) @ vector),
+            (union, fresh.score(QUESTION, union)),
+        ]
+        if fusion.method == "score" and fusion.term_decay < 1:
+            terms = fresh.term_scores(QUESTION, union)
+            return np.asarray(coverage_oracle(union, lists[0][1], terms, w, fusion.term_decay))
+        if fusion.method == "score":
+            return score_fusion(lists, [w, 1 - w])[0]
         rankings = [i[np.lexsort((i, -np.asarray(s, np.float64)))] for i, s in lists]
-        fused, _ = rrf(rankings, [w, 1 - w], fusion.rrf_k)
+        return rrf(rankings, [w, 1 - w], fusion.rrf_k)[0]
+
+    fused = one_round((d_ids[0], None), q[0])
+    if fusion.feedback_docs and fusion.feedback_weight and fused.size:
+        top = fused[: fusion.feedback_docs]
+        fused = feedback_round(
+            index, kinds, k, q[0], top, fusion.feedback_weight, d_ids[0], one_round
+        )
     n = fusion.shingle_words
     seen = {h for text in before for h in shingles(text, n)}
     out, used = [], 0

@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 from graphstrata.bindings.api import Index
+from graphstrata.bindings.embedders import HashingEmbedder
 from graphstrata.core.fusion import rrf, score_fusion, shingles
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.params import QueryError
 from graphstrata.engine.search.hybrid import HybridParams
 from graphstrata.engine.search.sparse_index import SparseIndex
 from graphstrata.engine.types import NodeKind
-from tests.unit.test_core_fusion import coverage_oracle
+from tests.unit.test_core_fusion import coverage_oracle, feedback_oracle
 
 T = int(NodeKind.T)
 QUESTION = "Which instruments did the Halvorsen Observatory build with Meridian Optics?"
@@ -56,6 +57,8 @@ def fused(
     rrf_k=None,
     complete=None,
     decay=None,
+    docs=None,
+    weight=None,
 ):
     """The fused ranking ``hybrid`` should pack (``fused_candidates``, recomputed); unset
     arguments take the index's ``FusionConfig``."""
@@ -65,19 +68,40 @@ def fused(
     rrf_k = cfg.rrf_k if rrf_k is None else rrf_k
     complete = cfg.complete_scores if complete is None else complete
     decay = cfg.term_decay if decay is None else decay
+    docs = cfg.feedback_docs if docs is None else docs
+    weight = cfg.feedback_weight if weight is None else weight
     dense, sparse, (q, fresh) = candidates(index, question, k)
-    lists = [dense, sparse]
-    if complete:
-        union = np.union1d(dense[0], sparse[0])
-        cos = index.engine.state.snapshot.vectors.get(union) @ q
-        if method == "score" and decay < 1:
-            terms = fresh.term_scores(question, union)
-            return np.asarray(coverage_oracle(union, cos, terms, w, decay), np.int64)
-        lists = [(union, cos), (union, fresh.score(question, union))]
-    if method == "score":
-        return score_fusion(lists, [w, 1 - w])[0]
-    rankings = [i[np.lexsort((i, -np.asarray(s, np.float64)))] for i, s in lists]
-    return rrf(rankings, [w, 1 - w], rrf_k)[0]
+
+    def one_round(dense, vector):
+        lists = [dense, sparse]
+        if complete:
+            union = np.union1d(dense[0], sparse[0])
+            cos = index.engine.state.snapshot.vectors.get(union) @ vector
+            if method == "score" and decay < 1:
+                terms = fresh.term_scores(question, union)
+                return np.asarray(coverage_oracle(union, cos, terms, w, decay), np.int64)
+            lists = [(union, cos), (union, fresh.score(question, union))]
+        if method == "score":
+            return score_fusion(lists, [w, 1 - w])[0]
+        rankings = [i[np.lexsort((i, -np.asarray(s, np.float64)))] for i, s in lists]
+        return rrf(rankings, [w, 1 - w], rrf_k)[0]
+
+    first = one_round(dense, q)
+    if docs == 0 or weight == 0 or first.size == 0:
+        return first
+    return feedback_round(index, [T], k, q, first[:docs], weight, dense[0], one_round)
+
+
+def feedback_round(index: Index, kinds, k, q, top, weight, dense_ids, one_round):
+    """The second round of the fused modes: the query vector moved by the top candidates'
+    vectors (``feedback_oracle``) searches again, and both dense lists, scored by it, are
+    fused with the same BM25 list by ``one_round(dense, vector)``."""
+    state = index.engine.state
+    vectors = state.snapshot.vectors
+    moved = np.asarray(feedback_oracle(q, vectors.get(top), weight), np.float32)
+    again = state.vectors.search(moved[None, :], kinds, k)[0][0]
+    both = np.union1d(dense_ids, again)
+    return one_round((both, vectors.get(both) @ moved), moved)
 
 
 def greedy(index: Index, ids, budget: int, max_overlap: float = 0.8, n: int = 5) -> list[int]:
@@ -106,6 +130,8 @@ def test_hybrid_is_served_with_typed_params(index):
         "complete_scores",
         "max_overlap",
         "term_decay",
+        "feedback_docs",
+        "feedback_weight",
     ]
     for bad in (
         {"rrf_k": -1},
@@ -114,6 +140,10 @@ def test_hybrid_is_served_with_typed_params(index):
         {"max_overlap": 0},
         {"term_decay": 0},
         {"term_decay": 1.5},
+        {"feedback_docs": -1},
+        {"feedback_weight": -0.5},
+        {"feedback_weight": float("inf")},
+        {"feedback_docs": 1.5},
         {"rrf_k": "60"},
         {"complete_scores": 1},
         {"nonsense": 1},
@@ -136,6 +166,7 @@ def test_hybrid_packs_the_fusion_of_dense_and_bm25(index, budget):
     dense, sparse, _ = candidates(index, QUESTION, k)
     assert report["fusion"]["dense"] == len(dense[0])
     assert report["fusion"]["sparse"] == len(sparse[0])
+    assert report["fusion"]["feedback"] == 1  # the default takes one feedback round
 
 
 def test_hybrid_params_override_the_config(index):
@@ -150,10 +181,39 @@ def test_hybrid_params_override_the_config(index):
         got = index.query(QUESTION, mode="hybrid", top_k=20, method="score", term_decay=decay)
         assert [h.id for h in got.nodes] == greedy(index, want, 2000)
     assert got.report["fusion"]["method"] == "score"
+    for docs, weight in ((0, 0.3), (2, 1.0), (3, 0.0)):
+        want = fused(index, QUESTION, 20, docs=docs, weight=weight)
+        got = index.query(
+            QUESTION, mode="hybrid", top_k=20, feedback_docs=docs, feedback_weight=weight
+        )
+        assert [h.id for h in got.nodes] == greedy(index, want, 2000)
+        assert got.report["fusion"].get("feedback", 0) == int(docs > 0 and weight > 0)
     for method in ("rrf", "score"):
         want = fused(index, QUESTION, 20, method=method, complete=False)
         got = index.query(QUESTION, mode="hybrid", top_k=20, method=method, complete_scores=False)
         assert [h.id for h in got.nodes] == greedy(index, want, 2000)
+
+
+def test_feedback_reaches_the_passage_the_first_one_names(tmp_path):
+    """A two-hop question: the second passage shares no word with the question, only a name
+    with the first passage; the feedback round finds it, one round does not."""
+    filler = [f"Club {i}: which winner will play for a cup of club {i}?" for i in range(12)]
+    docs = [
+        {"doc_id": "award.md", "text": "The 2031 Golden Boot went to Tomas Vrielink."},
+        {"doc_id": "player.md", "text": "Tomas Vrielink is a striker for Ostrava Rangers."},
+        *({"doc_id": f"f{i}.md", "text": t} for i, t in enumerate(filler)),
+    ]
+    # 1,024 hashed dimensions: few collisions, so a cosine is a count of shared words
+    embedder = HashingEmbedder(1024)
+    ix = Index.create(tmp_path / "hop", config(), embedder=embedder, llm="extractive")
+    ix.insert(docs)
+    question = "Which club did the winner of the 2031 Golden Boot play for?"
+    args = {"mode": "hybrid", "top_k": 3, "budget_tokens": 4000}
+    one = ix.query(question, feedback_docs=0, **args)
+    two = ix.query(question, feedback_docs=1, feedback_weight=2.0, **args)
+    assert ["award.md"] in [h.docs for h in one.nodes]
+    assert ["player.md"] not in [h.docs for h in one.nodes]
+    assert ["player.md"] in [h.docs for h in two.nodes]
 
 
 def test_one_sided_hybrid_without_dedup_is_the_baseline(index):

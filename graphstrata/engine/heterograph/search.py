@@ -382,7 +382,7 @@ class HeterographView(ComponentView):
             return []
         out = []
         for kinds in (VECTOR_ENTRY_KINDS, (T,)):
-            ids, scores = vector_candidates(self.vectors, query, kinds, k)
+            ids, scores = vector_candidates(self.vectors, query.vector, kinds, k)
             pos, live = self._live_positions(np.asarray(ids, np.int64))
             out.append((pos, minmax(np.asarray(scores, np.float64)[live])))
         return out

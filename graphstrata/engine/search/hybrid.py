@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from graphstrata.core.fusion import coverage_order, rrf, score_fusion
+from graphstrata.core.fusion import coverage_order, feedback_vector, rrf, score_fusion
 from graphstrata.engine.component import (
     ChangeSet,
     Component,
@@ -52,7 +52,16 @@ __all__ = [
 
 _T = int(NodeKind.T)
 #: ``FusionConfig`` fields a query may override.
-FUSION_FIELDS = ("method", "rrf_k", "dense_weight", "complete_scores", "max_overlap", "term_decay")
+FUSION_FIELDS = (
+    "method",
+    "rrf_k",
+    "dense_weight",
+    "complete_scores",
+    "max_overlap",
+    "term_decay",
+    "feedback_docs",
+    "feedback_weight",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +87,12 @@ class FusionParams(ModeParams):
     term_decay:
         Query-term coverage of score fusion, in (0, 1] (1: off); default
         ``FusionConfig.term_decay``.
+    feedback_docs:
+        Best fused candidates whose vectors move the query vector for a second dense round
+        (>= 0; 0: off); default ``FusionConfig.feedback_docs``.
+    feedback_weight:
+        Weight of those vectors against the query's (>= 0); default
+        ``FusionConfig.feedback_weight``.
     """
 
     modes: ClassVar[tuple[str, ...]] = ()
@@ -87,10 +102,12 @@ class FusionParams(ModeParams):
     complete_scores: bool | None = None
     max_overlap: float | None = None
     term_decay: float | None = None
+    feedback_docs: int | None = None
+    feedback_weight: float | None = None
 
     def check(self) -> None:
         """``rrf_k`` >= 0, ``dense_weight`` in [0, 1], ``max_overlap`` > 0, ``term_decay`` in
-        (0, 1]."""
+        (0, 1], ``feedback_docs`` >= 0, ``feedback_weight`` >= 0."""
         check_fusion(self)
 
 
@@ -108,7 +125,8 @@ def check_fusion(params: ModeParams) -> None:
     Raises
     ------
     QueryError
-        ``rrf_k`` < 0, ``dense_weight`` outside [0, 1] or ``max_overlap`` <= 0.
+        ``rrf_k`` < 0, ``dense_weight`` outside [0, 1], ``max_overlap`` <= 0,
+        ``term_decay`` outside (0, 1], ``feedback_docs`` < 0 or ``feedback_weight`` < 0.
     """
     where = "fusion"
     rrf_k = getattr(params, "rrf_k", None)
@@ -121,6 +139,12 @@ def check_fusion(params: ModeParams) -> None:
     decay = getattr(params, "term_decay", None)
     if decay is not None and not 0.0 < decay <= 1.0:
         raise QueryError(f"{where}: term_decay must be in (0, 1], got {decay}")
+    docs = getattr(params, "feedback_docs", None)
+    if docs is not None and docs < 0:
+        raise QueryError(f"{where}: feedback_docs must be >= 0, got {docs}")
+    weight = getattr(params, "feedback_weight", None)
+    if weight is not None and not 0.0 <= weight < float("inf"):
+        raise QueryError(f"{where}: feedback_weight must be finite and >= 0, got {weight}")
 
 
 def fusion_config(params: Any, config: FusionConfig) -> FusionConfig:
@@ -148,6 +172,10 @@ def fused_candidates(
     them by each score); otherwise each list is fused as retrieved, a candidate missing
     from one list getting nothing from it. Score fusion of complete lists is re-ranked by
     query-term coverage (``fusion.term_decay`` below 1; ``core.fusion.coverage_order``).
+    The fused methods then take dense feedback (``fusion.feedback_docs`` above 0): the
+    query vector moved toward the best fused candidates (``core.fusion.feedback_vector``)
+    searches a second dense top-k, and both dense lists, scored by the moved vector, are
+    fused with the BM25 list again.
 
     Parameters
     ----------
@@ -160,8 +188,9 @@ def fused_candidates(
     fusion:
         How to fuse (``FusionConfig``).
     report:
-        When given, ``dense``, ``sparse`` and ``both`` (candidates in both lists) are
-        added up in it.
+        When given, ``dense``, ``sparse`` and ``both`` (candidates in both lists of the
+        first round) and ``feedback`` (queries that took a second dense round) are added up
+        in it.
 
     Returns
     -------
@@ -172,7 +201,7 @@ def fused_candidates(
     empty = np.zeros(0, np.int64), np.zeros(0, np.float64)
     dense = sparse_list = empty
     if fusion.method != "sparse":
-        dense = vector_candidates(vectors, query, kinds, k)
+        dense = vector_candidates(vectors, query.vector, kinds, k)
     if fusion.method != "dense":
         sparse_list = sparse.search(query.text, kinds, k)
     if report is not None:
@@ -180,19 +209,42 @@ def fused_candidates(
         report["sparse"] = report.get("sparse", 0) + int(sparse_list[0].size)
         both = np.intersect1d(dense[0], sparse_list[0]).size
         report["both"] = report.get("both", 0) + int(both)
-    w = float(fusion.dense_weight)
     if fusion.method == "dense":
         return np.asarray(dense[0], np.int64), np.asarray(dense[1], np.float64)
     if fusion.method == "sparse":
         return np.asarray(sparse_list[0], np.int64), np.asarray(sparse_list[1], np.float64)
+    ids, scores = _fused(snapshot, sparse, query.text, query.vector, dense, sparse_list, fusion)
+    top = ids[: fusion.feedback_docs]
+    if top.size == 0 or fusion.feedback_weight == 0.0:
+        return ids, scores
+    moved = feedback_vector(query.vector, snapshot.vectors.get(top), fusion.feedback_weight)
+    again = vector_candidates(vectors, moved, kinds, k)[0]
+    both_dense = np.union1d(dense[0], again).astype(np.int64)
+    rescored = (both_dense, snapshot.vectors.get(both_dense) @ moved)
+    if report is not None:
+        report["feedback"] = report.get("feedback", 0) + 1
+    return _fused(snapshot, sparse, query.text, moved, rescored, sparse_list, fusion)
+
+
+def _fused(
+    snapshot: Snapshot,
+    sparse: SparseIndex,
+    text: str,
+    vector: np.ndarray,
+    dense: tuple[np.ndarray, np.ndarray],
+    sparse_list: tuple[np.ndarray, np.ndarray],
+    fusion: FusionConfig,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One round of ``fused_candidates``: a dense and a BM25 list fused by ``fusion``."""
+    w = float(fusion.dense_weight)
     lists = [dense, sparse_list]
     if fusion.complete_scores:
         union = np.union1d(dense[0], sparse_list[0]).astype(np.int64)
-        cosines = snapshot.vectors.get(union) @ np.asarray(query.vector, np.float32)
+        cosines = snapshot.vectors.get(union) @ np.asarray(vector, np.float32)
         if fusion.method == "score" and fusion.term_decay < 1.0:
-            terms = sparse.term_scores(query.text, union)
+            terms = sparse.term_scores(text, union)
             return coverage_order(union, cosines, terms, w, float(fusion.term_decay))
-        lists = [(union, cosines), (union, sparse.score(query.text, union))]
+        lists = [(union, cosines), (union, sparse.score(text, union))]
     if fusion.method == "score":
         return score_fusion(lists, [w, 1 - w])
     rankings = [ids[np.lexsort((ids, -np.asarray(s, np.float64)))] for ids, s in lists]

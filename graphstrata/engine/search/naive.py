@@ -25,5 +25,5 @@ class NaiveView(ComponentView):
 
     def search(self, mode: str, query: Query) -> list[Hit]:
         """The packed nearest chunks (``mode`` is ``"naive"``)."""
-        ids, scores = vector_candidates(self.vectors, query, [int(NodeKind.T)], query.top_k)
+        ids, scores = vector_candidates(self.vectors, query.vector, [int(NodeKind.T)], query.top_k)
         return pack_hits(self.snapshot, self.doc_names, ids, scores, query.budget_tokens)

@@ -18,7 +18,7 @@ import numpy as np
 
 from graphstrata.core.budget import pack
 from graphstrata.core.fusion import pack_distinct, shingles
-from graphstrata.engine.component import DocNames, Hit, Query
+from graphstrata.engine.component import DocNames, Hit
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
@@ -90,10 +90,11 @@ def pack_hits(
 
 
 def vector_candidates(
-    vectors: VectorIndex, query: Query, kinds: Sequence[int], k: int
+    vectors: VectorIndex, vector: np.ndarray, kinds: Sequence[int], k: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` nearest nodes of ``kinds`` to the query vector: (ids, cosines), best first."""
-    ids, scores = vectors.search(query.vector[None, :], kinds, k)
+    """The ``k`` nearest nodes of ``kinds`` to ``vector`` (a query's): (ids, cosines), best
+    first."""
+    ids, scores = vectors.search(np.asarray(vector, np.float32)[None, :], kinds, k)
     return ids[0], scores[0]
 
 
