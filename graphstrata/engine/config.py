@@ -230,43 +230,45 @@ class FusionConfig:
 
     #: ``"score"``: convex combination of min-max normalized scores (Bruch et al. 2023),
     #: ``"rrf"``: reciprocal-rank fusion (Cormack et al. 2009), ``"dense"`` / ``"sparse"``: one
-    #: list alone. Measured: score 0.497 / 0.948 (MultiHop / HotpotQA; 0.522 / 0.948 with
-    #: ``term_decay``) vs the best RRF 0.492 / 0.943 (k=60, w=0.3) and RRF k=60 with equal
-    #: weights 0.474 / 0.928.
+    #: list alone. Measured with every other default: score 0.520 / 0.965 (MultiHop /
+    #: HotpotQA) vs the best RRF 0.491 / 0.943 (k=60, w=0.2) and RRF k=60 with equal weights
+    #: 0.459 / 0.923. Before term coverage and feedback: score 0.497 / 0.948, RRF 0.492 /
+    #: 0.943 at best.
     method: str = "score"
     #: RRF's rank offset k: a list contributes ``weight / (rrf_k + rank)``, rank from 1.
     #: Cormack et al.'s 60; k = 10, 30, 100 measured within 0.6 points of it.
     rrf_k: int = 60
     #: Weight of the dense list; the BM25 list gets ``1 - dense_weight``. MiniLM is much
     #: weaker than BM25 on both sets (0.355 vs 0.481, 0.868 vs 0.938), so the best weights
-    #: favour BM25: 0.2 measured 0.497 / 0.948; 0.3: 0.497 / 0.938; 0.4: 0.495 / 0.945;
-    #: 0.5: 0.494 / 0.938 (without term coverage). With ``term_decay`` 0.9: 0.1: 0.519 /
-    #: 0.943; 0.2: 0.522 / 0.948; 0.3: 0.519 / 0.943; 0.4: 0.523 / 0.940; 0.5: 0.519 / 0.933.
+    #: favour BM25. With every other default: 0.1: 0.519 / 0.943; 0.2: 0.520 / 0.965; 0.3:
+    #: 0.524 / 0.958; 0.4: 0.520 / 0.938; 0.5: 0.504 / 0.943 (before term coverage and
+    #: feedback: 0.2: 0.497 / 0.948; 0.3: 0.497 / 0.938; 0.5: 0.494 / 0.938).
     dense_weight: float = 0.2
     #: Score every candidate of either list on both sides (its cosine and its BM25 score)
     #: before fusing, instead of counting it absent from the list that did not return it.
-    #: Measured (w=0.5): score 0.494 / 0.938 with, 0.480 / 0.928 without.
+    #: Measured (w=0.5): score 0.504 / 0.943 with, 0.489 / 0.943 without (before term
+    #: coverage and feedback: 0.494 / 0.938 and 0.480 / 0.928).
     complete_scores: bool = True
     #: A candidate is dropped as a duplicate when at least this share of its word shingles
     #: already occurs in the texts packed before it (> 1 disables deduplication). At 0.8 it
-    #: drops near-copies only (a summary made of packed sentences, a repeated text): 0.04
-    #: (hybrid) to 0.35 (detailed) candidates per question; measured 0.497 / 0.948 against
-    #: 0.496 / 0.948 without deduplication, while 0.5 (0.498 / 0.933) also drops partial
-    #: repeats that still held evidence (with term coverage: 0.522 / 0.948 with and without,
-    #: 0.522 / 0.938 at 0.5).
+    #: drops near-copies only (a summary made of packed sentences, a repeated text): 0.02
+    #: (hybrid) to 0.30 (detailed) candidates per question; measured 0.520 / 0.965, the
+    #: same as without deduplication or at 0.95, while 0.5 (0.520 / 0.950) also drops
+    #: partial repeats that still held evidence. On the hierarchy modes it matters more:
+    #: collapsed 0.514 / 0.955 at 0.8, 0.514 / 0.955 without (retrieval.md sweep).
     max_overlap: float = 0.8
     #: Words per shingle of the duplicate test (5: a shared 5-word run is rarely chance).
     shingle_words: int = 5
     #: Query-term coverage (``core.fusion.coverage_order``, score fusion of complete lists
     #: only): each candidate ranked above that matches a query term multiplies that term's
     #: BM25 weight by this much for the rest (1 disables). Measured hybrid fact recall
-    #: (MultiHop-RAG / HotpotQA, 2,000 tokens, benchmarks/retrieval.py's sweep):
-    #: 1.0: 0.497 / 0.948; 0.95: 0.513 / 0.943; 0.9: 0.522 / 0.948;
-    #: 0.85: 0.542 / 0.938; 0.8: 0.543 / 0.928; 0.7: 0.535 / 0.947 (collapsed alike: 0.9:
-    #: 0.519 / 0.947). 0.9 keeps HotpotQA (bridge questions, whose second passage shares few
-    #: query words) where it was and takes most of the MultiHop-RAG gain (questions over
-    #: several articles, whose words one article matches best); benchmarks/results/
-    #: retrieval.md ("Fusion choice").
+    #: (MultiHop-RAG / HotpotQA, 2,000 tokens, benchmarks/retrieval.py's sweep, with the
+    #: feedback round): 1.0: 0.498 / 0.948; 0.95: 0.509 / 0.950; 0.9: 0.520 / 0.965; 0.85:
+    #: 0.530 / 0.955; 0.8: 0.539 / 0.945; 0.7: 0.540 / 0.942 (without feedback, commit
+    #: ff06e17: 1.0: 0.497 / 0.948; 0.9: 0.522 / 0.948; 0.8: 0.543 / 0.928). 0.9 keeps
+    #: HotpotQA (bridge questions, whose second passage shares few query words) and takes
+    #: most of the MultiHop-RAG gain (questions over several articles, whose words one
+    #: article matches best); benchmarks/results/retrieval.md ("Fusion choice").
     term_decay: float = 0.9
     #: Dense pseudo-relevance feedback (Rocchio; ``core.fusion.feedback_vector``) of the
     #: fused methods (``score``, ``rrf``): the vectors of the best ``feedback_docs`` fused
@@ -275,11 +277,12 @@ class FusionConfig:
     #: list is fused again under the updated vector (0 docs disables). A two-hop
     #: question's second passage is about something the first one names, so it is closer
     #: to query + first passage than to the query. Measured hybrid fact recall
-    #: (MultiHop-RAG / HotpotQA, 2,000 tokens; build/scratch/prf_var.py, then the
-    #: benchmark's sweep): off 0.522 / 0.948; one doc at weight 0.1: 0.518 / 0.953; 0.15:
-    #: 0.520 / 0.960; 0.2: 0.519 / 0.960; 0.25: 0.520 / 0.965; 0.3: 0.520 / 0.965; 0.4:
-    #: 0.516 / 0.965. Without the first dense list in the union (plain Rocchio) 0.3 gave
-    #: 0.518 / 0.965, and two feedback docs at 0.3: 0.513 / 0.958.
+    #: (MultiHop-RAG / HotpotQA, 2,000 tokens, the benchmark's sweep): off 0.522 / 0.948;
+    #: one doc at weight 0.15: 0.520 / 0.960; 0.3: 0.520 / 0.965; 0.5: 0.515 / 0.965; two
+    #: docs at 0.3: 0.513 / 0.958. The first search (build/scratch/prf_var.py, the same
+    #: indexes): 0.1: 0.518 / 0.953; 0.2: 0.519 / 0.960; 0.25: 0.520 / 0.965; 0.4: 0.516 /
+    #: 0.965; plain Rocchio (the second dense list alone, not the union) at 0.3: 0.518 /
+    #: 0.965. collapsed: 0.519 / 0.947 off, 0.514 / 0.955 on.
     feedback_docs: int = 1
     #: Weight of the feedback vectors' mean against the query vector (see ``feedback_docs``).
     feedback_weight: float = 0.3

@@ -69,6 +69,10 @@ def live_nodes(table: pa.Table, dead: np.ndarray) -> pa.Table:
     if table.num_rows == 0:
         return table
     ids = table.column("id").to_numpy()
+    if bool(np.all(ids[1:] > ids[:-1])):  # one sorted segment (a build, a compaction)
+        if not dead.size or not member(ids, dead).any():
+            return table  # a take would copy every text for nothing
+        return table.filter(pa.array(~member(ids, dead)))
     versions = table.column("version").to_numpy()
     order = np.lexsort((versions, ids))
     sorted_ids = ids[order]
