@@ -13,11 +13,16 @@ from graphstrata.bindings.api import Index
 from graphstrata.bindings.embedders import HashingEmbedder
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.store import Snapshot, Store
+from graphstrata.engine.store.tables import FIXED_COLUMNS
 
 
 def assert_same_snapshot(got: Snapshot, want: Snapshot) -> None:
     """Same manifest, tables (row order included), vectors, state and node state."""
     assert got.manifest == want.manifest
+    # the rows as a reader sees them, before the advanced table is copied into one
+    assert got.nodes.take(got.nodes.ids).equals(want.nodes.table)
+    for name, attr in FIXED_COLUMNS:
+        np.testing.assert_array_equal(getattr(got.nodes, attr), getattr(want.nodes, attr), name)
     assert got.nodes.table.equals(want.nodes.table)
     assert got.edges.equals(want.edges)
     assert got.docs.equals(want.docs)

@@ -352,9 +352,140 @@ def test_live_nodes_equals_the_oracle(seed):
         },
         schema=NODE_SCHEMA,
     )
-    got = live_nodes(table, dead)
+    nodes = live_nodes(table, dead)
+    got = nodes.table
     pairs = list(zip(ids.tolist(), versions.tolist(), strict=True))
     want = _live_oracle(pairs, set(dead.tolist()))
     have = list(zip(got.column("id").to_pylist(), got.column("version").to_pylist(), strict=True))
     assert have == want
     assert got.column("text").to_pylist() == [f"t{i}-{v}" for i, v in want]
+    # the same rows through the row accessors, before the table is copied out
+    fresh = live_nodes(table, dead)
+    assert fresh.ids.tolist() == [i for i, _ in want]
+    assert fresh.version.tolist() == [v for _, v in want]
+    rows = np.arange(len(fresh))[::-1]
+    assert fresh.texts_at(rows) == [f"t{i}-{v}" for i, v in want][::-1]
+
+
+def _node_rows(ids, versions):
+    import pyarrow as pa
+
+    from graphstrata.engine.store.schema import NODE_SCHEMA
+
+    n = len(ids)
+    return pa.table(
+        {
+            "id": np.asarray(ids, np.int64),
+            "kind": np.asarray([i % 3 for i in ids], np.uint8),
+            "layer": np.zeros(n, np.uint8),
+            "text": [f"t{i}-{v}" for i, v in zip(ids, versions, strict=True)],
+            "tokens": np.asarray(versions, np.int32),
+            "docs": [[int(i), int(v)] for i, v in zip(ids, versions, strict=True)],
+            "code": np.asarray(ids, np.uint64),
+            "parent": np.full(n, -1, np.int64),
+            "version": np.asarray(versions, np.int64),
+        },
+        schema=NODE_SCHEMA,
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merged_node_tables_equal_the_oracle(seed, monkeypatch):
+    """``NodeTable.merged`` over random commits (new ids, rewritten ids, tombstones, empty
+    commits) refers to the rows it keeps, copies them into one table past its limits, and
+    reads back like a dict of id -> newest row."""
+    from graphstrata.engine.store import tables
+    from graphstrata.engine.store.tables import live_nodes
+
+    monkeypatch.setattr(tables, "MAX_CHUNKS", 3)  # cross the chunk limit within the test
+    rng = np.random.default_rng(seed)
+    first = sorted(set(rng.integers(0, 40, int(rng.integers(0, 12))).tolist()))
+    table = live_nodes(_node_rows(first, [1] * len(first)), np.zeros(0, np.int64))
+    want = dict.fromkeys(first, 1)
+    dead_ever: set[int] = set()
+    for version in range(2, 14):
+        pool = [i for i in range(60) if i not in dead_ever]
+        picked = rng.choice(pool, int(rng.integers(0, 6)), replace=False).tolist()
+        dead = sorted(i for i in picked[:2] if rng.random() < 0.5)
+        fresh = sorted(set(picked) - set(dead))
+        dead_ever.update(dead)
+        rows = _node_rows(fresh, [version] * len(fresh))
+        table = table.merged(rows, np.asarray(dead, np.int64))
+        for i in dead:
+            want.pop(i, None)
+        want.update(dict.fromkeys(fresh, version))
+        ids = sorted(want)
+        assert table.ids.tolist() == ids
+        assert table.version.tolist() == [want[i] for i in ids]
+        assert table.tokens.tolist() == [want[i] for i in ids]
+        assert table.kind.tolist() == [i % 3 for i in ids]
+        texts = [f"t{i}-{want[i]}" for i in ids]
+        rows_all = np.arange(len(ids))
+        assert table.texts_at(rows_all) == texts
+        assert table.docs_at(rows_all[::-1]) == [[i, want[i]] for i in ids][::-1]
+        flat, parent = table.doc_lists_at(rows_all)
+        assert flat.tolist() == [x for i in ids for x in (i, want[i])]
+        assert parent.tolist() == [r for r in range(len(ids)) for _ in range(2)]
+        newer = table.newer_than(version - 2)
+        assert newer.column("id").to_pylist() == [i for i in ids if want[i] > version - 2]
+        held, _ = table._held
+        assert held.column("id").num_chunks <= 3 + 1
+        if version % 4 == 0:  # the copy into one table reads the same
+            assert table.table.column("text").to_pylist() == texts
+            assert table._held[1] is None
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_gather_rows_equals_a_plain_take(seed):
+    """Chunk by chunk, in the order asked (repeats, empty chunks, one chunk, no rows)."""
+    import pyarrow as pa
+
+    from graphstrata.engine.store.tables import gather_rows
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 5, int(rng.integers(1, 5))).tolist()
+    start, parts = 0, []
+    for size in sizes:
+        ids = list(range(start, start + size))
+        parts.append(_node_rows(ids, [1] * size))
+        start += size
+    table = pa.concat_tables(parts)
+    at = rng.integers(0, max(start, 1), int(rng.integers(0, 12))) if start else np.zeros(0)
+    for columns in (None, ["text"], ["docs", "id"]):
+        got = gather_rows(table, at, columns)
+        want = table.combine_chunks().take(pa.array(np.asarray(at, np.int64)))
+        if columns is not None:
+            want = want.select(columns)
+        assert got.to_pylist() == want.to_pylist()
+
+
+def test_large_segments_are_mapped_arrow_and_read_like_parquet(tmp_path, monkeypatch):
+    """From ``MAPPED_ROWS`` rows a table segment is Arrow IPC (mapped on open); below it,
+    Parquet. Both read back the same rows, and an unreadable mapped segment says so."""
+    from graphstrata.engine.store import store as store_module
+
+    small = _create(tmp_path / "small")
+    ids_small, _, _ = _commit_nodes(small, 6)
+    monkeypatch.setattr(store_module, "MAPPED_ROWS", 4)
+    big = _create(tmp_path / "big")
+    ids_big, _, _ = _commit_nodes(big, 6)
+    _commit_nodes(big, 2)  # a small commit stays Parquet
+    files = [e["file"] for e in big.manifest["segments"]["nodes"]]
+    assert files[0].endswith(".arrow") and files[1].endswith(".parquet")
+    assert small.manifest["segments"]["nodes"][0]["file"].endswith(".parquet")
+    got = Store.open(tmp_path / "big" / "ix").load()
+    want = Store.open(tmp_path / "small" / "ix").load()
+    assert got.nodes.text_of(ids_big) == want.nodes.text_of(ids_small)
+    assert got.nodes.tokens[: len(ids_big)].tolist() == want.nodes.tokens.tolist()
+    assert len(got.nodes) == 8
+    # rewritten whole (compaction): one mapped segment of the live rows
+    big.rewrite(got)
+    again = Store.open(tmp_path / "big" / "ix").load()
+    assert again.nodes.table.equals(got.nodes.table)
+    seg = tmp_path / "big" / "ix" / big.manifest["segments"]["nodes"][0]["file"]
+    assert seg.suffix == ".arrow"
+    data = bytearray(seg.read_bytes())
+    data[-16:] = b"\0" * 16  # the footer gone: no longer an Arrow file, same size
+    seg.write_bytes(bytes(data))
+    with pytest.raises(CorruptIndexError, match="unreadable"):
+        Store.open(tmp_path / "big" / "ix").load()

@@ -44,12 +44,13 @@ def _titles_of(docs: pa.Table) -> dict[int, str]:
 
 
 def _chunk_titles(
-    table: pa.Table, rows: np.ndarray, ids: np.ndarray, title_of: dict[int, str]
+    doc_lists: tuple[np.ndarray, np.ndarray], ids: np.ndarray, title_of: dict[int, str]
 ) -> dict[str, list[int]]:
-    """Title key -> chunk ids, for the chunks at ``rows`` of ``table`` (ids ``ids``)."""
-    if rows.size == 0 or not title_of:
+    """Title key -> chunk ids, for chunks ``ids`` whose doc lists are ``doc_lists``
+    (``(doc key, index into ids)``, as ``NodeTable.doc_lists_at`` gives them)."""
+    if ids.size == 0 or not title_of:
         return {}
-    flat, parent = doc_lists_flat(table, rows)
+    flat, parent = doc_lists
     return _grouped((title_of.get(int(d), ""), int(ids[i])) for d, i in zip(flat, parent))
 
 
@@ -98,7 +99,7 @@ class NameIndex:
         names = _grouped((normalize_name(t), int(i)) for t, i in zip(texts, nodes.ids[rows]))
         title_of = _titles_of(snapshot.docs)
         chunks = np.flatnonzero(nodes.kind == np.uint8(T))
-        titles = _chunk_titles(nodes.table, chunks, nodes.ids[chunks], title_of)
+        titles = _chunk_titles(nodes.doc_lists_at(chunks), nodes.ids[chunks], title_of)
         return cls(_arrays(names), _arrays(titles), title_of)
 
     def advanced(self, previous: Snapshot, snapshot: Snapshot, delta: Delta) -> NameIndex:
@@ -130,9 +131,9 @@ class NameIndex:
             title_of.pop(int(key), None)
         title_of.update(_titles_of(delta.docs))
         gone_t = old_rows[old_kind == np.uint8(T)]
-        removed_t = _chunk_titles(old.table, gone_t, old.ids[gone_t], self.title_of)
+        removed_t = _chunk_titles(old.doc_lists_at(gone_t), old.ids[gone_t], self.title_of)
         new_t = np.flatnonzero(live & (kinds == np.uint8(T)))
-        added_t = _chunk_titles(rows, new_t, row_ids[new_t], title_of)
+        added_t = _chunk_titles(doc_lists_flat(rows, new_t), row_ids[new_t], title_of)
         return NameIndex(
             _merge(self.names, removed, added), _merge(self.titles, removed_t, added_t), title_of
         )

@@ -5,6 +5,7 @@ The algorithm is described in the package docstring (docs/architecture.md, "Hier
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -104,6 +105,19 @@ def _membership_changes(
     changed = np.union1d(changed, out[out >= id_base])
     old = np.union1d(np.unique(seats[seats >= 0]), touched)
     return np.intersect1d(changed, out), np.setdiff1d(old, out)
+
+
+def _member_rows(inverse: np.ndarray, wanted: np.ndarray) -> list[np.ndarray]:
+    """The item rows in each of the ``wanted`` groups (group numbers into ``inverse``), in
+    item order: one stable sort of the wanted groups' items, not a scan of all items per
+    group."""
+    rank = np.full(int(inverse.max(initial=-1)) + 1, -1, np.int64)
+    rank[wanted] = np.arange(wanted.size)
+    mine = rank[inverse]
+    rows = np.flatnonzero(mine >= 0)
+    rows = rows[np.argsort(mine[rows], kind="stable")]
+    bounds = np.searchsorted(mine[rows], np.arange(wanted.size + 1))
+    return [rows[a:b] for a, b in itertools.pairwise(bounds.tolist())]
 
 
 def tiebreak_direction(dim: int, n_bits: int, seed: int) -> np.ndarray:
@@ -254,17 +268,19 @@ class Update:
             items.codes, seats, cfg.s_min, cfg.s_max, items.tiebreak, touched
         ).segment
         changed_segments, removed = _membership_changes(items.seats, segment, touched, id_base)
+        uniq, first, inverse = np.unique(segment, return_index=True, return_inverse=True)
         # New summary ids in order of each changed segment's first (lowest-anchor) member.
-        first = {int(s): i for i, s in reversed(list(enumerate(segment.tolist())))}
-        changed: list[int] = sorted(changed_segments.tolist(), key=lambda s: first[s])
+        at = np.searchsorted(uniq, changed_segments)
+        at = at[np.argsort(first[at], kind="stable")]
+        changed: list[int] = uniq[at].tolist()
         summary_ids = self.ctx.delta.new_node_ids(len(changed))
-        node_of = dict(zip(changed, summary_ids.tolist(), strict=True))
-        uniq, inverse = np.unique(segment, return_inverse=True)
-        parent_of = np.asarray([node_of.get(int(u), int(u)) for u in uniq], dtype=np.int64)
+        parent_of = uniq.astype(np.int64)  # an unchanged segment keeps its summary's id
+        parent_of[at] = summary_ids
         self._set_parents(items, parent_of[inverse])
-        members = [items.ids[segment == s] for s in changed]
+        member_rows = _member_rows(inverse, at)
+        members = [items.ids[rows] for rows in member_rows]
         predecessors = [s if s < id_base else -1 for s in changed]
-        self._summarize(layer + 1, summary_ids, members, items, segment, changed, predecessors)
+        self._summarize(layer + 1, summary_ids, members, items, member_rows, changed, predecessors)
         replaced = np.asarray([p for p in predecessors if p >= 0], dtype=np.int64)
         next_gone = np.union1d(replaced, removed).astype(np.int64)
         self.dead.update(next_gone.tolist())
@@ -310,7 +326,7 @@ class Update:
         ids: np.ndarray,
         members: list[np.ndarray],
         items: _Items,
-        segment: np.ndarray,
+        member_rows: list[np.ndarray],
         changed: list[int],
         predecessors: list[int],
     ) -> None:
@@ -336,7 +352,6 @@ class Update:
         pred_rows = self.tree.rows(np.asarray(predecessors, dtype=np.int64))
         for j, node_id in enumerate(ids.tolist()):
             member_ids = members[j]
-            in_seg = segment == changed[j]
             seat = int(self.tree.parent[pred_rows[j]]) if pred_rows[j] >= 0 else -1
             self.new[node_id] = _NewNode(
                 kind=_L,
@@ -346,7 +361,7 @@ class Update:
                 docs=self._docs(member_ids),
                 code=int(codes[j]),
                 tiebreak=float(ties[j]),
-                anchor=int(items.anchors[in_seg].min()),
+                anchor=int(items.anchors[member_rows[j]].min()),
                 seat=seat,
             )
             self.children[node_id] = member_ids

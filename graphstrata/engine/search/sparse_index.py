@@ -324,8 +324,7 @@ class _Change:
     @classmethod
     def since(cls, version: int, live_then: np.ndarray, after: Snapshot) -> _Change:
         """Rows of ``after`` newer than ``version``; ids of ``live_then`` no longer live."""
-        table = after.nodes.table
-        rows = table.filter(pc.greater(table.column("version"), version))
+        rows = after.nodes.newer_than(version)
         dead = live_then[~after.nodes.contains(live_then)]
         return cls(rows.select(["id", "kind", "text"]), dead)
 

@@ -78,11 +78,9 @@ class Snapshot:
         """
         dead = delta.dead_nodes
         rows = delta.nodes.cast(NODE_SCHEMA)
-        row_ids = rows.column("id").to_numpy()
         if dead.size:
-            rows = rows.filter(pa.array(~np.isin(row_ids, dead)))
-            row_ids = rows.column("id").to_numpy()
-        nodes = NodeTable(_merged_rows(self.nodes, rows, row_ids, dead))
+            rows = rows.filter(pa.array(~np.isin(rows.column("id").to_numpy(), dead)))
+        nodes = self.nodes.merged(rows, dead)
         edges = self.edges
         if dead.size and edges.num_rows:
             src, dst = edges.column("src").to_numpy(), edges.column("dst").to_numpy()
@@ -112,33 +110,3 @@ class Snapshot:
             {**self.state_arrays, **delta.state},
             per_node,
         )
-
-
-def _merged_rows(old: NodeTable, rows: pa.Table, row_ids: np.ndarray, dead: np.ndarray) -> pa.Table:
-    """The node table of the next version: ``old``'s rows without the replaced (``row_ids``)
-    and tombstoned (``dead``) ids, and ``rows``, sorted by id.
-
-    One copy at most: appending rows of new ids only (the common case of an insert that
-    rewrites nothing) is a zero-copy concatenation; otherwise one ``take`` of the kept old rows
-    and the new rows at their merged positions, not a filter and then a sort (each a copy of
-    every text: seconds at a million nodes).
-    """
-    leaving = np.union1d(dead, row_ids)
-    kept = ~member(old.ids, leaving) if leaving.size else np.ones(len(old), bool)
-    base = old.table.cast(NODE_SCHEMA)
-    if not rows.num_rows:
-        return base if kept.all() else base.filter(pa.array(kept))
-    by_id = np.argsort(row_ids, kind="stable")
-    new_ids = row_ids[by_id]
-    if kept.all() and (not len(old) or new_ids[0] > old.ids[-1]):
-        return pa.concat_tables([base, rows.take(pa.array(by_id)) if by_id.size > 1 else rows])
-    kept_pos = np.flatnonzero(kept)
-    # Both lists are sorted by id and disjoint: a new row lands after the kept rows with
-    # smaller ids and the new rows before it.
-    at_new = np.searchsorted(old.ids[kept_pos], new_ids) + np.arange(new_ids.size)
-    order = np.empty(kept_pos.size + new_ids.size, np.int64)
-    is_new = np.zeros(order.size, bool)
-    is_new[at_new] = True
-    order[is_new] = len(old) + by_id
-    order[~is_new] = kept_pos
-    return pa.concat_tables([base, rows]).take(pa.array(order))

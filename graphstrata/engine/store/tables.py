@@ -56,23 +56,52 @@ def doc_lists_flat(table: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.nd
     return np.asarray(flat, np.int64), np.asarray(parent, np.int64)
 
 
-def live_nodes(table: pa.Table, dead: np.ndarray) -> pa.Table:
-    """Keep the newest row per id, drop tombstoned ids, sort by id.
+def gather_rows(table: pa.Table, at: np.ndarray, columns: Sequence[str] | None = None) -> pa.Table:
+    """The rows ``at`` of ``table`` in that order (of ``columns`` only, when given).
+
+    Taken chunk by chunk: Arrow's take on a chunked string column first concatenates every
+    chunk (a copy of every text per call), which a ``NodeTable`` referring to appended
+    commits would pay on each lookup.
+    """
+    table = table.select(list(columns)) if columns is not None else table
+    at = np.asarray(at, np.int64)
+    batches = [b for b in table.to_batches() if b.num_rows]
+    if len(batches) <= 1 or at.size == 0:
+        return table.take(pa.array(at))
+    starts = np.cumsum([0] + [b.num_rows for b in batches])
+    which = np.searchsorted(starts, at, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(len(batches) + 1))
+    parts = [
+        batch.take(pa.array(at[order[lo:hi]] - starts[b]))
+        for b, (batch, lo, hi) in enumerate(zip(batches, bounds[:-1], bounds[1:], strict=True))
+        if hi > lo
+    ]
+    back = np.empty_like(order)
+    back[order] = np.arange(order.size)
+    return pa.Table.from_batches(parts, schema=table.schema).take(pa.array(back))
+
+
+def live_nodes(table: pa.Table, dead: np.ndarray) -> NodeTable:
+    """The live nodes of node rows: the newest row per id, tombstoned ids dropped, by id.
+
+    The rows are not copied (a take of every text is seconds at a million nodes): the table
+    refers to ``table``'s rows in id order (``NodeTable``'s ``order``).
 
     Parameters
     ----------
     table:
-        Every node row of every segment.
+        Every node row of every segment (``NODE_SCHEMA``).
     dead:
-        Tombstoned ids.
+        Tombstoned ids, ascending.
     """
     if table.num_rows == 0:
-        return table
+        return NodeTable(table)
     ids = table.column("id").to_numpy()
     if bool(np.all(ids[1:] > ids[:-1])):  # one sorted segment (a build, a compaction)
         if not dead.size or not member(ids, dead).any():
-            return table  # a take would copy every text for nothing
-        return table.filter(pa.array(~member(ids, dead)))
+            return NodeTable(table)
+        return NodeTable(table, np.flatnonzero(~member(ids, dead)))
     versions = table.column("version").to_numpy()
     order = np.lexsort((versions, ids))
     sorted_ids = ids[order]
@@ -81,7 +110,7 @@ def live_nodes(table: pa.Table, dead: np.ndarray) -> pa.Table:
     keep = order[last]
     if dead.size:
         keep = keep[~np.isin(ids[keep], dead)]
-    return table.take(pa.array(keep))
+    return NodeTable(table, keep)
 
 
 def live_edges(table: pa.Table, live_ids: np.ndarray) -> pa.Table:
@@ -96,29 +125,87 @@ def live_edges(table: pa.Table, live_ids: np.ndarray) -> pa.Table:
     return table.filter(pa.array(mask))
 
 
+#: The fixed-width node columns a ``NodeTable`` holds as numpy arrays: (column, attribute).
+FIXED_COLUMNS = (
+    ("id", "ids"),
+    ("kind", "kind"),
+    ("layer", "layer"),
+    ("tokens", "tokens"),
+    ("code", "code"),
+    ("parent", "parent"),
+    ("version", "version"),
+)
+#: Arrow chunks a ``NodeTable`` may refer to before ``merged`` copies its rows into one.
+MAX_CHUNKS = 64
+
+
 class NodeTable:
     """The live nodes of one version, sorted by id, with numpy views of the fixed columns.
 
+    The text and doc-list columns stay in Arrow and are not copied from version to version:
+    a table refers to the rows of an Arrow table (``rows``) through ``order``, the row of
+    ``rows`` at each position in id order, and ``merged`` appends a commit's rows to it.
+    Rows that left (replaced, tombstoned) are dropped by a copy only once they are most of
+    what the table refers to, or after ``MAX_CHUNKS`` appends, so each write costs work in
+    proportion to its rows (amortized) and numpy work on the fixed columns.
+
     Parameters
     ----------
-    table:
-        Live node rows (``NODE_SCHEMA``), sorted by id.
+    rows:
+        Node rows (``NODE_SCHEMA``).
+    order:
+        The row of ``rows`` at each position in id order; ``None`` when ``rows`` holds
+        exactly the live rows, sorted by id.
+    fixed:
+        The ``FIXED_COLUMNS`` in id order, by column name, when the caller has them
+        (otherwise read from ``rows``).
     """
 
-    def __init__(self, table: pa.Table):
-        self.table = table
-        self.ids: np.ndarray = table.column("id").to_numpy()
-        self.kind: np.ndarray = table.column("kind").to_numpy()
-        self.layer: np.ndarray = table.column("layer").to_numpy()
-        self.tokens: np.ndarray = table.column("tokens").to_numpy()
-        self.code: np.ndarray = table.column("code").to_numpy()
-        self.parent: np.ndarray = table.column("parent").to_numpy()
+    def __init__(
+        self,
+        rows: pa.Table,
+        order: np.ndarray | None = None,
+        fixed: dict[str, np.ndarray] | None = None,
+    ):
+        # One tuple, swapped whole: a reader never sees rows of one and order of the other.
+        self._held: tuple[pa.Table, np.ndarray | None] = (
+            rows,
+            None if order is None else np.asarray(order, np.int64),
+        )
+        if fixed is None:
+            fixed = {}
+            for name, _ in FIXED_COLUMNS:
+                values = rows.column(name).to_numpy()
+                fixed[name] = values if order is None else values[order]
+        self.ids: np.ndarray = fixed["id"]
+        self.kind: np.ndarray = fixed["kind"]
+        self.layer: np.ndarray = fixed["layer"]
+        self.tokens: np.ndarray = fixed["tokens"]
+        self.code: np.ndarray = fixed["code"]
+        self.parent: np.ndarray = fixed["parent"]
+        self.version: np.ndarray = fixed["version"]
         # Text and doc lists are Python objects: converted once, on first use.
         self._text: list[str] | None = None
         self._docs: list[list[int]] | None = None
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
+
+    @property
+    def table(self) -> pa.Table:
+        """The live rows in id order as one Arrow table (copied out of the rows referred to
+        on first use when they hold others: O(N))."""
+        rows, order = self._held
+        if order is not None:
+            rows = rows.take(pa.array(order))
+            self._held = (rows, None)
+        return rows
+
+    def _gathered(self, rows: np.ndarray, columns: Sequence[str] | None = None) -> pa.Table:
+        """The rows ``rows`` (positions in id order), in that order (``gather_rows``)."""
+        held, order = self._held
+        rows = np.asarray(rows, np.int64)
+        return gather_rows(held, rows if order is None else order[rows], columns)
 
     def contains(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
         """bool per id: is it a live node of this version."""
@@ -164,13 +251,18 @@ class NodeTable:
         """
         if self._text is not None:
             return [self._text[int(r)] for r in rows]
-        return self.table.column("text").take(pa.array(np.asarray(rows, np.int64))).to_pylist()
+        return self._gathered(rows, ["text"]).column("text").to_pylist()
 
     def docs_at(self, rows: np.ndarray) -> list[list[int]]:
         """Doc keys of the rows ``rows``, in order (as :meth:`texts_at`)."""
         if self._docs is not None:
             return [self._docs[int(r)] for r in rows]
-        return self.table.column("docs").take(pa.array(np.asarray(rows, np.int64))).to_pylist()
+        return self._gathered(rows, ["docs"]).column("docs").to_pylist()
+
+    def doc_lists_at(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(doc key, index into rows)`` of every doc key of the rows ``rows``
+        (``doc_lists_flat``)."""
+        return doc_lists_flat(self._gathered(rows, ["docs"]), np.arange(len(rows)))
 
     def text_of(self, ids: np.ndarray | Sequence[int]) -> list[str]:
         """Texts of ``ids``, in order (their rows only: :meth:`texts_at`)."""
@@ -182,7 +274,7 @@ class NodeTable:
 
     def doc_keys_of(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
         """The doc keys of ``ids``, all in one int64 array (a key once per node citing it)."""
-        return doc_lists_flat(self.table, self.rows(ids))[0]
+        return self.doc_lists_at(self.rows(ids))[0]
 
     def ids_of_kind(self, *kinds: int) -> np.ndarray:
         """Ascending ids of the live nodes of any of ``kinds``."""
@@ -190,7 +282,51 @@ class NodeTable:
 
     def take(self, ids: np.ndarray | Sequence[int]) -> pa.Table:
         """The rows of ``ids`` as an Arrow table."""
-        return self.table.take(pa.array(self.rows(ids)))
+        return self._gathered(self.rows(ids))
+
+    def newer_than(self, version: int) -> pa.Table:
+        """The rows written after ``version``, in id order, as an Arrow table."""
+        return self.take(self.ids[self.version > version])
+
+    def merged(self, rows: pa.Table, dead: np.ndarray) -> NodeTable:
+        """The node table of the next version: this one without the ids of ``rows`` and
+        the tombstoned ``dead``, plus ``rows`` (``NODE_SCHEMA``, ids not in ``dead``).
+
+        The kept rows are not copied: the result refers to this table's Arrow rows with
+        ``rows`` appended, in a merged order (two sorted, disjoint id lists: a new row lands
+        after the kept rows with smaller ids and the new rows before it). It copies its
+        live rows into one table when what it refers to is over twice its size or spans
+        more than ``MAX_CHUNKS`` chunks.
+        """
+        row_ids = rows.column("id").to_numpy()
+        leaving = np.union1d(dead, row_ids)
+        kept_pos = np.flatnonzero(~member(self.ids, leaving)) if leaving.size else None
+        by_id = np.argsort(row_ids, kind="stable")
+        kept_ids = self.ids if kept_pos is None else self.ids[kept_pos]
+        at_new = np.searchsorted(kept_ids, row_ids[by_id]) + np.arange(by_id.size)
+        n = kept_ids.size + by_id.size
+        is_new = np.zeros(n, bool)
+        is_new[at_new] = True
+        held, order = self._held
+        fixed: dict[str, np.ndarray] = {}
+        for name, attr in FIXED_COLUMNS:
+            old = getattr(self, attr)
+            col = np.empty(n, old.dtype)
+            col[~is_new] = old if kept_pos is None else old[kept_pos]
+            col[is_new] = rows.column(name).to_numpy()[by_id]
+            fixed[name] = col
+        new_order = np.empty(n, np.int64)
+        old_rows = np.arange(len(self), dtype=np.int64) if order is None else order
+        new_order[~is_new] = old_rows if kept_pos is None else old_rows[kept_pos]
+        new_order[is_new] = held.num_rows + by_id
+        if rows.num_rows:
+            held = pa.concat_tables([held, rows])
+        if held.num_rows == n and (n == 0 or bool(np.all(new_order == np.arange(n)))):
+            return NodeTable(held, None, fixed)  # only new ids, appended in order
+        out = NodeTable(held, new_order, fixed)
+        if held.num_rows > 2 * n + 4096 or held.column("id").num_chunks > MAX_CHUNKS:
+            out.table  # noqa: B018 - copies the live rows into one table
+        return out
 
 
 @dataclass
