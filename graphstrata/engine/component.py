@@ -22,6 +22,7 @@ import numpy as np
 
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.interfaces import LLM, Embedder, LLMError, LLMRequest, LLMResponse
+from graphstrata.engine.layered import LayeredDict
 from graphstrata.engine.params import ModeParams
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.store import Delta, Snapshot
@@ -157,12 +158,12 @@ class TextIndex:
 
     def __init__(self, snapshot: Snapshot):
         self.snapshot = snapshot
-        self._by_kind: dict[int, dict[str, int]] = {}
+        self._by_kind: dict[int, LayeredDict] = {}
         # Keys held by more than one node of the kind (a repeated text): removing the node
         # a key maps to would need the next holder, so such a removal rebuilds the kind.
         self._repeated: dict[int, set[str]] = {}
 
-    def of_kind(self, kind: int) -> dict[str, int]:
+    def of_kind(self, kind: int) -> Mapping[str, int]:
         """The index of one kind (built on first use); a repeated text maps to its last id."""
         kind = int(kind)
         if kind not in self._by_kind:
@@ -176,7 +177,7 @@ class TextIndex:
                 if key in index:
                     repeated.add(key)
                 index[key] = node
-            self._by_kind[kind], self._repeated[kind] = index, repeated
+            self._by_kind[kind], self._repeated[kind] = LayeredDict(index), repeated
         return self._by_kind[kind]
 
     @property
@@ -221,7 +222,8 @@ class TextIndex:
             ]
             if any(key in repeated and index.get(key) == node for key, node in gone):
                 continue  # rebuilt on first use
-            index, repeated = dict(index), set(repeated)
+            # Copy on write of the changes only (``LayeredDict``): not every text key per write.
+            index, repeated = index.changed(), set(repeated)
             for key, node in gone:
                 if index.get(key) == node:
                     del index[key]

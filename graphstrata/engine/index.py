@@ -289,7 +289,7 @@ class Engine:
         with self._write_lock, self.store.writer():
             state = self._fresh_state()
             snapshot = state.snapshot
-            existing = doc_lookup(snapshot)
+            existing = doc_lookup(snapshot, [d.doc_id for d in batch])
             to_add: list[Document] = []
             to_remove: list[int] = []
             for doc in batch:
@@ -313,7 +313,7 @@ class Engine:
         start = time.perf_counter()
         with self._write_lock, self.store.writer():
             state = self._fresh_state()
-            existing = doc_lookup(state.snapshot)
+            existing = doc_lookup(state.snapshot, list(doc_ids))
             unknown = [d for d in doc_ids if d not in existing]
             if unknown and not missing_ok:
                 raise DocumentError([f"doc {d!r}: not in the index" for d in unknown])
