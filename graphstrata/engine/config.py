@@ -286,6 +286,13 @@ class FusionConfig:
     feedback_docs: int = 1
     #: Weight of the feedback vectors' mean against the query vector (see ``feedback_docs``).
     feedback_weight: float = 0.3
+    #: Whether ``collapsed``, ``detailed`` and ``summarized`` take the feedback round too
+    #: (``hybrid`` always does when ``feedback_docs`` > 0; a query's ``feedback_docs``
+    #: parameter applies to every fused mode). Off: on collapsed it measured 0.514 / 0.955
+    #: with against 0.519 / 0.947 without (no gain on balance), and it doubles the dense
+    #: searches of modes that search two kinds (collapsed 9.9 -> 19.9 ms at 100k synthetic
+    #: chunks, build/scratch/prof_query.py, load 2.6).
+    feedback_in_hierarchy: bool = False
 
     def validate(self) -> None:
         """Raise ``ConfigError`` on an invalid value."""

@@ -531,7 +531,9 @@ def fused_built(tmp_path, hashing_embedder, sample_docs):
     return index
 
 
-def fused_oracle(index: Index, kinds: Sequence[int], budget: int, before=()) -> list[int]:
+def fused_oracle(
+    index: Index, kinds: Sequence[int], budget: int, before=(), feedback_docs=None
+) -> list[int]:
     """The fusion (as configured) of the dense and BM25 top-k of ``kinds``, packed greedily
     skipping candidates whose shingles are mostly packed already."""
     from graphstrata.core.fusion import rrf, score_fusion, shingles
@@ -564,8 +566,10 @@ def fused_oracle(index: Index, kinds: Sequence[int], budget: int, before=()) -> 
         return rrf(rankings, [w, 1 - w], fusion.rrf_k)[0]
 
     fused = one_round((d_ids[0], None), q[0])
-    if fusion.feedback_docs and fusion.feedback_weight and fused.size:
-        top = fused[: fusion.feedback_docs]
+    if feedback_docs is None:  # the hierarchy modes' default: feedback only if configured
+        feedback_docs = fusion.feedback_docs if fusion.feedback_in_hierarchy else 0
+    if feedback_docs and fusion.feedback_weight and fused.size:
+        top = fused[:feedback_docs]
         fused = feedback_round(
             index, kinds, k, q[0], top, fusion.feedback_weight, d_ids[0], one_round
         )
@@ -601,6 +605,15 @@ def test_fused_collapsed_packs_distinct_fused_chunks_and_summaries(fused_built):
         sh = shingles(h.text, 5)
         assert not sh or len(sh & seen) < 0.8 * len(sh)
         seen |= sh
+    assert "feedback" not in result.report["fusion"]  # off in the hierarchy by default
+    # a query's feedback_docs turns the feedback round on, as does the config
+    asked = index.query(QUESTION, mode="collapsed", budget_tokens=1200, feedback_docs=2)
+    assert asked.report["fusion"]["feedback"] == 1
+    assert [h.id for h in asked.nodes] == fused_oracle(index, [T, L], 1200, feedback_docs=2)
+    index.engine.config.fusion.feedback_in_hierarchy = True
+    configured = index.query(QUESTION, mode="collapsed", budget_tokens=1200)
+    assert [h.id for h in configured.nodes] == fused_oracle(index, [T, L], 1200)
+    assert configured.report["fusion"]["feedback"] == 1
 
 
 @pytest.mark.parametrize("mode", ["detailed", "summarized"])

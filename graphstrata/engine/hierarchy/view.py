@@ -79,7 +79,7 @@ class HierarchyView(ComponentView):
 
     def search(self, mode: str, query: Query) -> list[Hit]:
         """``collapsed``: fused chunks and summaries packed; the others: see ``_biased``."""
-        fusion = fusion_config(query.params, self.config.fusion)
+        fusion = fusion_config(query.params, self.config.fusion, hierarchy=True)
         info: dict[str, Any] = {"method": fusion.method, "duplicates": 0}
         query.report["fusion"] = info
         if mode == "collapsed":

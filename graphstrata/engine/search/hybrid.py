@@ -147,9 +147,15 @@ def check_fusion(params: ModeParams) -> None:
         raise QueryError(f"{where}: feedback_weight must be finite and >= 0, got {weight}")
 
 
-def fusion_config(params: Any, config: FusionConfig) -> FusionConfig:
+def fusion_config(params: Any, config: FusionConfig, hierarchy: bool = False) -> FusionConfig:
     """``config`` with the ``FUSION_FIELDS`` a query's parameters set (any ``ModeParams``;
-    anything else, e.g. a plain dict from a test, leaves ``config`` as it is)."""
+    anything else, e.g. a plain dict from a test, leaves ``config`` as it is).
+
+    For the hierarchy modes (``hierarchy``) the feedback round is off unless
+    ``config.feedback_in_hierarchy`` or the query's ``feedback_docs`` turns it on.
+    """
+    if hierarchy and not config.feedback_in_hierarchy:
+        config = dataclasses.replace(config, feedback_docs=0)
     if not isinstance(params, ModeParams):
         return config
     given = {k: v for k, v in params.given().items() if k in FUSION_FIELDS}

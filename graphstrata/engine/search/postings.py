@@ -485,8 +485,7 @@ class KindIndex:
         if self.n_live == 0:
             return acc
         n = float(self.n_live)
-        avg_len = self.total_len / n
-        norm = k1 * (1.0 - b + b * self.slot_len / avg_len)
+        norm = self._norm(k1, b)
         for term, times in Counter(terms).items():
             tid = self.vocab.ids.get(term)
             if tid is None or tid >= self.df.size or self.df[tid] <= 0:
@@ -497,8 +496,22 @@ class KindIndex:
                 slots, tf = seg.postings(tid)
                 if slots.size:
                     acc[slots] += idf * tf / (tf + norm[slots])
-        acc[~self.alive] = 0.0
+        if self.n_live < self.alive.size:  # tombstoned slots (all live: nothing to clear)
+            acc[~self.alive] = 0.0
         return acc
+
+    def _norm(self, k1: float, b: float) -> np.ndarray:
+        """BM25's length normalization ``k1 * (1 - b + b * len / avg_len)`` of every slot,
+        computed once per (k1, b): the collection is immutable, and the full-length pass
+        was a large part of a query over a million chunks."""
+        cache: dict[tuple[float, float], np.ndarray] = self.__dict__.setdefault("_norms", {})
+        norm = cache.get((k1, b))
+        if norm is None:
+            avg_len = self.total_len / float(self.n_live)
+            norm = k1 * (1.0 - b + b * self.slot_len / avg_len)
+            norm.flags.writeable = False
+            cache[(k1, b)] = norm
+        return norm
 
     def term_scores(
         self, terms: Sequence[str], ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
@@ -524,7 +537,7 @@ class KindIndex:
         order = np.argsort(cand_slots)
         cand_slots, cols = cand_slots[order], cols[order]
         n = float(self.n_live)
-        norm = k1 * (1.0 - b + b * self.slot_len / (self.total_len / n))
+        norm = self._norm(k1, b)
         for row, term in enumerate(terms):
             tid = self.vocab.ids.get(term)
             if tid is None or tid >= self.df.size or self.df[tid] <= 0:
