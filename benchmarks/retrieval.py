@@ -505,6 +505,7 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("defaults, feedback weight 0.15", {"feedback_weight": 0.15}),
     ("defaults, feedback weight 0.5", {"feedback_weight": 0.5}),
     ("defaults, 2 feedback docs", {"feedback_docs": 2}),
+    ("defaults, feedback in the hierarchy too", {"feedback_in_hierarchy": True}),
     ("defaults, no dedup", {"max_overlap": 2.0}),
     ("defaults, max_overlap 0.5", {"max_overlap": 0.5}),
     ("defaults, max_overlap 0.95", {"max_overlap": 0.95}),
