@@ -254,8 +254,8 @@ class FusionConfig:
     #: drops near-copies only (a summary made of packed sentences, a repeated text): 0.02
     #: (hybrid) to 0.30 (detailed) candidates per question; measured 0.520 / 0.965, the
     #: same as without deduplication or at 0.95, while 0.5 (0.520 / 0.950) also drops
-    #: partial repeats that still held evidence. On the hierarchy modes it matters more:
-    #: collapsed 0.514 / 0.955 at 0.8, 0.514 / 0.955 without (retrieval.md sweep).
+    #: partial repeats that still held evidence; collapsed: 0.519 / 0.947 at 0.8 and
+    #: without, 0.523 / 0.937 at 0.5 (retrieval.md sweep).
     max_overlap: float = 0.8
     #: Words per shingle of the duplicate test (5: a shared 5-word run is rarely chance).
     shingle_words: int = 5
