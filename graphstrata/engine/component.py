@@ -158,7 +158,7 @@ class TextIndex:
 
     def __init__(self, snapshot: Snapshot):
         self.snapshot = snapshot
-        self._by_kind: dict[int, LayeredDict] = {}
+        self._by_kind: dict[int, LayeredDict[str, int]] = {}
         # Keys held by more than one node of the kind (a repeated text): removing the node
         # a key maps to would need the next holder, so such a removal rebuilds the kind.
         self._repeated: dict[int, set[str]] = {}
@@ -379,7 +379,11 @@ class UpdateContext:
 
 
 class DocNames:
-    """doc key -> user ``doc_id`` of one version; the engine builds one per version.
+    """doc key -> user ``doc_id`` of one version; the engine makes one per version.
+
+    Built on first use (a Python pass over every document: O(N) at each write when it was
+    eager), or advanced from the previous version's by a commit's documents (``advanced``),
+    copying only the change (``LayeredDict``).
 
     Parameters
     ----------
@@ -387,14 +391,37 @@ class DocNames:
         The version whose documents are named.
     """
 
-    def __init__(self, snapshot: Snapshot):
-        keys = snapshot.docs.column("key").to_pylist()
-        names = snapshot.docs.column("doc_id").to_pylist()
-        self._names = dict(zip(keys, names, strict=True))
+    def __init__(self, snapshot: Snapshot, names: LayeredDict[int, str] | None = None):
+        self._snapshot = snapshot
+        self._names = names
+
+    def _mapping(self) -> LayeredDict[int, str]:
+        names = self._names
+        if names is None:
+            docs = self._snapshot.docs
+            keys = docs.column("key").to_pylist()
+            ids = docs.column("doc_id").to_pylist()
+            names = self._names = LayeredDict(dict(zip(keys, ids, strict=True)))
+        return names
 
     def __call__(self, keys: Sequence[int]) -> list[str]:
         """The doc_ids of ``keys``, in order; keys of deleted documents are skipped."""
-        return [self._names[k] for k in keys if k in self._names]
+        names = self._mapping()
+        return [names[k] for k in keys if k in names]
+
+    def advanced(self, snapshot: Snapshot, delta: Delta) -> DocNames:
+        """The names of ``snapshot``, which ``delta`` committed on this version: built from
+        this one's when it exists (its dead documents out, its new ones in), else lazily."""
+        if self._names is None:
+            return DocNames(snapshot)
+        names = self._names.changed()
+        for key in delta.dead_docs.tolist():
+            names.pop(int(key), None)
+        docs = delta.docs
+        keys = docs.column("key").to_pylist()
+        for key, doc_id in zip(keys, docs.column("doc_id").to_pylist(), strict=True):
+            names[int(key)] = doc_id
+        return DocNames(snapshot, names)
 
 
 @dataclass

@@ -237,7 +237,11 @@ class Engine:
         """The state of ``snapshot``; after a commit, views advance from ``previous``'s."""
         if vectors is None:
             vectors = open_vectors(self.store.root, snapshot, self.config)
-        doc_names = DocNames(snapshot)
+        doc_names = (
+            previous.doc_names.advanced(snapshot, delta)
+            if previous is not None and delta is not None
+            else DocNames(snapshot)
+        )
         text_index = (
             previous.text_index.advanced(snapshot, delta)
             if previous is not None and delta is not None

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, MutableMapping
+from typing import Generic, TypeVar
 
 __all__ = ["LayeredDict"]
+
+
+class _Removed:
+    """The mark of a key removed from the base (a value of its own: ``None`` may be one)."""
+
+
+_REMOVED = _Removed()
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 #: Changes kept on top of a shared base before ``changed`` folds them into a new base.
 FOLD_MIN = 4096
 
 
-class LayeredDict(Mapping[str, int]):
-    """``str -> int``: a base dict shared with older versions and this version's changes.
+class LayeredDict(MutableMapping[K, V], Generic[K, V]):
+    """A mapping: a base dict shared with older versions and this version's changes.
 
     A version's mapping must not change under the readers of that version, and copying
     every entry per write is O(N) (a million chunk texts). ``changed`` gives the next
@@ -27,46 +38,46 @@ class LayeredDict(Mapping[str, int]):
 
     __slots__ = ("_base", "_size", "_top")
 
-    def __init__(self, base: dict[str, int] | None = None):
-        self._base: dict[str, int] = {} if base is None else base
-        self._top: dict[str, int | None] = {}  # None: removed from the base
+    def __init__(self, base: dict[K, V] | None = None):
+        self._base: dict[K, V] = {} if base is None else base
+        self._top: dict[K, V | _Removed] = {}
         self._size = len(self._base)
 
-    def __getitem__(self, key: str) -> int:
+    def __getitem__(self, key: K) -> V:
         if key in self._top:
             value = self._top[key]
-            if value is None:
+            if isinstance(value, _Removed):
                 raise KeyError(key)
             return value
         return self._base[key]
 
     def __contains__(self, key: object) -> bool:
         if key in self._top:
-            return self._top[key] is not None
+            return not isinstance(self._top[key], _Removed)  # type: ignore[index]
         return key in self._base
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[K]:
         top = self._top
         yield from (k for k in self._base if k not in top)
-        yield from (k for k, v in top.items() if v is not None)
+        yield from (k for k, v in top.items() if not isinstance(v, _Removed))
 
     def __len__(self) -> int:
         return self._size
 
-    def __setitem__(self, key: str, value: int) -> None:
+    def __setitem__(self, key: K, value: V) -> None:
         if key not in self:
             self._size += 1
-        self._top[key] = int(value)
+        self._top[key] = value
 
-    def __delitem__(self, key: str) -> None:
+    def __delitem__(self, key: K) -> None:
         if key not in self:
             raise KeyError(key)
         self._size -= 1
-        self._top[key] = None
+        self._top[key] = _REMOVED
 
-    def changed(self) -> LayeredDict:
+    def changed(self) -> LayeredDict[K, V]:
         """A mapping equal to this one that may be changed without changing this one."""
-        out = LayeredDict.__new__(LayeredDict)
+        out: LayeredDict[K, V] = LayeredDict.__new__(LayeredDict)
         if len(self._top) >= max(FOLD_MIN, len(self._base) // 4):
             out._base, out._top = dict(self.items()), {}
         else:

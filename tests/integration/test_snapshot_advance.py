@@ -164,3 +164,27 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs):
         np.testing.assert_allclose(got.weights, want.weights, rtol=1e-6)
         np.testing.assert_array_equal(got.units_of, want.units_of)
         np.testing.assert_array_equal(got.chunk_of, want.chunk_of)
+
+
+def test_advanced_doc_names_equal_fresh_ones(tmp_path, sample_docs):
+    """Each version's doc names, advanced from the previous version's by the delta once
+    those were built, name every document as fresh names of that version do."""
+    from graphstrata.engine.component import DocNames
+
+    index = Index.create(tmp_path / "ix", IndexConfig(), embedder=HashingEmbedder(64))
+    docs = list(sample_docs)
+    index.insert(docs[:6])
+    steps = [
+        ("insert", docs[6:9]),
+        ("delete", [docs[1]["doc_id"], docs[7]["doc_id"]]),
+        ("insert", [{**docs[3], "text": docs[3]["text"] + " A later line."}]),  # an update
+        ("insert", docs[9:11]),
+    ]
+    for action, arg in steps:
+        index.engine.state.doc_names([0])  # built: the next version's is advanced from it
+        index.insert(arg) if action == "insert" else index.delete(arg)
+        state = index.engine.state
+        keys = state.snapshot.docs.column("key").to_pylist()
+        assert state.doc_names._names is not None  # advanced, not rebuilt lazily
+        assert state.doc_names([*keys, 10**9]) == DocNames(state.snapshot)(keys)
+        assert len(state.doc_names._names) == len(keys)
