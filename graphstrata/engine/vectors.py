@@ -6,8 +6,8 @@ while a writer adds and removes the changed nodes only. A kind is a *base* HNSW 
 by versions, plus the version's own *fresh* vectors (added since the base, searched exactly)
 and the ids *removed* from the base since (filtered out of its results): a write copies only
 the fresh part, O(change), not the whole index. When the fresh vectors outgrow
-``FRESH_SHARE`` of the base (at least ``FRESH_MIN``), or ``REMOVED_MAX`` ids are removed,
-they are merged into a new base (one O(n) copy, amortized over the writes before it).
+``FRESH_SHARE`` of the base (at least ``FRESH_MIN``), or more ids are removed than
+``removal_limit`` allows, they are merged into a new base (one O(n) copy, amortized over the writes before it).
 """
 
 from __future__ import annotations
@@ -37,11 +37,58 @@ FRESH_SHARE = 0.125
 FRESH_MIN = 4096
 #: ... and at most this many (they are searched by a matrix product: 16k x 384 is ~2 ms).
 FRESH_CAP = 16384
-#: Ids removed from a base before it is rewritten without them (a search asks the base for
-#: this many more matches, so that k remain after filtering them out).
+#: Ids removed from a base before it is rewritten without them: ``REMOVED_MAX``, or one in
+#: ``REMOVED_SHARE`` of the base if more, up to ``REMOVED_CAP``. Rewriting copies the whole
+#: base (a million-vector base: seconds), so a large base tolerates more removals.
 REMOVED_MAX = 64
+REMOVED_SHARE = 256
+REMOVED_CAP = 1024
+#: A search asks a base for this many matches more than k (at most as many as it has
+#: removed ids) and asks again, for k + all its removed ids, only for a query whose top
+#: matches held more removed ids than that: the same results as always asking for k + all,
+#: without making every search of a base with many removals that much wider.
+OVERSAMPLE = 16
 
 _EMPTY_IDS = np.zeros(0, np.int64)
+
+
+def removal_limit(base_size: int) -> int:
+    """Removed ids a base of ``base_size`` vectors keeps before it is rewritten."""
+    return max(REMOVED_MAX, min(REMOVED_CAP, base_size // REMOVED_SHARE))
+
+
+def _search_without(
+    index: Any, queries: np.ndarray, k: int, dropped: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``match_arrays`` of the top matches of ``index`` with ``dropped`` ids marked invalid,
+    at least k valid per query where the index holds that many others (``OVERSAMPLE``)."""
+    nq, n = queries.shape[0], len(index)
+    kk = min(k + min(dropped.size, OVERSAMPLE), n)
+    keys, sims, valid = match_arrays(index.search(queries, kk, exact=n < EXACT_BELOW), nq, kk)
+    if not dropped.size:
+        return keys, sims, valid
+    valid &= ~np.isin(keys, dropped)
+    full = min(k + dropped.size, n)
+    short = np.flatnonzero(valid.sum(axis=1) < min(k, kk))
+    if full > kk and short.size:  # those queries' top matches were mostly removed ids
+        k2, s2, v2 = match_arrays(
+            index.search(queries[short], full, exact=n < EXACT_BELOW), short.size, full
+        )
+        v2 &= ~np.isin(k2, dropped)
+        keys, sims, valid = _widened(keys, full), _widened(sims, full), _widened(valid, full)
+        keys[short], sims[short], valid[short] = (
+            _widened(k2, full),
+            _widened(s2, full),
+            _widened(v2, full),
+        )
+    return keys, sims, valid
+
+
+def _widened(a: np.ndarray, width: int) -> np.ndarray:
+    """``a`` [n, <= width] padded on the right to ``width`` columns with zeros (False)."""
+    out = np.zeros((a.shape[0], width), a.dtype)
+    out[:, : a.shape[1]] = a
+    return out
 
 
 def _new_index(dim: int, dtype: str, expansion_search: int) -> UsearchIndex:
@@ -273,7 +320,7 @@ class VectorIndex:
         ids, rows = np.concatenate([ids, add_ids]), np.concatenate([rows, matrix])
         big = min(max(FRESH_MIN, FRESH_SHARE * len(base)), FRESH_CAP)
         self.fresh[kind], self.removed[kind] = (ids, rows), removed
-        if ids.size > big or removed.size > REMOVED_MAX:
+        if ids.size > big or removed.size > removal_limit(len(base)):
             self.by_kind[kind] = self._merged(kind)
             self.fresh.pop(kind)
             self.removed.pop(kind)
@@ -389,11 +436,7 @@ class VectorIndex:
         for index, dropped in parts:
             if len(index) == 0 or k <= 0:
                 continue
-            kk = min(k + dropped.size, len(index))
-            matches = index.search(queries, kk, exact=len(index) < EXACT_BELOW)
-            keys, sims, valid = match_arrays(matches, nq, kk)
-            if dropped.size:
-                valid &= ~np.isin(keys, dropped)
+            keys, sims, valid = _search_without(index, queries, k, dropped)
             for q in range(nq):
                 per_ids[q].append(keys[q][valid[q]])
                 per_scores[q].append(sims[q][valid[q]])

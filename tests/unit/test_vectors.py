@@ -44,8 +44,11 @@ def _exact_top(live: dict[int, np.ndarray], queries: np.ndarray, k: int) -> list
     return [ids[np.argsort(-row, kind="stable")[:k]].tolist() for row in sims]
 
 
+@pytest.mark.parametrize(("removed_max", "oversample"), [(5, 16), (40, 1)])
 @pytest.mark.parametrize("seed", range(4))
-def test_updates_through_fresh_parts_and_merges_answer_like_brute_force(seed, monkeypatch):
+def test_updates_through_fresh_parts_and_merges_answer_like_brute_force(
+    seed, removed_max, oversample, monkeypatch
+):
     """Random adds, removes and re-adds per kind; with small thresholds every path runs
     (fresh part, removals filtered, merge into a new base). Below EXACT_BELOW usearch
     searches exactly, so the results must be the brute-force top-k of the live vectors; the
@@ -53,7 +56,8 @@ def test_updates_through_fresh_parts_and_merges_answer_like_brute_force(seed, mo
     import graphstrata.engine.vectors as vectors
 
     monkeypatch.setattr(vectors, "FRESH_MIN", 12)
-    monkeypatch.setattr(vectors, "REMOVED_MAX", 5)
+    monkeypatch.setattr(vectors, "REMOVED_MAX", removed_max)
+    monkeypatch.setattr(vectors, "OVERSAMPLE", oversample)  # 1: the second search runs
     rng = np.random.default_rng(seed)
     dim, kinds = 16, [int(NodeKind.S), int(NodeKind.T)]
     live: dict[int, dict[int, np.ndarray]] = {k: {} for k in kinds}
@@ -92,3 +96,23 @@ def test_updates_through_fresh_parts_and_merges_answer_like_brute_force(seed, mo
         for k in kinds:
             got, _ = old_vi.search(queries, [k], 5)
             assert [g.tolist() for g in got] == _exact_top(old_live[k], queries, 5)
+
+
+def test_a_query_whose_best_matches_were_removed_searches_again(monkeypatch):
+    """The k best of a base were all removed: the first, narrow search finds too few others,
+    the second (k + every removed id) returns the true next k."""
+    import graphstrata.engine.vectors as vectors
+
+    monkeypatch.setattr(vectors, "OVERSAMPLE", 2)
+    rng = np.random.default_rng(3)
+    dim, kind = 16, int(NodeKind.T)
+    rows = _unit_rows(rng, 60, dim)
+    ids = np.arange(1, 61, dtype=np.int64)
+    vi = VectorIndex(dim).updated(ids, np.full(60, kind, np.uint8), rows, np.zeros(0, np.int64))
+    query = rows[:1]
+    order = np.argsort(-(rows @ query[0]), kind="stable")
+    gone = ids[order[:6]]  # the query's six best
+    after = vi.updated(np.zeros(0, np.int64), np.zeros(0, np.uint8), rows[:0], gone)
+    assert after.removed[kind].size == 6  # kept as removals of the base, not merged
+    got, _ = after.search(query, [kind], 4)
+    assert got[0].tolist() == ids[order[6:10]].tolist()
