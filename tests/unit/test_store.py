@@ -462,11 +462,11 @@ def test_gather_rows_equals_a_plain_take(seed):
 def test_large_segments_are_mapped_arrow_and_read_like_parquet(tmp_path, monkeypatch):
     """From ``MAPPED_ROWS`` rows a table segment is Arrow IPC (mapped on open); below it,
     Parquet. Both read back the same rows, and an unreadable mapped segment says so."""
-    from graphstrata.engine.store import store as store_module
+    from graphstrata.engine.store import segments
 
     small = _create(tmp_path / "small")
     ids_small, _, _ = _commit_nodes(small, 6)
-    monkeypatch.setattr(store_module, "MAPPED_ROWS", 4)
+    monkeypatch.setattr(segments, "MAPPED_ROWS", 4)
     big = _create(tmp_path / "big")
     ids_big, _, _ = _commit_nodes(big, 6)
     _commit_nodes(big, 2)  # a small commit stays Parquet

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from graphstrata.engine.store.caches import (
     CACHE_FOLDERS,
@@ -67,6 +66,11 @@ from graphstrata.engine.store.schema import (
     TOMBSTONE_SCHEMA,
     vector_schema,
 )
+from graphstrata.engine.store.segments import (
+    read_table_segment,
+    table_segment_format,
+    write_table_segment,
+)
 from graphstrata.engine.store.snapshot import Snapshot
 from graphstrata.engine.store.tables import (
     VectorSegment,
@@ -75,11 +79,6 @@ from graphstrata.engine.store.tables import (
     live_edges,
     live_nodes,
 )
-
-#: Rows from which a table segment is written as uncompressed Arrow IPC (memory-mapped on
-#: open) instead of zstd Parquet: a build or a compaction, not a one-document commit.
-#: Opening a 100k-chunk index spent 0.32 of its 0.36 s decoding Parquet node segments.
-MAPPED_ROWS = 8192
 
 
 @dataclass
@@ -251,10 +250,7 @@ class Store:
         for entry in entries:
             path = self._check(entry, verify)
             try:
-                if path.suffix == ".arrow":  # memory-mapped: the rows are paged in when read
-                    table = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
-                else:
-                    table = pq.read_table(path)
+                table = read_table_segment(path)
             except (OSError, pa.ArrowInvalid) as exc:
                 raise CorruptIndexError(
                     f"{self.root}: segment {entry['file']} is unreadable: {exc}"
@@ -449,18 +445,10 @@ class Store:
             return str(path)
 
     def _write_table(self, table: pa.Table, name: str, version: int) -> dict[str, Any]:
-        """One table segment: uncompressed Arrow IPC from ``MAPPED_ROWS`` rows (a reader maps
-        it instead of decoding it: opening a million-chunk index does not decompress every
-        text), zstd Parquet below (a small commit writes a few kilobytes)."""
-        if table.num_rows >= MAPPED_ROWS:
-            path = self._track(self.root / self._segment_name(name, version, "arrow"))
-            with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as out:
-                out.write_table(table)
-            return self._entry(path, table.num_rows, version)
-        path = self._track(self.root / self._segment_name(name, version, "parquet"))
-        # Readers cast to the known schema, so the Arrow schema and column statistics are not
-        # stored: they are most of a small segment's bytes, and small commits should write little.
-        pq.write_table(table, path, compression="zstd", store_schema=False, write_statistics=False)
+        """One table segment, mapped Arrow or Parquet by its size (``segments``)."""
+        ext = table_segment_format(table.num_rows)
+        path = self._track(self.root / self._segment_name(name, version, ext))
+        write_table_segment(table, path)
         return self._entry(path, table.num_rows, version)
 
     def _entry(self, path: Path, rows: int, version: int) -> dict[str, Any]:
@@ -484,10 +472,9 @@ class Store:
         table = pa.Table.from_arrays(
             [pa.array(ids), pa.array(kinds), vec], schema=vector_schema(dim, dtype)
         )
-        path = self._track(self.root / self._segment_name("vectors", version, "arrow"))
         # Uncompressed IPC so readers memory-map it and reach numpy without a copy.
-        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
+        path = self._track(self.root / self._segment_name("vectors", version, "arrow"))
+        write_table_segment(table, path)
         return self._entry(path, table.num_rows, version)
 
     def commit(
