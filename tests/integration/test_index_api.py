@@ -70,6 +70,8 @@ def test_delete_removes_chunks_vectors_and_citations(make_index, sample_docs):
     with pytest.raises(DocumentError, match="not in the index"):
         index.delete(["no-such-doc"])
     assert index.delete(["no-such-doc"], missing_ok=True).docs_deleted == 0
+    with pytest.raises(DocumentError, match="not in the index"):
+        index.delete([3])  # not a doc id: named, not a pyarrow error
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,8 @@ def doc_lookup(snapshot: Snapshot, doc_ids: Sequence[str]) -> dict[str, tuple[in
     docs = snapshot.docs
     if not doc_ids or not docs.num_rows:
         return {}
-    wanted = pa.array(list(dict.fromkeys(doc_ids)), pa.string())
+    # A doc id is a string; anything else names no document (the caller reports it).
+    wanted = pa.array([d for d in dict.fromkeys(doc_ids) if isinstance(d, str)], pa.string())
     found = docs.filter(pc.is_in(docs.column("doc_id"), value_set=wanted))
     return {
         d: (int(k), s)

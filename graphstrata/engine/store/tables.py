@@ -195,6 +195,11 @@ class NodeTable:
     def table(self) -> pa.Table:
         """The live rows in id order as one Arrow table (copied out of the rows referred to
         on first use when they hold others: O(N))."""
+        return self._own_rows()
+
+    def _own_rows(self) -> pa.Table:
+        """Copy the live rows into one table of their own (no-op when they are), so that the
+        rows they referred to and no longer need can be freed."""
         rows, order = self._held
         if order is not None:
             rows = rows.take(pa.array(order))
@@ -325,7 +330,7 @@ class NodeTable:
             return NodeTable(held, None, fixed)  # only new ids, appended in order
         out = NodeTable(held, new_order, fixed)
         if held.num_rows > 2 * n + 4096 or held.column("id").num_chunks > MAX_CHUNKS:
-            out.table  # noqa: B018 - copies the live rows into one table
+            out._own_rows()
         return out
 
 
