@@ -4,12 +4,15 @@ For a query, the ``top_k`` nearest chunks (the ``naive`` candidates) and the ``t
 BM25 chunks (the ``bm25`` candidates, from the version's ``SparseIndex``) are fused into one
 ranking (``FusionConfig.method``: a convex combination of min-max normalized scores by
 default, re-ranked so that query terms matched above count less, or reciprocal-rank fusion;
-``core/fusion.py``), then packed greedily under the budget,
-skipping near-duplicates of what is already packed (``pack_distinct_hits``). The fusion
-defaults are measured in benchmarks/results/retrieval.md ("Fusion choice").
+``core/fusion.py``), then fused once more after a dense feedback round (the query vector
+moved toward the best fused chunk searches again: ``FusionConfig.feedback_docs``), then
+packed greedily under the budget, skipping near-duplicates of what is already packed
+(``pack_distinct_hits``). The fusion defaults are measured in
+benchmarks/results/retrieval.md ("Fusion choice").
 
 ``fused_candidates`` and ``FusionParams`` are shared with the hierarchy modes, which fuse
-the same two lists over chunks and summaries. The component keeps no state on disk; its
+the same two lists over chunks and summaries (without the feedback round by default:
+``FusionConfig.feedback_in_hierarchy``). The component keeps no state on disk; its
 sparse postings are shared with the other views of the version and advanced per commit
 (docs/architecture.md, "Search modes and parameters").
 """

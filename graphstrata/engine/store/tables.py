@@ -48,7 +48,11 @@ def doc_lists_flat(table: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.nd
     Flattened in Arrow: the doc lists of a hub entity's thousands of units are never
     converted to Python lists one by one.
     """
-    lists = table.column("docs").take(pa.array(np.asarray(rows, np.int64)))
+    return flatten_doc_lists(table.column("docs").take(pa.array(np.asarray(rows, np.int64))))
+
+
+def flatten_doc_lists(lists: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """``(doc key, index into lists)`` of every key of a column of doc lists."""
     if isinstance(lists, pa.ChunkedArray):
         lists = lists.combine_chunks()
     flat = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
@@ -267,7 +271,7 @@ class NodeTable:
     def doc_lists_at(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(doc key, index into rows)`` of every doc key of the rows ``rows``
         (``doc_lists_flat``)."""
-        return doc_lists_flat(self._gathered(rows, ["docs"]), np.arange(len(rows)))
+        return flatten_doc_lists(self._gathered(rows, ["docs"]).column("docs"))
 
     def text_of(self, ids: np.ndarray | Sequence[int]) -> list[str]:
         """Texts of ``ids``, in order (their rows only: :meth:`texts_at`)."""
@@ -291,7 +295,7 @@ class NodeTable:
 
     def newer_than(self, version: int) -> pa.Table:
         """The rows written after ``version``, in id order, as an Arrow table."""
-        return self.take(self.ids[self.version > version])
+        return self._gathered(np.flatnonzero(self.version > version))
 
     def merged(self, rows: pa.Table, dead: np.ndarray) -> NodeTable:
         """The node table of the next version: this one without the ids of ``rows`` and
