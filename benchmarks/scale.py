@@ -483,6 +483,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=50)
     p.add_argument("--work", help="folder for the indexes (default: a temporary one)")
     p.add_argument("--semantic-exact-below", type=int, dest="exact_below")
+    p.add_argument(
+        "--keep-index",
+        action="store_true",
+        dest="keep_index",
+        help="keep each built index (WORK/<setting>-<chunks>-None/ix) for later profiling",
+    )
     p = sub.add_parser("one", help=argparse.SUPPRESS)
     p.add_argument("--chunks", type=int, required=True)
     p.add_argument("--no-heterograph", action="store_true", dest="no_heterograph")
@@ -539,7 +545,8 @@ def main(argv: list[str] | None = None) -> int:
             result = json.loads(out.read_text())
             result["child_wall_s"] = round(time.perf_counter() - t, 1)
             print(json.dumps(result), flush=True)
-            shutil.rmtree(work / "ix", ignore_errors=True)
+            if not args.keep_index:
+                shutil.rmtree(work / "ix", ignore_errors=True)
             data["runs"] = [
                 r
                 for r in data.get("runs", [])
