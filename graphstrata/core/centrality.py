@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
+from graphstrata.core import sets
 from graphstrata.core.graph import check_csr
 
 __all__ = ["sampled_betweenness"]
@@ -195,7 +196,7 @@ def sampled_betweenness(
         srcs = np.asarray(sources)
         if srcs.ndim != 1 or (srcs.size and not np.issubdtype(srcs.dtype, np.integer)):
             raise ValueError("sources must be a 1-d integer array")
-        srcs = np.unique(srcs.astype(np.int64))
+        srcs = sets.unique(srcs.astype(np.int64))
         if srcs.size and (srcs[0] < 0 or srcs[-1] >= n):
             raise ValueError(f"sources must be node indices in [0, {n})")
         if srcs.size == 0:

@@ -73,6 +73,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from graphstrata.core import sets
 from graphstrata.core._partition_codes import SortedCodes, sort_codes
 from graphstrata.core._partition_engine import assign_new, engine, label_sorted
 from graphstrata.core.lsh import _as_codes
@@ -172,12 +173,12 @@ def _exact_changes(
     """Derive ``changed``/``removed`` from the assignments themselves (the contract), so an
     id whose members all moved away is always reported removed."""
     moved = before != after
-    alive = np.unique(after)
+    alive = sets.unique(after)
     old_of_moved = before[moved]
     old_of_moved = old_of_moved[(old_of_moved >= 0) & np.isin(old_of_moved, alive)]
-    changed = np.union1d(changed, np.union1d(after[moved], old_of_moved)).astype(np.int64)
-    gone = np.setdiff1d(np.unique(before[before >= 0]), alive)
-    removed = np.union1d(removed, gone).astype(np.int64)
+    changed = sets.union(changed, sets.union(after[moved], old_of_moved)).astype(np.int64)
+    gone = sets.difference(sets.unique(before[before >= 0]), alive)
+    removed = sets.union(removed, gone).astype(np.int64)
     return RepartitionResult(after, changed, removed)
 
 
@@ -242,16 +243,16 @@ def repartition(
         tch = np.asarray(touched)
         if tch.ndim != 1 or (tch.size and not np.issubdtype(tch.dtype, np.integer)):
             raise ValueError("touched must be a 1-d integer array")
-        tch = np.unique(tch.astype(np.int64))
+        tch = sets.unique(tch.astype(np.int64))
         if tch.size and tch[0] < 0:
             raise ValueError("touched ids must be >= 0")
-    old_ids, old_root = np.unique(seg, return_inverse=True)
+    old_ids, old_root = sets.unique_inverse(seg)
     old_root = old_root.astype(np.int64).reshape(-1)
     if old_ids.size and old_ids[0] == -1:
         old_ids = old_ids[1:]
         old_root -= 1  # new items -> -1
     n_old = old_ids.shape[0]
-    missing = np.setdiff1d(tch, old_ids).astype(np.int64)  # touched ids with no item left
+    missing = sets.difference(tch, old_ids).astype(np.int64)  # touched ids with no item left
     empty = np.zeros(0, dtype=np.int64)
     if m == 0:
         return RepartitionResult(empty, empty, missing)
@@ -259,15 +260,15 @@ def repartition(
     cs = sort_codes(codes, tb)
     if n_old == 0:  # build = insert into empty: identical to partition()
         out = _build(cs, s_min, s_max, id_base)
-        return RepartitionResult(out, np.unique(out), missing)
+        return RepartitionResult(out, sets.unique(out), missing)
 
     item_root = old_root.copy()
     is_new = item_root < 0
     static_size = np.bincount(old_root[~is_new], minlength=n_old).astype(np.int64)
     dirty0 = np.zeros(n_old, dtype=np.bool_)
-    dirty0[np.searchsorted(old_ids, np.intersect1d(tch, old_ids))] = True
+    dirty0[np.searchsorted(old_ids, sets.intersection(tch, old_ids))] = True
     if is_new.any():
-        new_k = np.unique(cs.code_k[is_new])
+        new_k = sets.unique(cs.code_k[is_new])
         target = assign_new(
             new_k, item_root[cs.order].astype(np.int32), static_size.astype(np.int32), cs.code_index
         )
@@ -315,7 +316,7 @@ def _relabel(
             label[u] = o
             claimed[o] = True
             overlap[u] = counts[j]
-    roots, first = np.unique(root_sorted, return_index=True)  # first sorted position
+    roots, first = sets.unique_first(root_sorted)  # first sorted position
     unlabelled = label[roots] < 0
     fresh = roots[unlabelled][np.argsort(first[unlabelled], kind="stable")]
     out_label = label.copy()
@@ -328,5 +329,5 @@ def _relabel(
     same = (lab >= 0) & (overlap[dirty_roots] == new_size[dirty_roots])
     same[same] &= new_size[dirty_roots[same]] == old_size[lab[same]]
     changed = np.sort(out_label[dirty_roots[~same]]).astype(np.int64)
-    removed = np.union1d(old_ids[~claimed], missing).astype(np.int64)
+    removed = sets.union(old_ids[~claimed], missing).astype(np.int64)
     return RepartitionResult(segment.astype(np.int64), changed, removed)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from graphstrata.core import sets
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.interfaces import LLM, Embedder, LLMError, LLMRequest, LLMResponse
 from graphstrata.engine.layered import LayeredDict
@@ -206,7 +207,7 @@ class TextIndex:
         old = self.snapshot.nodes
         rows = delta.nodes
         row_ids = rows.column("id").to_numpy()
-        leaving = np.union1d(delta.dead_nodes, row_ids)
+        leaving = sets.union(delta.dead_nodes, row_ids)
         leaving = leaving[old.contains(leaving)]
         leaving = leaving[self.snapshot.vectors.has(leaving)]
         old_rows = old.rows(leaving)

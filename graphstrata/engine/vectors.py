@@ -22,6 +22,7 @@ import numpy as np
 from usearch.index import Index as UsearchIndex
 
 from graphstrata.core import ids as core_ids
+from graphstrata.core import sets
 from graphstrata.core.ann import hnsw_index, match_arrays
 from graphstrata.core.knn import best_per_query
 from graphstrata.engine.store import VectorTable
@@ -153,7 +154,7 @@ class VectorIndex:
     ) -> VectorIndex:
         """Index every live vector of a version from scratch."""
         vi = cls(vectors.dim, dtype, expansion_search)
-        for kind in np.unique(vectors.kinds):
+        for kind in sets.unique(vectors.kinds):
             ids, mat = vectors.of_kind(int(kind))
             vi._index_for(int(kind)).add(ids, mat, threads=ADD_THREADS)
         return vi
@@ -227,12 +228,12 @@ class VectorIndex:
         """This restored cache with the vectors written and removed since applied."""
         live = np.sort(vectors.ids)
         new_ids, new_kinds = vectors.since(cache_version)
-        for kind in sorted(set(self.by_kind) | set(np.unique(new_kinds).tolist())):
+        for kind in sorted(set(self.by_kind) | set(sets.unique(new_kinds).tolist())):
             base = self.by_kind.get(kind)
             keys = np.asarray(base.keys, np.int64) if base is not None else _EMPTY_IDS
             add = new_ids[new_kinds == kind]
             # Dead since the cache, or written again (a rewritten vector keeps its node id).
-            gone = np.union1d(keys[~core_ids.contains(live, keys)], add)
+            gone = sets.union(keys[~core_ids.contains(live, keys)], add)
             self._apply(kind, add, vectors.get(add), gone)
         return self
 
@@ -292,7 +293,7 @@ class VectorIndex:
             dict(self.removed),
         )
         remove_ids = np.asarray(remove_ids, np.int64)
-        touched: set[int] = set(np.unique(add_kinds).tolist())
+        touched: set[int] = set(sets.unique(add_kinds).tolist())
         if remove_ids.size:
             touched |= {k for k in self.kinds() if self.contains(remove_ids, k).any()}
         for kind in sorted(touched):
@@ -318,7 +319,7 @@ class VectorIndex:
             keep = ~np.isin(ids, remove_ids)
             ids, rows = ids[keep], rows[keep]
             in_base = remove_ids[np.asarray(base.contains(remove_ids), dtype=bool)]
-            removed = np.union1d(removed, in_base)
+            removed = sets.union(removed, in_base)
         ids, rows = np.concatenate([ids, add_ids]), np.concatenate([rows, matrix])
         big = min(max(FRESH_MIN, FRESH_SHARE * len(base)), FRESH_CAP)
         self.fresh[kind], self.removed[kind] = (ids, rows), removed
@@ -399,7 +400,7 @@ class VectorIndex:
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         query_ids = np.asarray(query_ids, dtype=np.int64)
         nq = queries.shape[0]
-        exclude = np.unique(np.asarray(exclude, dtype=np.int64))
+        exclude = sets.unique(np.asarray(exclude, dtype=np.int64))
         srcs, dsts, sims = [], [], []
         parts = [p for kind in kinds for p in self._parts(int(kind))]
         for index, dropped in parts:
@@ -407,7 +408,7 @@ class VectorIndex:
                 continue
             # Ask for as many more matches as excluded ids the index holds (and one for the
             # query itself), so that m remain after filtering.
-            skip = np.union1d(exclude, dropped)
+            skip = sets.union(exclude, dropped)
             held = int(np.count_nonzero(index.contains(skip))) if skip.size else 0
             selves = bool(np.any(index.contains(query_ids)))
             k = min(m + held + int(selves), len(index))

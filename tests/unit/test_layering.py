@@ -153,3 +153,39 @@ def test_no_module_is_over_700_lines():
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > 700
     }
     assert long == {}
+
+
+#: NumPy's hash-based set functions (``core/sets.py`` says why and replaces them).
+HASH_SET_CALLS = {"union1d", "setdiff1d", "intersect1d", "setxor1d"}
+
+
+def hash_set_calls(source: str) -> list[int]:
+    """Lines that call ``np.unique`` without ``return_*``/``axis``, or a hash set function."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        owner = node.func.value
+        if not (isinstance(owner, ast.Name) and owner.id in {"np", "numpy"}):
+            continue
+        keywords = {k.arg or "" for k in node.keywords}
+        plain_unique = node.func.attr == "unique" and not (
+            {k for k in keywords if k.startswith("return_")} or "axis" in keywords
+        )
+        if plain_unique or node.func.attr in HASH_SET_CALLS:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_set_operations_sort_rather_than_hash():
+    found = {
+        module_name(p): lines
+        for p in ROOT.rglob("*.py")
+        if (lines := hash_set_calls(p.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+
+
+def test_the_set_call_finder_finds_them():
+    source = "import numpy as np\nnp.unique(a)\nnp.unique(a, return_index=True)\nnp.union1d(a, b)\n"
+    assert hash_set_calls(source) == [2, 4]

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from graphstrata.core import sets
 from graphstrata.core.ids import positions_in
 from graphstrata.engine.component import MeteredLLM
 from graphstrata.engine.heterograph.decompose import Names
@@ -60,8 +61,8 @@ def facts(work: Work, entities: np.ndarray, before: bool) -> Facts:
     rels = group_by(nr[0][sel], nr[1][sel])
     out = {}
     for e in entities.tolist():
-        s_ids = np.unique(units.get(e, EMPTY))[::-1]
-        r_ids = np.unique(rels.get(e, EMPTY))[::-1]
+        s_ids = sets.unique(units.get(e, EMPTY))[::-1]
+        r_ids = sets.unique(rels.get(e, EMPTY))[::-1]
         out[e] = (
             _within(work, s_ids, ATTRIBUTE_FACT_TOKENS, before),
             _within(work, r_ids, ATTRIBUTE_RELATION_TOKENS, before),

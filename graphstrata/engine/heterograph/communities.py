@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from graphstrata.core import sets
 from graphstrata.core.ids import positions_in
 from graphstrata.engine.component import ChangeSet, MeteredLLM
 from graphstrata.engine.heterograph.graph import (
@@ -121,7 +122,7 @@ def _touched_nodes(
         if dead.size:
             s, d = work.committed_edges(kind)
             parts += [d[np.isin(s, dead)], s[np.isin(d, dead)]]
-    touched = np.unique(np.concatenate(parts))
+    touched = sets.unique(np.concatenate(parts))
     return touched[np.isin(touched, g2_ids)]
 
 

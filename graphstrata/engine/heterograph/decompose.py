@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphstrata.core import sets
 from graphstrata.engine.component import ChangeSet, MeteredLLM
 from graphstrata.engine.hashing import stable_hash
 from graphstrata.engine.heterograph.lookups import (
@@ -132,7 +133,7 @@ def units_of_removed_chunks(work: Work, removed_chunk_ids: np.ndarray) -> np.nda
     if removed_chunk_ids.size == 0:
         return EMPTY
     t, s = work.committed_edges(int(EdgeKind.CHUNK_UNIT))
-    units = np.unique(s[np.isin(t, removed_chunk_ids)])
+    units = sets.unique(s[np.isin(t, removed_chunk_ids)])
     work.dead.update(int(i) for i in units)
     return units
 

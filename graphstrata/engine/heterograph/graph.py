@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphstrata.core import sets
 from graphstrata.core.centrality import sampled_betweenness
 from graphstrata.core.graph import csr_from_edges
 from graphstrata.core.ids import positions_in
@@ -300,7 +301,7 @@ def leiden_local(
     strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
     # The rest of every community that holds an opened node or an end of an edge to one.
     near = opened[src] | opened[dst]
-    fixed_labels = np.unique(
+    fixed_labels = sets.unique(
         np.concatenate([initial[region], initial[src[near]], initial[dst[near]]])
     )
     fixed_labels = fixed_labels[np.isin(fixed_labels, initial[~opened])]
@@ -367,7 +368,7 @@ def stable_labels(membership: np.ndarray, previous: np.ndarray) -> np.ndarray:
             new_of[c] = old
             taken.add(old)
     fresh = int(previous.max()) + 1
-    for c in np.unique(membership).tolist():
+    for c in sets.unique(membership).tolist():
         if c not in new_of:
             new_of[c] = fresh
             fresh += 1

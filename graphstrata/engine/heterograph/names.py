@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from graphstrata.core import sets
 from graphstrata.engine.heterograph.parse import normalize_name, title_key
 from graphstrata.engine.heterograph.schema import N, O, T
 from graphstrata.engine.store import Delta, Snapshot
@@ -64,7 +65,7 @@ def _merge(
         if key in removed:
             ids = ids[~np.isin(ids, removed[key])]
         if key in added:
-            ids = np.union1d(ids, np.asarray(added[key], np.int64))
+            ids = sets.union(ids, np.asarray(added[key], np.int64))
         if ids.size:
             out[key] = ids
         else:
@@ -112,7 +113,7 @@ class NameIndex:
         row_ids = rows.column("id").to_numpy()
         dead = delta.dead_nodes
         old = previous.nodes
-        leaving = np.union1d(dead, row_ids)
+        leaving = sets.union(dead, row_ids)
         leaving = leaving[old.contains(leaving)]
         old_rows = old.rows(leaving)
         old_kind = old.kind[old_rows]
@@ -150,4 +151,4 @@ class NameIndex:
 
 
 def _arrays(groups: dict[str, list[int]]) -> dict[str, np.ndarray]:
-    return {k: np.unique(np.asarray(v, np.int64)) for k, v in groups.items()}
+    return {k: sets.unique(np.asarray(v, np.int64)) for k, v in groups.items()}

@@ -56,6 +56,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from graphstrata.core import sets
 from graphstrata.core.graph import merge_edges
 from graphstrata.core.ppr import shallow_ppr, top_k_by_kind
 from graphstrata.engine.component import ComponentView, Hit, Query
@@ -541,13 +542,13 @@ class HeterographView(ComponentView):
         # Other kinds: the seeds and cross nodes; an entity contributes its attributes and a
         # title its element, each at its own score or its entity's / title's, whichever is
         # higher.
-        picked = np.unique(np.concatenate([seeds, cross]))
+        picked = sets.unique(np.concatenate([seeds, cross]))
         kinds = self.kinds[picked]
         via_n, from_n = follow(self._attr_src, self._attr_dst, picked[kinds == N])
         via_o, from_o = follow(self._title_src, self._title_dst, picked[kinds == O])
         linked = np.concatenate([via_n, via_o])
         np.maximum.at(score, linked, score[np.concatenate([from_n, from_o])])
-        other = np.unique(np.concatenate([picked, linked]))
+        other = sets.unique(np.concatenate([picked, linked]))
         other_kinds = self.kinds[other]
         other = other[
             np.isin(other_kinds, RETRIEVABLE)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphstrata.core import sets
 from graphstrata.engine.hashing import stable_hash
 from graphstrata.engine.heterograph.decompose import Names, NewUnits
 from graphstrata.engine.heterograph.lookups import MentionTable
@@ -80,7 +81,7 @@ def settle(work: Work, names: Names, dead_units: np.ndarray, new: NewUnits) -> n
         src, dst = work.committed_edges(kind)
         old = dst[np.isin(src, dead_units)] if dead_units.size else EMPTY
         _ns, nd = work.edges.of(kind)
-        touched[kind] = np.unique(np.concatenate([old, nd]))
+        touched[kind] = sets.unique(np.concatenate([old, nd]))
     alive_entities = []
     for kind, targets in touched.items():
         supporters = _supporters(work, kind, targets)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphstrata.core import sets
 from graphstrata.core.ids import contains, find_positions
 from graphstrata.core.lsh import project_codes
 from graphstrata.engine.store import VectorTable
@@ -86,7 +87,7 @@ class ItemKeys:
         """
         ids = np.asarray(ids, np.int64)
         pos = find_positions(self._ids, ids)
-        missing = np.unique(ids[pos < 0])
+        missing = sets.unique(ids[pos < 0])
         if missing.size:
             if self._ids.size > 2 * len(vectors) + 4096:
                 self._forget_dead(vectors.ids)  # deleted nodes' keys: dropped now and then

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphstrata.core import sets
 from graphstrata.core.ids import find_positions
 from graphstrata.core.lsh import project_codes
 from graphstrata.core.partition import partition, repartition
@@ -98,13 +99,13 @@ def _membership_changes(
     ids from ``id_base`` are new segments. Computed here from the two assignments rather
     than taken from the partition's report, so it holds whatever the partition did.
     """
-    out = np.unique(segment)
+    out = sets.unique(segment)
     moved = seats != segment
     lost = seats[moved & (seats >= 0)]
-    changed = np.union1d(np.union1d(segment[moved], lost), touched)
-    changed = np.union1d(changed, out[out >= id_base])
-    old = np.union1d(np.unique(seats[seats >= 0]), touched)
-    return np.intersect1d(changed, out), np.setdiff1d(old, out)
+    changed = sets.union(sets.union(segment[moved], lost), touched)
+    changed = sets.union(changed, out[out >= id_base])
+    old = sets.union(sets.unique(seats[seats >= 0]), touched)
+    return sets.intersection(changed, out), sets.difference(old, out)
 
 
 def _member_rows(inverse: np.ndarray, wanted: np.ndarray) -> list[np.ndarray]:
@@ -240,6 +241,10 @@ class Update:
             [tree.parent[rows], np.asarray([n.seat for n in new_nodes], dtype=np.int64)]
         )
         is_new = np.concatenate([np.zeros(rows.size, bool), np.ones(len(new_nodes), bool)])
+        if anchors.size < 2 or bool(np.all(anchors[1:] > anchors[:-1])):
+            # Already in order: chunks (anchor = id) arrive in id order, new ids last, so
+            # layer 0 (as many items as the corpus has chunks) needs no sort.
+            return _Items(ids, codes, ties, anchors, seats, is_new)
         order = np.lexsort((ids, anchors))
         return _Items(
             ids[order], codes[order], ties[order], anchors[order], seats[order], is_new[order]
@@ -259,7 +264,7 @@ class Update:
         """
         cfg = self.cfg
         gone_rows = self.tree.rows(gone)
-        touched = np.unique(self.tree.parent[gone_rows[gone_rows >= 0]])
+        touched = sets.unique(self.tree.parent[gone_rows[gone_rows >= 0]])
         touched = touched[touched >= 0]
         # Segment ids at or above this base are brand-new segments (ours or the partition's).
         id_base = max(int(items.seats.max(initial=-1)), int(touched.max(initial=-1))) + 1
@@ -268,7 +273,8 @@ class Update:
             items.codes, seats, cfg.s_min, cfg.s_max, items.tiebreak, touched
         ).segment
         changed_segments, removed = _membership_changes(items.seats, segment, touched, id_base)
-        uniq, first, inverse = np.unique(segment, return_index=True, return_inverse=True)
+        uniq, inverse = sets.unique_inverse(segment)
+        first = sets.unique_first(inverse)[1]
         # New summary ids in order of each changed segment's first (lowest-anchor) member.
         at = np.searchsorted(uniq, changed_segments)
         at = at[np.argsort(first[at], kind="stable")]
@@ -282,7 +288,7 @@ class Update:
         predecessors = [s if s < id_base else -1 for s in changed]
         self._summarize(layer + 1, summary_ids, members, items, member_rows, changed, predecessors)
         replaced = np.asarray([p for p in predecessors if p >= 0], dtype=np.int64)
-        next_gone = np.union1d(replaced, removed).astype(np.int64)
+        next_gone = sets.union(replaced, removed).astype(np.int64)
         self.dead.update(next_gone.tolist())
         return summary_ids.tolist(), next_gone
 

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphstrata.core import sets
 from graphstrata.engine.component import ChangeSet, ProgressFn, UpdateContext
 from graphstrata.engine.config import ChunkingConfig
 from graphstrata.engine.documents import Document
@@ -65,7 +66,7 @@ def remove_docs(ctx: UpdateContext, keys: np.ndarray) -> np.ndarray:
     chunk_rows = np.flatnonzero(nodes.kind == np.uint8(NodeKind.T))
     # The doc lists flattened in Arrow, not one Python list per chunk (seconds at 1M chunks).
     flat, parent = nodes.doc_lists_at(chunk_rows)
-    hit = np.unique(parent[np.isin(flat, np.asarray(keys, np.int64))])
+    hit = sets.unique(parent[np.isin(flat, np.asarray(keys, np.int64))])
     removed = nodes.ids[chunk_rows[hit]].astype(np.int64)
     ctx.delta.delete_nodes(removed)
     ctx.delta.delete_docs(keys)

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from graphstrata.core import sets
 from graphstrata.core.fusion import coverage_order, feedback_vector, rrf, score_fusion
 from graphstrata.engine.component import (
     ChangeSet,
@@ -216,7 +217,7 @@ def fused_candidates(
     if report is not None:
         report["dense"] = report.get("dense", 0) + int(dense[0].size)
         report["sparse"] = report.get("sparse", 0) + int(sparse_list[0].size)
-        both = np.intersect1d(dense[0], sparse_list[0]).size
+        both = sets.intersection(dense[0], sparse_list[0]).size
         report["both"] = report.get("both", 0) + int(both)
     if fusion.method == "dense":
         return np.asarray(dense[0], np.int64), np.asarray(dense[1], np.float64)
@@ -228,7 +229,7 @@ def fused_candidates(
         return ids, scores
     moved = feedback_vector(query.vector, snapshot.vectors.get(top), fusion.feedback_weight)
     again = vector_candidates(vectors, moved, kinds, k)[0]
-    both_dense = np.union1d(dense[0], again).astype(np.int64)
+    both_dense = sets.union(dense[0], again).astype(np.int64)
     rescored = (both_dense, snapshot.vectors.get(both_dense) @ moved)
     if report is not None:
         report["feedback"] = report.get("feedback", 0) + 1
@@ -248,7 +249,7 @@ def _fused(
     w = float(fusion.dense_weight)
     lists = [dense, sparse_list]
     if fusion.complete_scores:
-        union = np.union1d(dense[0], sparse_list[0]).astype(np.int64)
+        union = sets.union(dense[0], sparse_list[0]).astype(np.int64)
         cosines = snapshot.vectors.get(union) @ np.asarray(vector, np.float32)
         if fusion.method == "score" and fusion.term_decay < 1.0:
             terms = sparse.term_scores(text, union)

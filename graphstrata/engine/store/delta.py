@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from graphstrata.core import sets
 from graphstrata.engine.store.node_state import NodeState, normalize, patch
 from graphstrata.engine.store.schema import DOC_SCHEMA, EDGE_SCHEMA, NODE_SCHEMA
 from graphstrata.engine.store.tables import empty_table
@@ -256,7 +257,7 @@ class Delta:
     def dead_nodes(self) -> np.ndarray:
         """Tombstoned node ids, ascending and unique."""
         return (
-            np.unique(np.concatenate(self._dead_nodes))
+            sets.unique(np.concatenate(self._dead_nodes))
             if self._dead_nodes
             else np.zeros(0, np.int64)
         )
@@ -265,7 +266,9 @@ class Delta:
     def dead_docs(self) -> np.ndarray:
         """Tombstoned doc keys, ascending and unique."""
         return (
-            np.unique(np.concatenate(self._dead_docs)) if self._dead_docs else np.zeros(0, np.int64)
+            sets.unique(np.concatenate(self._dead_docs))
+            if self._dead_docs
+            else np.zeros(0, np.int64)
         )
 
     @property

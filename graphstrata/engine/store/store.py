@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from graphstrata.core import sets
 from graphstrata.engine.store.caches import (
     CACHE_FOLDERS,
     CACHE_NAMES,
@@ -300,7 +301,7 @@ class Store:
         segs = self.manifest["segments"]
         dead_nodes = self._read_tables(segs["node_tombstones"], TOMBSTONE_SCHEMA, verify)
         dead_docs = self._read_tables(segs["doc_tombstones"], TOMBSTONE_SCHEMA, verify)
-        dead = np.unique(dead_nodes.column("id").to_numpy())
+        dead = sets.unique(dead_nodes.column("id").to_numpy())
         nodes = live_nodes(self._read_tables(segs["nodes"], NODE_SCHEMA, verify), dead)
         edges = live_edges(self._read_tables(segs["edges"], EDGE_SCHEMA, verify), nodes.ids)
         docs = self._read_tables(segs["docs"], DOC_SCHEMA, verify)

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphstrata.core import sets
 from graphstrata.core.ids import contains
 
 
@@ -308,7 +309,7 @@ class NodeTable:
         more than ``MAX_CHUNKS`` chunks.
         """
         row_ids = rows.column("id").to_numpy()
-        leaving = np.union1d(dead, row_ids)
+        leaving = sets.union(dead, row_ids)
         kept_pos = np.flatnonzero(~member(self.ids, leaving)) if leaving.size else None
         by_id = np.argsort(row_ids, kind="stable")
         kept_ids = self.ids if kept_pos is None else self.ids[kept_pos]
@@ -425,7 +426,7 @@ class VectorTable:
         flat = self._sorted_pos[pos]
         segs = self._seg_of[flat]
         rows = self._row_of[flat]
-        for s in np.unique(segs):
+        for s in sets.unique(segs):
             sel = segs == s
             out[sel] = self.segments[int(s)].matrix[rows[sel]]
         return out
