@@ -548,11 +548,13 @@ class KindIndex:
                 post, tf = seg.postings(tid)
                 if not post.size:
                     continue
-                at = np.minimum(np.searchsorted(cand_slots, post), cand_slots.size - 1)
-                hit = cand_slots[at] == post
+                # The candidates (a query's few hundred) are looked up in the postings (a
+                # common term's run over much of the collection), not the other way round.
+                at = np.minimum(np.searchsorted(post, cand_slots), post.size - 1)
+                hit = post[at] == cand_slots
                 if hit.any():
-                    s, f = post[hit], tf[hit]
-                    out[row, cols[at[hit]]] += idf * f / (f + norm[s])
+                    s, f = cand_slots[hit], tf[at[hit]]
+                    out[row, cols[hit]] += idf * f / (f + norm[s])
         return out
 
     def score_ids(
