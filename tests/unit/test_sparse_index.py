@@ -411,3 +411,39 @@ def test_term_scores_split_the_score_by_query_term():
     twice = index.term_scores(query, np.asarray([21, 10, 21]))
     np.testing.assert_array_equal(twice[:, 0], twice[:, 2])
     np.testing.assert_allclose(twice.sum(0), index.score(query, np.asarray([21, 10, 21])))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_pruned_top_k_equals_the_full_ranking_over_segments_and_tombstones(seed, monkeypatch):
+    # Zipf-like texts: "lens" in most documents, rare words in few, so MaxScore prunes; a
+    # few segments and tombstones; the top k of a pruned search must be the head of the
+    # full ranking, and score_ids must give each id the very score the search gave it.
+    rng = random.Random(seed)
+    weights = [1.0 / (r + 1) for r in range(len(WORDS))]
+    texts = [" ".join(rng.choices(WORDS, weights, k=rng.randint(3, 12))) for _ in range(900)]
+    index = KindIndex.build(np.arange(300, dtype=np.int64), texts[:300])
+    for part in range(1, 3):
+        ids = np.arange(300 * part, 300 * (part + 1), dtype=np.int64)
+        index = index.changed(np.zeros(0, np.int64), ids, texts[300 * part : 300 * (part + 1)])
+    index = index.changed(np.arange(0, 900, 7, dtype=np.int64), np.zeros(0, np.int64), [])
+    assert len(index.segments) == 3 and index.n_live < index.alive.size
+    calls = []
+    real = postings.top_candidates
+
+    def spy(lists, weights, bounds, norm, alive, k):
+        out = real(lists, weights, bounds, norm, alive, k)
+        calls.append((k, out[0].size))
+        return out
+
+    monkeypatch.setattr(postings, "top_candidates", spy)
+    for query in ["lens meridian", "brekkvik lens the", "sundra halvorsen lens lenses optics"]:
+        full_ids, full_scores = index.search(query, k=10**9)
+        for k in (1, 3, 10):
+            k_ids, k_scores = index.search(query, k=k)
+            np.testing.assert_array_equal(k_ids, full_ids[:k])
+            np.testing.assert_array_equal(k_scores, full_scores[:k])
+            found, by_lookup = index.score_ids(query, k_ids)
+            assert found.all()
+            np.testing.assert_array_equal(by_lookup.astype(np.float32), k_scores)
+    pruned = [size for k, size in calls if k <= 10]
+    assert max(pruned) < index.n_live // 2  # "lens" is in most: its postings were pruned

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import Stemmer
 
+from graphstrata.core.bm25 import add_lookups, top_candidates
 from graphstrata.engine.hashing import stable_hashes
 
 __all__ = [
@@ -233,6 +234,18 @@ class _Segment:
             return self.post_slot[:0], self.post_tf[:0]
         a, b = self.term_ptr[term], self.term_ptr[term + 1]
         return self.post_slot[a:b], self.post_tf[a:b]
+
+    @functools.cached_property
+    def _max_tf(self) -> dict[int, int]:
+        return {}
+
+    def max_tf(self, term: int) -> int:
+        """The largest tf in the postings of ``term`` (0 when it has none), remembered."""
+        known = self._max_tf.get(term)
+        if known is None:
+            tf = self.postings(term)[1]
+            known = self._max_tf[term] = int(tf.max()) if tf.size else 0
+        return known
 
 
 def _grown(counts: np.ndarray, size: int) -> np.ndarray:
@@ -467,38 +480,36 @@ class KindIndex:
                 out.append(term)
         return out
 
-    def scores(self, terms: Sequence[str], k1: float, b: float) -> np.ndarray:
-        """BM25 score of every slot for ``terms`` (a repeated term counts each time; dead
-        slots score 0). The last result of each thread is kept, so a search followed by
-        ``score_ids`` for the same query (``hybrid``) scores the collection once."""
-        key = (id(self), tuple(terms), k1, b)
-        last = getattr(_local, "last_scores", None)
-        if last is not None and last[0] == key and last[1] is self:
-            return last[2]
-        acc = self._scores(terms, k1, b)
-        acc.flags.writeable = False
-        _local.last_scores = (key, self, acc)
-        return acc
-
-    def _scores(self, terms: Sequence[str], k1: float, b: float) -> np.ndarray:
-        acc = np.zeros(self.alive.size, np.float64)
-        if self.n_live == 0:
-            return acc
+    def _weighted(self, terms: Sequence[str]) -> tuple[list[int], np.ndarray]:
+        """Distinct term ids of ``terms`` (known, live) and their weights (idf times the
+        count), heaviest first (then by id): the one order in which scores are summed."""
         n = float(self.n_live)
-        norm = self._norm(k1, b)
+        pairs = []
         for term, times in Counter(terms).items():
             tid = self.vocab.ids.get(term)
             if tid is None or tid >= self.df.size or self.df[tid] <= 0:
                 continue
             df = float(self.df[tid])
-            idf = times * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            for seg in self.segments:
-                slots, tf = seg.postings(tid)
-                if slots.size:
-                    acc[slots] += idf * tf / (tf + norm[slots])
-        if self.n_live < self.alive.size:  # tombstoned slots (all live: nothing to clear)
-            acc[~self.alive] = 0.0
-        return acc
+            pairs.append((times * math.log(1.0 + (n - df + 0.5) / (df + 0.5)), tid))
+        pairs.sort(key=lambda p: (-p[0], p[1]))
+        return [t for _, t in pairs], np.asarray([w for w, _ in pairs], np.float64)
+
+    @functools.cached_property
+    def _min_len(self) -> int:
+        return int(self.slot_len.min()) if self.slot_len.size else 1
+
+    def _bounds(self, tids: Sequence[int], k1: float, b: float) -> np.ndarray:
+        """Per term, a bound of ``tf / (tf + norm)`` over its postings: its largest tf over
+        the smallest norm of the collection (norm grows with the length)."""
+        least = k1 * (1.0 - b + b * self._min_len / (self.total_len / float(self.n_live)))
+        out = np.zeros(len(tids), np.float64)
+        for i, tid in enumerate(tids):
+            top = max((seg.max_tf(tid) for seg in self.segments), default=0)
+            out[i] = top / (top + least) if top else 0.0
+        return out
+
+    def _lists(self, tids: Sequence[int]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+        return [[seg.postings(t) for seg in self.segments] for t in tids]
 
     def _norm(self, k1: float, b: float) -> np.ndarray:
         """BM25's length normalization ``k1 * (1 - b + b * len / avg_len)`` of every slot,
@@ -560,7 +571,11 @@ class KindIndex:
     def score_ids(
         self, text: str, ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(whether each id is a live document here, its BM25 score for ``text`` or 0)."""
+        """(whether each id is a live document here, its BM25 score for ``text`` or 0).
+
+        Looked up in the query terms' postings (no pass over the collection); the sums are
+        in the order :meth:`search` uses, so an id gets the score a search gives it.
+        """
         ids = np.asarray(ids, np.int64)
         sorted_ids, slots = self._live_order
         if sorted_ids.size == 0 or ids.size == 0:
@@ -568,9 +583,18 @@ class KindIndex:
         pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
         found = sorted_ids[pos] == ids
         out = np.zeros(ids.size, np.float64)
-        terms = self.query_terms(text)
-        if found.any() and terms:
-            out[found] = self.scores(terms, k1, b)[slots[pos[found]]]
+        tids, weights = self._weighted(self.query_terms(text))
+        if found.any() and tids:
+            cand = slots[pos[found]]
+            order = np.argsort(cand, kind="stable")
+            scores = np.zeros(cand.size, np.float64)
+            norm = self._norm(k1, b)
+            for lists, w in zip(self._lists(tids), weights.tolist(), strict=True):
+                for post, tf in lists:
+                    add_lookups(scores, cand[order], post, tf, norm, w)
+            back = np.empty_like(scores)
+            back[order] = scores
+            out[found] = back
         return found, out
 
     def search(
@@ -578,15 +602,19 @@ class KindIndex:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(node ids, scores) of the ``k`` best live documents with a positive score.
 
-        Best first; equal scores in ascending node id.
+        Best first; equal scores in ascending node id. MaxScore (``core.bm25``): a common
+        term's postings are not scanned once the rarer terms decide the top ``k``.
         """
         terms = self.query_terms(text) if k > 0 and self.n_live else []
-        if not terms:
+        tids, weights = self._weighted(terms)
+        if not tids:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        acc = self.scores(terms, k1, b)
-        hit = np.flatnonzero(acc > 0)
-        ids, vals = self.slot_ids[hit], acc[hit]
         k = int(k)
+        bounds = weights * self._bounds(tids, k1, b)
+        hit, vals = top_candidates(
+            self._lists(tids), weights, bounds, self._norm(k1, b), self.alive, k
+        )
+        ids = self.slot_ids[hit]
         if ids.size > k:
             # A common word matches most of a collection: sort only the candidates scoring at
             # least the k-th best (ties at it included, so the id order of ties is exact).

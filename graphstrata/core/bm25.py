@@ -1,0 +1,185 @@
+"""BM25 top-k over postings lists with MaxScore pruning (exact), and lookups of given slots.
+
+A query's terms are scored in one fixed order (the caller's, heaviest first). The first
+terms' postings are scanned into an accumulator; after each term, when the bounds of the
+terms not yet scanned sum to less than the k-th best partial score of a live slot, no slot
+outside the scanned postings can reach the top k (its score is at most that sum), so the
+remaining terms are only looked up for the slots already found (MaxScore, Turtle & Flood,
+"Query evaluation: strategies and optimizations", IP&M 1995). A common word's postings run
+over much of a collection: on a million chunks, scanning them was most of a query.
+
+The result is exact: every slot that can be in the top k (ties at the k-th score included)
+is returned with its full score, summed in the terms' order, so a slot gets bit for bit the
+score :func:`add_lookups` gives it over all terms.
+
+Kernels (Numba, ``cache=True``, ``nogil=True``): :func:`accumulate` (scan one list),
+:func:`add_lookups` (galloping search of sorted slots in one list). :func:`top_candidates`
+drives them; :class:`Scratch` is the accumulator a thread reuses (zeroed after each call).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+__all__ = ["Scratch", "accumulate", "add_lookups", "scratch", "top_candidates"]
+
+_local = threading.local()
+
+
+class Scratch(NamedTuple):
+    """A thread's accumulator: ``acc`` is all zeros between calls."""
+
+    acc: np.ndarray  # float64 [capacity]
+    touched: np.ndarray  # int64 [capacity]: slots with a non-zero acc, first n of them
+
+
+def scratch(n_slots: int) -> Scratch:
+    """This thread's scratch for collections of up to ``n_slots`` slots.
+
+    One per thread, grown as needed and shared by every collection the thread searches (it
+    is zero again after each call), so a new version's first query allocates nothing.
+    """
+    have: Scratch | None = getattr(_local, "scratch", None)
+    if have is None or have.acc.size < n_slots:
+        size = max(int(n_slots * 1.25), 1024)
+        have = _local.scratch = Scratch(np.zeros(size, np.float64), np.zeros(size, np.int64))
+    return have
+
+
+@njit(cache=True, nogil=True)
+def accumulate(
+    acc: np.ndarray,
+    touched: np.ndarray,
+    n_touched: int,
+    slots: np.ndarray,
+    tf: np.ndarray,
+    norm: np.ndarray,
+    weight: float,
+) -> int:
+    """Add ``weight * tf / (tf + norm[slot])`` of one postings list to ``acc``.
+
+    Contributions are positive (``weight > 0``, ``tf >= 1``), so a slot whose ``acc`` is 0
+    is new: it is appended to ``touched``. Returns the new count of touched slots.
+    """
+    for i in range(slots.shape[0]):
+        s = slots[i]
+        if acc[s] == 0.0:
+            touched[n_touched] = s
+            n_touched += 1
+        acc[s] += weight * tf[i] / (tf[i] + norm[s])
+    return n_touched
+
+
+@njit(cache=True, nogil=True)
+def add_lookups(
+    scores: np.ndarray,
+    cand: np.ndarray,
+    slots: np.ndarray,
+    tf: np.ndarray,
+    norm: np.ndarray,
+    weight: float,
+) -> None:
+    """``scores[i] += weight * tf / (tf + norm[cand[i]])`` where ``cand[i]`` is in ``slots``.
+
+    ``cand`` and ``slots`` ascending (``cand`` may repeat); a galloping search from the last
+    position costs O(|cand| log(|slots| / |cand|)).
+    """
+    p = slots.shape[0]
+    j = 0
+    for i in range(cand.shape[0]):
+        if j >= p:
+            return
+        c = cand[i]
+        if slots[j] < c:
+            lo, step = j, 1
+            hi = lo + 1
+            while hi < p and slots[hi] < c:
+                lo = hi
+                step *= 2
+                hi = lo + step
+            hi = min(hi, p)
+            a, b = lo + 1, hi  # slots[lo] < c; the first slot >= c is in [a, b]
+            while a < b:
+                m = (a + b) >> 1
+                if slots[m] < c:
+                    a = m + 1
+                else:
+                    b = m
+            j = a
+        if j < p and slots[j] == c:
+            scores[i] += weight * tf[j] / (tf[j] + norm[c])
+
+
+def _kth_live(acc: np.ndarray, cand: np.ndarray, alive: np.ndarray, k: int) -> float:
+    """The k-th best accumulated score of a live candidate (-inf with fewer than k)."""
+    part = acc[cand[alive[cand]]]
+    if part.size < k:
+        return -np.inf
+    return float(np.partition(part, part.size - k)[part.size - k])
+
+
+def top_candidates(
+    lists: Sequence[Sequence[tuple[np.ndarray, np.ndarray]]],
+    weights: np.ndarray,
+    bounds: np.ndarray,
+    norm: np.ndarray,
+    alive: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Live slots that can be among the ``k`` best, with their full scores.
+
+    Parameters
+    ----------
+    lists:
+        Per term, in scoring order (heaviest first), its postings lists: ``(slots int64
+        ascending, tf)`` pairs, disjoint.
+    weights:
+        float64 per term: its idf times its count in the query (> 0).
+    bounds:
+        float64 per term: an upper bound of its contribution to any slot (``weight`` times
+        a bound of ``tf / (tf + norm)`` over its postings).
+    norm:
+        float64 per slot: BM25's ``k1 * (1 - b + b * len / avg_len)``.
+    alive:
+        bool per slot.
+    k:
+        How many best slots are wanted (>= 1).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Ascending slots (int64) and their scores (float64, positive): a superset of the
+        top ``k`` live slots and of every slot tied with the k-th.
+    """
+    m = len(lists)
+    acc, touched = scratch(norm.shape[0])
+    n = 0
+    scanned = 0
+    try:
+        for j in range(m):
+            for slots, tf in lists[j]:
+                n = accumulate(acc, touched, n, slots, tf, norm, float(weights[j]))
+            scanned = j + 1
+            # (inflated by a relative 1e-9 against the rounding of the sums)
+            rest = float(bounds[scanned:].sum()) * (1.0 + 1e-9)
+            # Unscanned terms give an unseen slot at most ``rest``; prune once that is below
+            # the k-th best seen (cheap test first: the best partial is at most the scanned
+            # terms' bounds).
+            if scanned == m or n < k or rest >= float(bounds[:scanned].sum()):
+                continue
+            if rest < _kth_live(acc, touched[:n], alive, k):
+                break
+        cand = np.sort(touched[:n])
+        scores = acc[cand]
+    finally:
+        acc[touched[:n]] = 0.0
+    for j in range(scanned, m):
+        for slots, tf in lists[j]:
+            add_lookups(scores, cand, slots, tf, norm, float(weights[j]))
+    live = alive[cand]
+    return cand[live], scores[live]

@@ -1,0 +1,131 @@
+"""``core.bm25`` against a dense oracle: MaxScore top-k candidates and galloping lookups on
+random postings (several lists per term, tombstones, repeated slots, ties) and edge cases."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from graphstrata.core import bm25
+
+
+def dense_scores(lists, weights, norm):
+    """Oracle: every slot's score, term by term in the given order."""
+    out = np.zeros(norm.size, np.float64)
+    for term_lists, w in zip(lists, weights, strict=True):
+        for slots, tf in term_lists:
+            for s, f in zip(slots.tolist(), tf.tolist(), strict=True):
+                out[s] += w * f / (f + norm[s])
+    return out
+
+
+def random_collection(rng, n_slots, n_terms, n_lists, zipf=True):
+    """Per term, ``n_lists`` disjoint ascending slot ranges' postings (like segments)."""
+    cuts = np.linspace(0, n_slots, n_lists + 1).astype(int)
+    lists = []
+    for t in range(n_terms):
+        share = min(0.9, 1.0 / (t + 1) ** 0.8) if zipf else rng.uniform(0.01, 0.5)
+        term_lists = []
+        for a, b in itertools.pairwise(cuts):
+            slots = np.flatnonzero(rng.random(b - a) < share).astype(np.int64) + a
+            term_lists.append((slots, rng.integers(1, 5, slots.size).astype(np.int32)))
+        lists.append(term_lists)
+    norm = 1.5 * (0.25 + 0.75 * rng.uniform(0.3, 2.0, n_slots))
+    return lists, norm
+
+
+def bounds_of(lists, weights, norm):
+    out = []
+    for term_lists, w in zip(lists, weights, strict=True):
+        top = max((int(tf.max()) for _, tf in term_lists if tf.size), default=0)
+        out.append(w * top / (top + norm.min()) if top else 0.0)
+    return np.asarray(out)
+
+
+def check_candidates(lists, weights, norm, alive, k):
+    slots, scores = bm25.top_candidates(
+        lists, weights, bounds_of(lists, weights, norm), norm, alive, k
+    )
+    want = dense_scores(lists, weights, norm)
+    assert np.all(np.diff(slots) > 0) and np.all(alive[slots]) and np.all(scores > 0)
+    np.testing.assert_allclose(scores, want[slots], rtol=1e-12)
+    live = np.flatnonzero(alive & (want > 0))
+    if live.size:
+        kth = np.sort(want[live])[::-1][min(k, live.size) - 1]
+        must = live[want[live] >= kth]
+        assert np.isin(must, slots).all()
+    # the scratch is all zeros again
+    assert not bm25.scratch(norm.size).acc.any()
+    return slots
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("k", [1, 5, 40])
+def test_candidates_hold_the_exact_top_k(seed, k):
+    rng = np.random.default_rng(seed)
+    lists, norm = random_collection(rng, 3000, int(rng.integers(1, 6)), int(rng.integers(1, 4)))
+    lists = lists[::-1]  # rare terms first, as the caller orders them (heaviest first)
+    weights = np.sort(rng.uniform(0.2, 6.0, len(lists)))[::-1]
+    alive = rng.random(norm.size) > 0.1
+    check_candidates(lists, weights, norm, alive, k)
+
+
+def test_a_common_term_is_looked_up_not_scanned(monkeypatch):
+    rng = np.random.default_rng(11)
+    lists, norm = random_collection(rng, 20000, 2, 2)
+    lists = [lists[1], lists[0]]  # a rarer term, then one in most slots
+    weights = np.asarray([8.0, 0.1])
+    scanned = []
+    real = bm25.accumulate
+
+    def counting(acc, touched, n, slots, tf, nrm, w):
+        scanned.append(slots.size)
+        return real(acc, touched, n, slots, tf, nrm, w)
+
+    monkeypatch.setattr(bm25, "accumulate", counting)
+    check_candidates(lists, weights, norm, np.ones(norm.size, bool), 10)
+    assert sum(scanned) == sum(s.size for s, _ in lists[0])  # the common term: lookups only
+
+
+def test_ties_at_the_kth_score_all_come_back():
+    slots = np.arange(10, dtype=np.int64)
+    lists = [[(slots, np.ones(10, np.int32))], [(slots[:2], np.ones(2, np.int32))]]
+    norm = np.ones(10)
+    got = check_candidates(lists, np.asarray([1.0, 0.5]), norm, np.ones(10, bool), 3)
+    assert got.tolist() == list(range(10))  # 2 best, then 8 tied for the 3rd place
+
+
+def test_edge_cases():
+    norm = np.ones(4)
+    alive = np.ones(4, bool)
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int32))
+    slots, scores = bm25.top_candidates([[empty]], np.asarray([1.0]), np.zeros(1), norm, alive, 3)
+    assert slots.size == 0 and scores.size == 0
+    one = [[(np.asarray([2], np.int64), np.asarray([3], np.int32))]]
+    assert check_candidates(one, np.asarray([2.0]), norm, alive, 1).tolist() == [2]
+    dead = alive.copy()
+    dead[2] = False
+    assert check_candidates(one, np.asarray([2.0]), norm, dead, 1).tolist() == []
+
+
+def test_add_lookups_equals_a_dictionary():
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        slots = np.unique(rng.integers(0, 500, rng.integers(0, 200))).astype(np.int64)
+        tf = rng.integers(1, 9, slots.size).astype(np.int32)
+        cand = np.sort(rng.integers(0, 520, rng.integers(0, 80))).astype(np.int64)  # repeats
+        norm = rng.uniform(0.5, 3.0, 520)
+        scores = np.full(cand.size, 0.25)
+        bm25.add_lookups(scores, cand, slots, tf, norm, 1.7)
+        table = dict(zip(slots.tolist(), tf.tolist(), strict=True))
+        want = [0.25 + (1.7 * table[c] / (table[c] + norm[c]) if c in table else 0.0) for c in cand]
+        np.testing.assert_allclose(scores, want, rtol=1e-12)
+
+
+def test_the_scratch_grows_and_stays_per_thread():
+    small = bm25.scratch(10)
+    assert bm25.scratch(5) is small
+    big = bm25.scratch(small.acc.size + 1)
+    assert big.acc.size > small.acc.size and bm25.scratch(3) is big
