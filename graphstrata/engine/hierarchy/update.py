@@ -50,19 +50,26 @@ class HierarchyTree:
     @classmethod
     def from_nodes(cls, nodes: NodeTable) -> HierarchyTree:
         """Read the hierarchy columns of a node table (O(n) numpy)."""
-        mask = (nodes.kind == _T) | (nodes.kind == _L)
-        ids = nodes.ids[mask]
-        kind = nodes.kind[mask]
-        layer = np.where(kind == _T, 0, nodes.layer[mask]).astype(np.int64)
-        stored_parent = nodes.parent[mask].astype(np.int64)
+        kind = nodes.kind
+        mask = (kind == _T) | (kind == _L)
+        every = bool(mask.all())  # without the heterograph: no copy of the columns
+
+        def pick(column: np.ndarray, dtype: type) -> np.ndarray:
+            return np.asarray(column if every else column[mask], dtype)
+
+        ids = pick(nodes.ids, np.int64)
+        layer = np.array(nodes.layer if every else nodes.layer[mask], np.int64)  # a copy
+        layer[pick(kind, np.uint8) == _T] = 0
+        stored_parent = pick(nodes.parent, np.int64)
         prow = find_positions(ids, stored_parent)
-        parent = np.where(prow >= 0, stored_parent, -1)
-        anchor = np.where(layer == 0, ids, _NO_ANCHOR).astype(np.int64)
+        has_parent = prow >= 0
+        parent = np.where(has_parent, stored_parent, -1)
+        anchor = np.where(layer == 0, ids, _NO_ANCHOR)
         top = int(layer.max()) if layer.size else 0
         for lay in range(top):
-            child = np.flatnonzero((layer == lay) & (prow >= 0))
+            child = np.flatnonzero((layer == lay) & has_parent)
             np.minimum.at(anchor, prow[child], anchor[child])
-        code = nodes.code[mask].astype(np.uint64)
+        code = pick(nodes.code, np.uint64)
         return cls(ids, layer, parent, code, anchor, stored_parent)
 
     @property
