@@ -123,7 +123,7 @@ def run_one(
     build = index.insert(docs)
     build_cpu, build_wall = time.process_time() - cpu0, time.perf_counter() - wall0
     out: dict[str, Any] = {
-        "setting": ("all" if heterograph else "naive+hierarchy")
+        "setting": _setting(heterograph)
         + (f" (semantic_exact_below={exact_below})" if exact_below is not None else ""),
         "docs": n_docs,
         "chunks": int(build.chunks_added),
@@ -137,6 +137,22 @@ def run_one(
         "semantic_edges": [n for n in build.notes if "semantic edges" in n],
         "load1_build": load1(),
     }
+    out.update(measure(index, path, n_docs, n_queries, heterograph))
+    return out
+
+
+def measure(
+    index: Any, path: Path, n_docs: int, n_queries: int, heterograph: bool
+) -> dict[str, Any]:
+    """Writes, opens and queries of a built index of the synthetic corpus's first ``n_docs``
+    documents (``run_one`` after its build, or ``measure`` on a kept index)."""
+    from graphstrata.bindings.api import Index
+    from graphstrata.bindings.embedders import HashingEmbedder
+    from graphstrata.bindings.extractive import ExtractiveLLM
+
+    corpus = _corpus()
+    embedder = HashingEmbedder(DIM)
+    out: dict[str, Any] = {}
     queries = _queries(corpus, n_queries)
     # Warm-up write (Numba compiles the update kernels on their first call): the measured
     # insert and delete below are those of a warm process.
@@ -205,6 +221,65 @@ def run_one(
     out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out["load1_end"] = load1()
     return out
+
+
+def code_version() -> str:
+    """The repository's commit (short), ``+dirty`` when the work tree has changes."""
+
+    def git(*a: str) -> str:
+        return subprocess.run(
+            ["git", *a], cwd=HERE, capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def _setting(heterograph: bool) -> str:
+    return "all" if heterograph else "naive+hierarchy"
+
+
+def measure_kept(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``measure-one`` child: open the copy and measure it."""
+    from graphstrata.bindings.api import Index
+    from graphstrata.bindings.embedders import HashingEmbedder
+    from graphstrata.bindings.extractive import ExtractiveLLM
+
+    path = Path(args.path)
+    n_docs = max(2, round(args.chunks / CHUNKS_PER_DOC))
+    index = Index.open(path, embedder=HashingEmbedder(DIM), llm=ExtractiveLLM(), use_cache=False)
+    out = measure(index, path, n_docs, args.queries, not args.no_heterograph)
+    out["peak_rss_mib_measure"] = out.pop("peak_rss_mib")
+    return out
+
+
+def remeasure(args: argparse.Namespace, data: dict[str, Any]) -> None:
+    """Copy a kept index, measure the copy in a child process and replace the measured
+    fields of its row (the build's stay; ``measure_code`` names the code measured)."""
+    setting = _setting(not args.no_heterograph)
+    rows = [r for r in data.get("runs", []) if r["setting"] == setting]
+    row = min(rows, key=lambda r: abs(r["chunks"] - args.chunks), default=None)
+    if row is None or abs(row["chunks"] - args.chunks) > 0.05 * args.chunks:
+        raise SystemExit(f"no {setting} row of about {args.chunks} chunks to re-measure")
+    work = Path(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    copy = work / "ix"
+    print(f"load average {load1()}: copying {args.index}", flush=True)
+    shutil.copytree(args.index, copy)
+    out = work / "result.json"
+    child = [sys.executable, __file__, "measure-one", "--path", str(copy)]
+    child += ["--chunks", str(args.chunks), "--queries", str(args.queries), "--json", str(out)]
+    if args.no_heterograph:
+        child.append("--no-heterograph")
+    print(f"load average {load1()}: {' '.join(child[2:])}", flush=True)
+    subprocess.run(child, check=True)
+    result = json.loads(out.read_text())
+    result["measure_code"] = code_version()
+    print(json.dumps(result), flush=True)
+    row.update(result)
+    shutil.rmtree(work, ignore_errors=True)
+    _save(data)
 
 
 def open_in_fresh_process(path: Path, query: str) -> dict[str, Any]:
@@ -369,13 +444,16 @@ def markdown(data: dict[str, Any]) -> str:
     for setting in sorted({r["setting"] for r in runs}):
         rows = [r for r in runs if r["setting"] == setting]
         lines += [f"## {setting}", ""]
-        head = ["chunks", "docs", "nodes", "vectors", *[c[1] for c in COLUMNS], "load1"]
+        head = ["chunks", "docs", "nodes", "vectors", *[c[1] for c in COLUMNS], "load1", "code"]
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
         for r in rows:
             cells = [str(r["chunks"]), str(r["docs"]), str(r["nodes"]), str(r.get("vectors", "–"))]
             cells += [str(r.get(k, "–")) for k, _ in COLUMNS]
             cells.append(f"{r.get('load1_build', '–')} / {r.get('load1_end', '–')}")
+            # the build's commit, then the commit whose writes and queries the row shows
+            code = r.get("code", "–")
+            cells.append(f"{code} / {r['measure_code']}" if "measure_code" in r else code)
             lines.append("| " + " | ".join(cells) + " |")
         for a, b in itertools.pairwise(rows):
             cells = [f"exponent {a['chunks']}→{b['chunks']}", "", "", ""]
@@ -383,7 +461,7 @@ def markdown(data: dict[str, Any]) -> str:
                 _exponent(float(a.get(k, 0)), float(b.get(k, 0)), a["chunks"], b["chunks"])
                 for k, _ in COLUMNS
             ]
-            cells.append("")
+            cells += ["", ""]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
         stages = sorted({s for r in rows for s in r["build_stages_s"]})
@@ -496,6 +574,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", required=True)
     p.add_argument("--json", required=True)
     p.add_argument("--semantic-exact-below", type=int, dest="exact_below")
+    p = sub.add_parser(
+        "measure",
+        help="re-measure the writes, opens and queries of a kept index (--keep-index) with "
+        "the current code; the build figures of its row stay",
+    )
+    p.add_argument("--index", required=True, help="a kept index (WORK/<setting>-<chunks>-None/ix)")
+    p.add_argument("--chunks", type=int, required=True, help="the --chunks it was built with")
+    p.add_argument("--no-heterograph", action="store_true", dest="no_heterograph")
+    p.add_argument("--queries", type=int, default=50)
+    p.add_argument("--work", required=True, help="folder for the copy that is measured")
+    p = sub.add_parser("measure-one", help=argparse.SUPPRESS)
+    p.add_argument("--path", required=True)
+    p.add_argument("--chunks", type=int, required=True)
+    p.add_argument("--no-heterograph", action="store_true", dest="no_heterograph")
+    p.add_argument("--queries", type=int, default=50)
+    p.add_argument("--json", required=True)
     p = sub.add_parser("open", help=argparse.SUPPRESS)
     p.add_argument("--path", required=True)
     p.add_argument("--query", required=True)
@@ -513,6 +607,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         Path(args.json).write_text(json.dumps(result))
         return 0
+    if args.cmd == "measure-one":
+        Path(args.json).write_text(json.dumps(measure_kept(args)))
+        return 0
     if args.cmd == "open":
         Path(args.json).write_text(json.dumps(open_once(Path(args.path), args.query)))
         return 0
@@ -520,7 +617,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "report":
         _save(data)
         return 0
-    if args.cmd == "ann":
+    if args.cmd == "measure":
+        remeasure(args, data)
+    elif args.cmd == "ann":
         print(f"load average {load1()}", flush=True)
         result = run_ann(args.vectors, args.queries, args.m)
         print(json.dumps(result), flush=True)
@@ -528,6 +627,7 @@ def main(argv: list[str] | None = None) -> int:
         data["ann"].append(result)
     else:
         root = Path(args.work or tempfile.mkdtemp(prefix="gs-scale-"))
+        code = code_version()
         for chunks in args.chunks:
             work = root / f"{'naive' if args.no_heterograph else 'all'}-{chunks}-{args.exact_below}"
             shutil.rmtree(work, ignore_errors=True)
@@ -544,6 +644,7 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run(child, check=True)
             result = json.loads(out.read_text())
             result["child_wall_s"] = round(time.perf_counter() - t, 1)
+            result["code"] = code
             print(json.dumps(result), flush=True)
             if not args.keep_index:
                 shutil.rmtree(work / "ix", ignore_errors=True)
