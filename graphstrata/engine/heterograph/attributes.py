@@ -40,10 +40,20 @@ def _within(work: Work, ids: np.ndarray, budget: int, before: bool) -> list[int]
     if ids.size == 0:
         return []
     nodes = work.nodes
-    tokens = nodes.tokens[nodes.rows(ids)] if before else work.tokens_of(ids)
-    fits = np.cumsum(tokens) <= budget
+    # A hub entity has thousands of facts and the budget holds a few dozen: count tokens
+    # in growing blocks until the budget is passed, not for every fact.
+    counted: list[np.ndarray] = []
+    total, end, step = 0, 0, 64
+    while end < ids.size and total <= budget:
+        part = ids[end : end + step]
+        tokens = nodes.tokens[nodes.rows(part)] if before else work.tokens_of(part)
+        counted.append(np.asarray(tokens, np.int64))
+        total += int(counted[-1].sum())
+        end += part.size
+        step *= 2
+    fits = np.cumsum(np.concatenate(counted)) <= budget
     fits[0] = True  # at least one fact, even a long one
-    return sorted(ids[fits].tolist())
+    return sorted(ids[:end][fits].tolist())
 
 
 def facts(work: Work, entities: np.ndarray, before: bool) -> Facts:
