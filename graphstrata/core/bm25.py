@@ -30,6 +30,10 @@ __all__ = ["Scratch", "accumulate", "add_lookups", "scratch", "top_candidates"]
 
 _local = threading.local()
 
+#: The pruning test partitions the slots found so far; it runs only while the postings left
+#: to scan number at least this many times those slots (else scanning them is cheaper).
+PRUNE_TEST_RATIO = 4
+
 
 class Scratch(NamedTuple):
     """A thread's accumulator: ``acc`` is all zeros between calls."""
@@ -130,7 +134,7 @@ def top_candidates(
     norm: np.ndarray,
     alive: np.ndarray,
     k: int,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """Live slots that can be among the ``k`` best, with their full scores.
 
     Parameters
@@ -152,12 +156,17 @@ def top_candidates(
 
     Returns
     -------
-    tuple of numpy.ndarray
+    tuple
         Ascending slots (int64) and their scores (float64, positive): a superset of the
-        top ``k`` live slots and of every slot tied with the k-th.
+        top ``k`` live slots and of every slot tied with the k-th; and whether terms were
+        pruned (False: the slots are every live slot with a positive score).
     """
     m = len(lists)
     acc, touched = scratch(norm.shape[0])
+    # postings left to scan after each term: the pruning test (a partition of the slots
+    # found) is only worth it while scanning the rest would cost more
+    sizes = np.asarray([sum(int(s.size) for s, _ in term) for term in lists], np.int64)
+    left = np.append(np.cumsum(sizes[::-1])[::-1], 0)  # left[j]: postings of terms j..m-1
     n = 0
     scanned = 0
     try:
@@ -165,12 +174,14 @@ def top_candidates(
             for slots, tf in lists[j]:
                 n = accumulate(acc, touched, n, slots, tf, norm, float(weights[j]))
             scanned = j + 1
+            if scanned == m or n < k or int(left[scanned]) < PRUNE_TEST_RATIO * n:
+                continue
             # (inflated by a relative 1e-9 against the rounding of the sums)
             rest = float(bounds[scanned:].sum()) * (1.0 + 1e-9)
             # Unscanned terms give an unseen slot at most ``rest``; prune once that is below
             # the k-th best seen (cheap test first: the best partial is at most the scanned
             # terms' bounds).
-            if scanned == m or n < k or rest >= float(bounds[:scanned].sum()):
+            if rest >= float(bounds[:scanned].sum()):
                 continue
             if rest < _kth_live(acc, touched[:n], alive, k):
                 break
@@ -182,4 +193,4 @@ def top_candidates(
         for slots, tf in lists[j]:
             add_lookups(scores, cand, slots, tf, norm, float(weights[j]))
     live = alive[cand]
-    return cand[live], scores[live]
+    return cand[live], scores[live], scanned < m

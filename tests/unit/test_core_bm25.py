@@ -45,7 +45,7 @@ def bounds_of(lists, weights, norm):
 
 
 def check_candidates(lists, weights, norm, alive, k):
-    slots, scores = bm25.top_candidates(
+    slots, scores, pruned = bm25.top_candidates(
         lists, weights, bounds_of(lists, weights, norm), norm, alive, k
     )
     want = dense_scores(lists, weights, norm)
@@ -56,6 +56,8 @@ def check_candidates(lists, weights, norm, alive, k):
         kth = np.sort(want[live])[::-1][min(k, live.size) - 1]
         must = live[want[live] >= kth]
         assert np.isin(must, slots).all()
+    if not pruned:  # every live slot with a positive score
+        np.testing.assert_array_equal(slots, live)
     # the scratch is all zeros again
     assert not bm25.scratch(norm.size).acc.any()
     return slots
@@ -74,19 +76,38 @@ def test_candidates_hold_the_exact_top_k(seed, k):
 
 def test_a_common_term_is_looked_up_not_scanned(monkeypatch):
     rng = np.random.default_rng(11)
-    lists, norm = random_collection(rng, 20000, 2, 2)
-    lists = [lists[1], lists[0]]  # a rarer term, then one in most slots
+    n = 20000
+    rare = np.sort(rng.choice(n, 200, replace=False)).astype(np.int64)
+    common = np.flatnonzero(rng.random(n) < 0.9).astype(np.int64)
+    lists = [
+        [(rare, rng.integers(1, 5, rare.size).astype(np.int32))],
+        [(common[: common.size // 2], np.ones(common.size // 2, np.int32))],
+        [(common[common.size // 2 :], np.ones(common.size - common.size // 2, np.int32))],
+    ]
+    lists = [lists[0], lists[1] + lists[2]]  # the common term over two segments
     weights = np.asarray([8.0, 0.1])
+    norm = 1.5 * (0.25 + 0.75 * rng.uniform(0.3, 2.0, n))
     scanned = []
     real = bm25.accumulate
 
-    def counting(acc, touched, n, slots, tf, nrm, w):
+    def counting(acc, touched, n_touched, slots, tf, nrm, w):
         scanned.append(slots.size)
-        return real(acc, touched, n, slots, tf, nrm, w)
+        return real(acc, touched, n_touched, slots, tf, nrm, w)
 
     monkeypatch.setattr(bm25, "accumulate", counting)
-    check_candidates(lists, weights, norm, np.ones(norm.size, bool), 10)
-    assert sum(scanned) == sum(s.size for s, _ in lists[0])  # the common term: lookups only
+    check_candidates(lists, weights, norm, np.ones(n, bool), 10)
+    assert sum(scanned) == rare.size  # the common term: lookups only
+
+
+def test_few_postings_left_are_scanned_not_tested(monkeypatch):
+    # Two terms of about the same size: testing would cost more than scanning the second.
+    slots = np.arange(0, 1000, 2, dtype=np.int64)
+    lists = [[(slots, np.ones(slots.size, np.int32))], [(slots + 1, np.ones(slots.size, np.int32))]]
+    tested = []
+    real = bm25._kth_live
+    monkeypatch.setattr(bm25, "_kth_live", lambda *a: tested.append(1) or real(*a))
+    got = check_candidates(lists, np.asarray([5.0, 0.1]), np.ones(1000), np.ones(1000, bool), 3)
+    assert got.size == 1000 and not tested
 
 
 def test_ties_at_the_kth_score_all_come_back():
@@ -101,8 +122,10 @@ def test_edge_cases():
     norm = np.ones(4)
     alive = np.ones(4, bool)
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int32))
-    slots, scores = bm25.top_candidates([[empty]], np.asarray([1.0]), np.zeros(1), norm, alive, 3)
-    assert slots.size == 0 and scores.size == 0
+    slots, scores, pruned = bm25.top_candidates(
+        [[empty]], np.asarray([1.0]), np.zeros(1), norm, alive, 3
+    )
+    assert slots.size == 0 and scores.size == 0 and not pruned
     one = [[(np.asarray([2], np.int64), np.asarray([3], np.int32))]]
     assert check_candidates(one, np.asarray([2.0]), norm, alive, 1).tolist() == [2]
     dead = alive.copy()

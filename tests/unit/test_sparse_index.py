@@ -432,7 +432,7 @@ def test_pruned_top_k_equals_the_full_ranking_over_segments_and_tombstones(seed,
 
     def spy(lists, weights, bounds, norm, alive, k):
         out = real(lists, weights, bounds, norm, alive, k)
-        calls.append((k, out[0].size))
+        calls.append((k, out[0].size, out[2]))
         return out
 
     monkeypatch.setattr(postings, "top_candidates", spy)
@@ -445,5 +445,14 @@ def test_pruned_top_k_equals_the_full_ranking_over_segments_and_tombstones(seed,
             found, by_lookup = index.score_ids(query, k_ids)
             assert found.all()
             np.testing.assert_array_equal(by_lookup.astype(np.float32), k_scores)
-    pruned = [size for k, size in calls if k <= 10]
-    assert max(pruned) < index.n_live // 2  # "lens" is in most: its postings were pruned
+            # every live id, most of them outside the pruned search's candidates, and dead
+            # or unknown ids: the scores of the full ranking, 0 where it has none
+            asked = np.arange(-3, 905, dtype=np.int64)
+            found, every = index.score_ids(query, asked)
+            want = dict(zip(full_ids.tolist(), full_scores.tolist(), strict=True))
+            assert found.tolist() == np.isin(asked, index.live_ids()).tolist()
+            np.testing.assert_array_equal(
+                every.astype(np.float32), [want.get(i, 0.0) for i in asked.tolist()]
+            )
+    pruned = [size for k, size, cut in calls if k <= 10 and cut]
+    assert pruned and max(pruned) < index.n_live // 2  # "lens", in most texts, was pruned

@@ -573,8 +573,10 @@ class KindIndex:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(whether each id is a live document here, its BM25 score for ``text`` or 0).
 
-        Looked up in the query terms' postings (no pass over the collection); the sums are
-        in the order :meth:`search` uses, so an id gets the score a search gives it.
+        Read from this thread's last :meth:`search` when it was for the same query (hybrid
+        scores the union of its lists right after searching), else looked up in the query
+        terms' postings; either way summed in the order the search uses, so an id gets the
+        score a search gives it.
         """
         ids = np.asarray(ids, np.int64)
         sorted_ids, slots = self._live_order
@@ -583,19 +585,36 @@ class KindIndex:
         pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
         found = sorted_ids[pos] == ids
         out = np.zeros(ids.size, np.float64)
-        tids, weights = self._weighted(self.query_terms(text))
-        if found.any() and tids:
-            cand = slots[pos[found]]
-            order = np.argsort(cand, kind="stable")
-            scores = np.zeros(cand.size, np.float64)
-            norm = self._norm(k1, b)
-            for lists, w in zip(self._lists(tids), weights.tolist(), strict=True):
-                for post, tf in lists:
-                    add_lookups(scores, cand[order], post, tf, norm, w)
-            back = np.empty_like(scores)
-            back[order] = scores
-            out[found] = back
+        terms = self.query_terms(text)
+        if not (found.any() and terms):
+            return found, out
+        cand = slots[pos[found]]
+        scores = np.zeros(cand.size, np.float64)
+        todo = np.ones(cand.size, bool)
+        last = getattr(_local, "last_search", None)
+        if last is not None and last[0] is self and last[1] == (tuple(terms), k1, b):
+            got, got_scores, pruned = last[2:]
+            at = np.minimum(np.searchsorted(got, cand), max(got.size - 1, 0))
+            hit = got[at] == cand if got.size else np.zeros(cand.size, bool)
+            scores[hit] = got_scores[at[hit]]
+            todo = ~hit if pruned else np.zeros(cand.size, bool)  # unpruned: the rest is 0
+        if todo.any():
+            scores[todo] = self._looked_up(terms, cand[todo], k1, b)
+        out[found] = scores
         return found, out
+
+    def _looked_up(self, terms: Sequence[str], cand: np.ndarray, k1: float, b: float) -> np.ndarray:
+        """Scores of the slots ``cand`` by lookups in every query term's postings."""
+        tids, weights = self._weighted(terms)
+        order = np.argsort(cand, kind="stable")
+        scores = np.zeros(cand.size, np.float64)
+        norm = self._norm(k1, b)
+        for lists, w in zip(self._lists(tids), weights.tolist(), strict=True):
+            for post, tf in lists:
+                add_lookups(scores, cand[order], post, tf, norm, w)
+        out = np.empty_like(scores)
+        out[order] = scores
+        return out
 
     def search(
         self, text: str, k: int, k1: float = BM25_K1, b: float = BM25_B
@@ -611,9 +630,10 @@ class KindIndex:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         k = int(k)
         bounds = weights * self._bounds(tids, k1, b)
-        hit, vals = top_candidates(
+        hit, vals, pruned = top_candidates(
             self._lists(tids), weights, bounds, self._norm(k1, b), self.alive, k
         )
+        _local.last_search = (self, (tuple(terms), k1, b), hit, vals, pruned)
         ids = self.slot_ids[hit]
         if ids.size > k:
             # A common word matches most of a collection: sort only the candidates scoring at
