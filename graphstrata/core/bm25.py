@@ -26,13 +26,32 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-__all__ = ["Scratch", "accumulate", "add_lookups", "scratch", "top_candidates"]
+__all__ = ["Norm", "Scratch", "accumulate", "add_lookups", "scratch", "top_candidates"]
 
 _local = threading.local()
 
 #: The pruning test partitions the slots found so far; it runs only while the postings left
 #: to scan number at least this many times those slots (else scanning them is cheaper).
 PRUNE_TEST_RATIO = 4
+
+
+class Norm(NamedTuple):
+    """BM25's length normalization of a slot, ``base + per_term * length[slot]``, i.e.
+    ``k1 * (1 - b) + (k1 * b / avg_len) * len``: computed per posting from the lengths,
+    so a new version (another average length) costs no pass over the collection."""
+
+    base: float
+    per_term: float
+    length: np.ndarray  # int64 [n_slots]
+
+    @classmethod
+    def of(cls, length: np.ndarray, avg_len: float, k1: float, b: float) -> Norm:
+        """The normalization of slots of ``length`` in a collection of ``avg_len``."""
+        return cls(float(k1 * (1.0 - b)), float(k1 * b / avg_len), length)
+
+    def at(self, slots: np.ndarray) -> np.ndarray:
+        """float64 normalization of ``slots`` (the kernels' arithmetic)."""
+        return self.base + self.per_term * self.length[slots].astype(np.float64)
 
 
 class Scratch(NamedTuple):
@@ -62,10 +81,10 @@ def accumulate(
     n_touched: int,
     slots: np.ndarray,
     tf: np.ndarray,
-    norm: np.ndarray,
+    norm: Norm,
     weight: float,
 ) -> int:
-    """Add ``weight * tf / (tf + norm[slot])`` of one postings list to ``acc``.
+    """Add ``weight * tf / (tf + norm(slot))`` of one postings list to ``acc``.
 
     Contributions are positive (``weight > 0``, ``tf >= 1``), so a slot whose ``acc`` is 0
     is new: it is appended to ``touched``. Returns the new count of touched slots.
@@ -75,7 +94,7 @@ def accumulate(
         if acc[s] == 0.0:
             touched[n_touched] = s
             n_touched += 1
-        acc[s] += weight * tf[i] / (tf[i] + norm[s])
+        acc[s] += weight * tf[i] / (tf[i] + (norm.base + norm.per_term * norm.length[s]))
     return n_touched
 
 
@@ -85,10 +104,10 @@ def add_lookups(
     cand: np.ndarray,
     slots: np.ndarray,
     tf: np.ndarray,
-    norm: np.ndarray,
+    norm: Norm,
     weight: float,
 ) -> None:
-    """``scores[i] += weight * tf / (tf + norm[cand[i]])`` where ``cand[i]`` is in ``slots``.
+    """``scores[i] += weight * tf / (tf + norm(cand[i]))`` where ``cand[i]`` is in ``slots``.
 
     ``cand`` and ``slots`` ascending (``cand`` may repeat); a galloping search from the last
     position costs O(|cand| log(|slots| / |cand|)).
@@ -116,7 +135,7 @@ def add_lookups(
                     b = m
             j = a
         if j < p and slots[j] == c:
-            scores[i] += weight * tf[j] / (tf[j] + norm[c])
+            scores[i] += weight * tf[j] / (tf[j] + (norm.base + norm.per_term * norm.length[c]))
 
 
 def _kth_live(acc: np.ndarray, cand: np.ndarray, alive: np.ndarray, k: int) -> float:
@@ -131,7 +150,7 @@ def top_candidates(
     lists: Sequence[Sequence[tuple[np.ndarray, np.ndarray]]],
     weights: np.ndarray,
     bounds: np.ndarray,
-    norm: np.ndarray,
+    norm: Norm,
     alive: np.ndarray,
     k: int,
 ) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -148,7 +167,7 @@ def top_candidates(
         float64 per term: an upper bound of its contribution to any slot (``weight`` times
         a bound of ``tf / (tf + norm)`` over its postings).
     norm:
-        float64 per slot: BM25's ``k1 * (1 - b + b * len / avg_len)``.
+        BM25's length normalization of each slot.
     alive:
         bool per slot.
     k:
@@ -162,7 +181,7 @@ def top_candidates(
         pruned (False: the slots are every live slot with a positive score).
     """
     m = len(lists)
-    acc, touched = scratch(norm.shape[0])
+    acc, touched = scratch(alive.shape[0])
     # postings left to scan after each term: the pruning test (a partition of the slots
     # found) is only worth it while scanning the rest would cost more
     sizes = np.asarray([sum(int(s.size) for s, _ in term) for term in lists], np.int64)

@@ -11,13 +11,19 @@ import pytest
 from graphstrata.core import bm25
 
 
+def norm_of(length, avg=None):
+    length = np.asarray(length, np.int64)
+    return bm25.Norm.of(length, float(avg or max(length.mean(), 1.0)), 1.5, 0.75)
+
+
 def dense_scores(lists, weights, norm):
-    """Oracle: every slot's score, term by term in the given order."""
-    out = np.zeros(norm.size, np.float64)
+    """Oracle: every slot's score, term by term in the given order (plain Python)."""
+    per_slot = norm.at(np.arange(norm.length.size))
+    out = np.zeros(norm.length.size, np.float64)
     for term_lists, w in zip(lists, weights, strict=True):
         for slots, tf in term_lists:
             for s, f in zip(slots.tolist(), tf.tolist(), strict=True):
-                out[s] += w * f / (f + norm[s])
+                out[s] += w * f / (f + per_slot[s])
     return out
 
 
@@ -32,15 +38,14 @@ def random_collection(rng, n_slots, n_terms, n_lists, zipf=True):
             slots = np.flatnonzero(rng.random(b - a) < share).astype(np.int64) + a
             term_lists.append((slots, rng.integers(1, 5, slots.size).astype(np.int32)))
         lists.append(term_lists)
-    norm = 1.5 * (0.25 + 0.75 * rng.uniform(0.3, 2.0, n_slots))
-    return lists, norm
+    return lists, norm_of(rng.integers(1, 60, n_slots))
 
 
 def bounds_of(lists, weights, norm):
     out = []
     for term_lists, w in zip(lists, weights, strict=True):
         top = max((int(tf.max()) for _, tf in term_lists if tf.size), default=0)
-        out.append(w * top / (top + norm.min()) if top else 0.0)
+        out.append(w * top / (top + norm.at(np.arange(norm.length.size)).min()) if top else 0.0)
     return np.asarray(out)
 
 
@@ -59,7 +64,7 @@ def check_candidates(lists, weights, norm, alive, k):
     if not pruned:  # every live slot with a positive score
         np.testing.assert_array_equal(slots, live)
     # the scratch is all zeros again
-    assert not bm25.scratch(norm.size).acc.any()
+    assert not bm25.scratch(norm.length.size).acc.any()
     return slots
 
 
@@ -70,7 +75,7 @@ def test_candidates_hold_the_exact_top_k(seed, k):
     lists, norm = random_collection(rng, 3000, int(rng.integers(1, 6)), int(rng.integers(1, 4)))
     lists = lists[::-1]  # rare terms first, as the caller orders them (heaviest first)
     weights = np.sort(rng.uniform(0.2, 6.0, len(lists)))[::-1]
-    alive = rng.random(norm.size) > 0.1
+    alive = rng.random(norm.length.size) > 0.1
     check_candidates(lists, weights, norm, alive, k)
 
 
@@ -86,7 +91,7 @@ def test_a_common_term_is_looked_up_not_scanned(monkeypatch):
     ]
     lists = [lists[0], lists[1] + lists[2]]  # the common term over two segments
     weights = np.asarray([8.0, 0.1])
-    norm = 1.5 * (0.25 + 0.75 * rng.uniform(0.3, 2.0, n))
+    norm = norm_of(rng.integers(1, 60, n))
     scanned = []
     real = bm25.accumulate
 
@@ -106,20 +111,23 @@ def test_few_postings_left_are_scanned_not_tested(monkeypatch):
     tested = []
     real = bm25._kth_live
     monkeypatch.setattr(bm25, "_kth_live", lambda *a: tested.append(1) or real(*a))
-    got = check_candidates(lists, np.asarray([5.0, 0.1]), np.ones(1000), np.ones(1000, bool), 3)
+    got = check_candidates(
+        lists, np.asarray([5.0, 0.1]), norm_of(np.ones(1000)), np.ones(1000, bool), 3
+    )
     assert got.size == 1000 and not tested
 
 
 def test_ties_at_the_kth_score_all_come_back():
     slots = np.arange(10, dtype=np.int64)
     lists = [[(slots, np.ones(10, np.int32))], [(slots[:2], np.ones(2, np.int32))]]
-    norm = np.ones(10)
-    got = check_candidates(lists, np.asarray([1.0, 0.5]), norm, np.ones(10, bool), 3)
+    got = check_candidates(
+        lists, np.asarray([1.0, 0.5]), norm_of(np.ones(10)), np.ones(10, bool), 3
+    )
     assert got.tolist() == list(range(10))  # 2 best, then 8 tied for the 3rd place
 
 
 def test_edge_cases():
-    norm = np.ones(4)
+    norm = norm_of(np.ones(4))
     alive = np.ones(4, bool)
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int32))
     slots, scores, pruned = bm25.top_candidates(
@@ -139,11 +147,12 @@ def test_add_lookups_equals_a_dictionary():
         slots = np.unique(rng.integers(0, 500, rng.integers(0, 200))).astype(np.int64)
         tf = rng.integers(1, 9, slots.size).astype(np.int32)
         cand = np.sort(rng.integers(0, 520, rng.integers(0, 80))).astype(np.int64)  # repeats
-        norm = rng.uniform(0.5, 3.0, 520)
+        norm = norm_of(rng.integers(1, 40, 520), avg=12.5)
+        per = 1.5 * (1 - 0.75 + 0.75 * norm.length / 12.5)
         scores = np.full(cand.size, 0.25)
         bm25.add_lookups(scores, cand, slots, tf, norm, 1.7)
         table = dict(zip(slots.tolist(), tf.tolist(), strict=True))
-        want = [0.25 + (1.7 * table[c] / (table[c] + norm[c]) if c in table else 0.0) for c in cand]
+        want = [0.25 + (1.7 * table[c] / (table[c] + per[c]) if c in table else 0.0) for c in cand]
         np.testing.assert_allclose(scores, want, rtol=1e-12)
 
 

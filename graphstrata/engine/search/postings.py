@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import Stemmer
 
-from graphstrata.core.bm25 import add_lookups, top_candidates
+from graphstrata.core.bm25 import Norm, add_lookups, top_candidates
 from graphstrata.engine.hashing import stable_hashes
 
 __all__ = [
@@ -501,7 +501,8 @@ class KindIndex:
     def _bounds(self, tids: Sequence[int], k1: float, b: float) -> np.ndarray:
         """Per term, a bound of ``tf / (tf + norm)`` over its postings: its largest tf over
         the smallest norm of the collection (norm grows with the length)."""
-        least = k1 * (1.0 - b + b * self._min_len / (self.total_len / float(self.n_live)))
+        norm = self._norm(k1, b)
+        least = norm.base + norm.per_term * self._min_len
         out = np.zeros(len(tids), np.float64)
         for i, tid in enumerate(tids):
             top = max((seg.max_tf(tid) for seg in self.segments), default=0)
@@ -511,18 +512,9 @@ class KindIndex:
     def _lists(self, tids: Sequence[int]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
         return [[seg.postings(t) for seg in self.segments] for t in tids]
 
-    def _norm(self, k1: float, b: float) -> np.ndarray:
-        """BM25's length normalization ``k1 * (1 - b + b * len / avg_len)`` of every slot,
-        computed once per (k1, b): the collection is immutable, and the full-length pass
-        was a large part of a query over a million chunks."""
-        cache: dict[tuple[float, float], np.ndarray] = self.__dict__.setdefault("_norms", {})
-        norm = cache.get((k1, b))
-        if norm is None:
-            avg_len = self.total_len / float(self.n_live)
-            norm = k1 * (1.0 - b + b * self.slot_len / avg_len)
-            norm.flags.writeable = False
-            cache[(k1, b)] = norm
-        return norm
+    def _norm(self, k1: float, b: float) -> Norm:
+        """BM25's length normalization of every slot (``core.bm25.Norm``: no array)."""
+        return Norm.of(self.slot_len, self.total_len / float(self.n_live), k1, b)
 
     def term_scores(
         self, terms: Sequence[str], ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
@@ -565,7 +557,7 @@ class KindIndex:
                 hit = post[at] == cand_slots
                 if hit.any():
                     s, f = cand_slots[hit], tf[at[hit]]
-                    out[row, cols[hit]] += idf * f / (f + norm[s])
+                    out[row, cols[hit]] += idf * f / (f + norm.at(s))
         return out
 
     def score_ids(
