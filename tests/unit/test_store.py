@@ -489,3 +489,14 @@ def test_large_segments_are_mapped_arrow_and_read_like_parquet(tmp_path, monkeyp
     seg.write_bytes(bytes(data))
     with pytest.raises(CorruptIndexError, match="unreadable"):
         Store.open(tmp_path / "big" / "ix").load()
+
+
+def test_doc_lists_column_equals_python_lists():
+    import pyarrow as pa
+
+    from graphstrata.engine.store.delta import doc_lists
+
+    docs = [[3, 1], np.asarray([7], np.int64), [], np.zeros(0, np.int64), list(range(5))]
+    want = pa.array([list(map(int, d)) for d in docs], type=pa.list_(pa.int64()))
+    assert doc_lists(docs).equals(want)
+    assert doc_lists([]).equals(pa.array([], type=pa.list_(pa.int64())))

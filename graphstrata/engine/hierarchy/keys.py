@@ -102,6 +102,13 @@ class ItemKeys:
         self._ids, self._codes, self._ties = self._ids[keep], self._codes[keep], self._ties[keep]
 
     def _add(self, ids: np.ndarray, codes: np.ndarray, ties: np.ndarray) -> None:
+        """Remember the keys of ``ids`` (ascending, none known yet)."""
+        if not self._ids.size or ids[0] > self._ids[-1]:
+            # New nodes have the newest ids: appended, no sort of every known id.
+            self._ids = np.concatenate([self._ids, ids])
+            self._codes = np.concatenate([self._codes, codes.astype(np.uint64)])
+            self._ties = np.concatenate([self._ties, ties])
+            return
         all_ids = np.concatenate([self._ids, ids])
         order = np.argsort(all_ids, kind="stable")
         self._ids = all_ids[order]

@@ -150,7 +150,7 @@ class _NewNode:
     layer: int
     text: str
     tokens: int
-    docs: list[int]
+    docs: list[int] | np.ndarray
     code: int
     tiebreak: float
     anchor: int
@@ -384,15 +384,13 @@ class Update:
         lookup = dict(zip(committed, self.ctx.snapshot.nodes.text_of(committed), strict=True))
         return [self.new[i].text if i in self.new else lookup[i] for i in ids.tolist()]
 
-    def _docs(self, ids: np.ndarray) -> list[int]:
+    def _docs(self, ids: np.ndarray) -> np.ndarray:
+        """Sorted doc keys cited by ``ids`` (in Arrow and numpy: an upper summary cites
+        every document below it)."""
         committed = [i for i in ids.tolist() if i not in self.new]
-        docs: set[int] = set()
-        for d in self.ctx.snapshot.nodes.docs_of(committed):
-            docs.update(d)
-        for i in ids.tolist():
-            if i in self.new:
-                docs.update(self.new[i].docs)
-        return sorted(docs)
+        parts = [self.ctx.snapshot.nodes.doc_keys_of(committed)] if committed else []
+        parts += [np.asarray(self.new[i].docs, np.int64) for i in ids.tolist() if i in self.new]
+        return sets.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
     # ---------------------------------------------------------------- writing
     def _write(self) -> None:

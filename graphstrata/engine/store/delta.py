@@ -19,6 +19,20 @@ from graphstrata.engine.store.schema import DOC_SCHEMA, EDGE_SCHEMA, NODE_SCHEMA
 from graphstrata.engine.store.tables import empty_table
 
 
+def doc_lists(docs: Sequence[Sequence[int] | np.ndarray]) -> pa.ListArray:
+    """The ``docs`` column of node rows: one list of doc keys per row.
+
+    Built from one flat array and offsets: a top-layer summary cites every document below it
+    (190k keys at a million chunks), which as Python lists cost ~0.1 s per write.
+    """
+    lengths = np.fromiter((len(d) for d in docs), np.int64, len(docs))
+    offsets = np.zeros(len(docs) + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    parts = [np.asarray(d, np.int64).reshape(-1) for d in docs]
+    values = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, pa.int64()))
+
+
 class Delta:
     """Everything one operation will write. Nothing touches disk until ``Store.commit``.
 
@@ -75,7 +89,7 @@ class Delta:
         kind: int | np.ndarray,
         text: Sequence[str],
         tokens: np.ndarray | Sequence[int],
-        docs: Sequence[Sequence[int]],
+        docs: Sequence[Sequence[int] | np.ndarray],
         layer: int | np.ndarray = 0,
         code: int | np.ndarray = 0,
         parent: int | np.ndarray = -1,
@@ -98,7 +112,7 @@ class Delta:
                 "layer": pa.array(col(layer, np.uint8)),
                 "text": pa.array(list(text), type=pa.large_string()),
                 "tokens": pa.array(col(tokens, np.int32)),
-                "docs": pa.array([list(map(int, d)) for d in docs], type=pa.list_(pa.int64())),
+                "docs": doc_lists(docs),
                 "code": pa.array(col(code, np.uint64)),
                 "parent": pa.array(col(parent, np.int64)),
                 "version": pa.array(np.full(n, self.version, dtype=np.int64)),
