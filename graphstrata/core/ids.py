@@ -49,7 +49,11 @@ def find_positions(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
         return np.full(values.shape, -1, np.int64)
     lo, hi = int(sorted_ids[0]), int(sorted_ids[-1])
     span = hi - lo + 1
-    if _use_table(span, values.size):
+    ascending = values.size < 2 or bool(np.all(values[1:] >= values[:-1]))
+    # Ascending values walk the ids in order, so a binary search per value stays in cache:
+    # measured 1M sorted values in 1.15M ids 24-29 ms searched against 34-135 ms by table
+    # (allocating the table dominates).
+    if not ascending and _use_table(span, values.size):
         # Slots 0 and span + 1 stay -1: they catch the values outside [lo, hi].
         table = np.full(span + 2, -1, np.int64)
         table[sorted_ids - lo + 1] = np.arange(sorted_ids.size, dtype=np.int64)

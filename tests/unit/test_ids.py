@@ -75,3 +75,15 @@ def test_find_positions_edge_cases():
     assert find_positions(empty, np.asarray([1, 2])).tolist() == [-1, -1]
     assert find_positions(np.asarray([3]), empty).size == 0
     assert find_positions(np.asarray([3]), np.asarray([3, 2, 4, 3])).tolist() == [0, -1, -1, 0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ascending_values_take_the_search_path_with_the_same_result(seed):
+    rng = np.random.default_rng(seed)
+    span = [50, 10_000, 10**12][seed % 3]
+    ids = np.unique(rng.integers(0, span, int(rng.integers(1, 400)))).astype(np.int64)
+    values = np.sort(np.concatenate([rng.choice(ids, 500), rng.integers(-5, span + 5, 500)]))
+    pos = np.minimum(np.searchsorted(ids, values), ids.size - 1)
+    want = np.where(ids[pos] == values, pos, -1)
+    np.testing.assert_array_equal(find_positions(ids, values), want)
+    np.testing.assert_array_equal(find_positions(ids, values[::-1]), want[::-1])  # table path
