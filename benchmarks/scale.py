@@ -234,7 +234,14 @@ def code_version() -> str:
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
     # the results themselves do not count: a run merges into them
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!results")
+    changed = git(
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        ":/",
+        ":(exclude,top)benchmarks/results",
+    )
     return head + ("+dirty" if changed else "")
 
 
