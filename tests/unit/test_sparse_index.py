@@ -221,6 +221,10 @@ def _assert_same(advanced: KindIndex, live: dict[int, str], queries: list[str]) 
     assert advanced.n_live == fresh.n_live == len(ids)
     assert advanced.total_len == fresh.total_len
     np.testing.assert_array_equal(advanced.live_ids(), ids)
+    # the live order carried from version to version equals the one computed afresh
+    fresh_order = KindIndex._live_order.func(advanced)  # type: ignore[attr-defined]
+    for got, want in zip(advanced._live_order, fresh_order, strict=True):
+        np.testing.assert_array_equal(got, want)
     for query in queries:
         a_ids, a_scores = advanced.search(query, k=10**9)
         f_ids, f_scores = fresh.search(query, k=10**9)

@@ -367,6 +367,8 @@ class KindIndex:
         out = KindIndex(
             self.vocab, segments, slot_ids, slot_len, slot_hash, alive, df, n_live, total_len
         )
+        if "_live_order" in self.__dict__:
+            out.__dict__["_live_order"] = self._advanced_order(out, add_ids)
         dead = out.alive.size - out.n_live
         if len(out.segments) > MAX_SEGMENTS or dead > MAX_DEAD_SHARE * max(out.alive.size, 1):
             out = out.compacted()
@@ -468,6 +470,18 @@ class KindIndex:
         live = np.flatnonzero(self.alive)
         order = np.argsort(self.slot_ids[live], kind="stable")
         return self.slot_ids[live][order], live[order]
+
+    def _advanced_order(self, out: KindIndex, add_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``out._live_order`` from this version's: the dead leave, the added (the last
+        ``add_ids.size`` slots of ``out``) are merged in; no sort of every live id."""
+        sorted_ids, slots = self._live_order
+        keep = out.alive[slots]
+        sorted_ids, slots = sorted_ids[keep], slots[keep]
+        first = out.alive.size - add_ids.size
+        order = np.argsort(add_ids, kind="stable")
+        new_ids, new_slots = add_ids[order], first + order.astype(np.int64)
+        at = np.searchsorted(sorted_ids, new_ids, side="right")
+        return np.insert(sorted_ids, at, new_ids), np.insert(slots, at, new_slots)
 
     def query_terms(self, text: str) -> list[str]:
         """The terms of a query that occur in a live document here, in order, repeats kept
