@@ -81,7 +81,7 @@ def test_candidates_hold_the_exact_top_k(seed, k):
 
 def test_a_common_term_is_looked_up_not_scanned(monkeypatch):
     rng = np.random.default_rng(11)
-    n = 20000
+    n = 100_000  # the common term's postings must outnumber bm25.PRUNE_MIN_LEFT
     rare = np.sort(rng.choice(n, 200, replace=False)).astype(np.int64)
     common = np.flatnonzero(rng.random(n) < 0.9).astype(np.int64)
     lists = [
@@ -95,9 +95,9 @@ def test_a_common_term_is_looked_up_not_scanned(monkeypatch):
     scanned = []
     real = bm25.accumulate
 
-    def counting(acc, touched, n_touched, slots, tf, nrm, w):
+    def counting(acc, touched, n_touched, slots, tf, *rest):
         scanned.append(slots.size)
-        return real(acc, touched, n_touched, slots, tf, nrm, w)
+        return real(acc, touched, n_touched, slots, tf, *rest)
 
     monkeypatch.setattr(bm25, "accumulate", counting)
     check_candidates(lists, weights, norm, np.ones(n, bool), 10)
@@ -150,7 +150,7 @@ def test_add_lookups_equals_a_dictionary():
         norm = norm_of(rng.integers(1, 40, 520), avg=12.5)
         per = 1.5 * (1 - 0.75 + 0.75 * norm.length / 12.5)
         scores = np.full(cand.size, 0.25)
-        bm25.add_lookups(scores, cand, slots, tf, norm, 1.7)
+        bm25.add_lookups(scores, cand, slots, tf, *norm, 1.7)
         table = dict(zip(slots.tolist(), tf.tolist(), strict=True))
         want = [0.25 + (1.7 * table[c] / (table[c] + per[c]) if c in table else 0.0) for c in cand]
         np.testing.assert_allclose(scores, want, rtol=1e-12)

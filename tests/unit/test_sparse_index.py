@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from graphstrata.bindings.extractive import ExtractiveLLM
+from graphstrata.core import bm25
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.index import Engine
 from graphstrata.engine.search import postings, sparse_index
@@ -440,6 +441,7 @@ def test_pruned_top_k_equals_the_full_ranking_over_segments_and_tombstones(seed,
         return out
 
     monkeypatch.setattr(postings, "top_candidates", spy)
+    monkeypatch.setattr(bm25, "PRUNE_MIN_LEFT", 0)  # a small collection: test from the start
     for query in ["lens meridian", "brekkvik lens the", "sundra halvorsen lens lenses optics"]:
         full_ids, full_scores = index.search(query, k=10**9)
         for k in (1, 3, 10):

@@ -617,7 +617,7 @@ class KindIndex:
         norm = self._norm(k1, b)
         for lists, w in zip(self._lists(tids), weights.tolist(), strict=True):
             for post, tf in lists:
-                add_lookups(scores, cand[order], post, tf, norm, w)
+                add_lookups(scores, cand[order], post, tf, *norm, w)
         out = np.empty_like(scores)
         out[order] = scores
         return out
