@@ -14,12 +14,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from graphstrata.core.ids import TABLE_SPAN_FACTOR
+
 __all__ = ["difference", "intersection", "union", "unique", "unique_first", "unique_inverse"]
 
-#: The integer functions below use a table over ``max - min + 1`` values while that span is
-#: at most this many times the number of values (``core.ids.TABLE_SPAN_FACTOR`` measured
-#: the same trade-off for lookups); otherwise they sort.
-TABLE_SPAN_FACTOR = 64
+# The integer functions below use a table over ``max - min + 1`` values while that span is
+# at most ``TABLE_SPAN_FACTOR`` times the number of values (the trade-off ``core.ids``
+# measured for lookups); otherwise they sort.
 
 
 def unique(values: np.ndarray) -> np.ndarray:

@@ -326,9 +326,9 @@ def test_membership_changes_come_from_the_assignments():
 
     seats = np.array([0, 1, 0, 2, 2, -1, 5, 5])  # 5 is untouched; 0 lost a deleted item
     after = np.array([0, 1, 0, 1, 6, 6, 5, 5])  # 2 emptied, 6 is new
-    changed, removed = _membership_changes(seats, after, np.array([0]), id_base=6)
+    changed, removed = _membership_changes(seats, after, np.array([0]))
     assert changed.tolist() == [0, 1, 6] and removed.tolist() == [2]
-    changed, removed = _membership_changes(seats, seats.clip(0), np.array([], int), 6)
+    changed, removed = _membership_changes(seats, seats.clip(0), np.array([], int))
     assert changed.tolist() == [0] and removed.tolist() == []
 
 

@@ -97,20 +97,20 @@ class HierarchyTree:
 
 
 def _membership_changes(
-    seats: np.ndarray, segment: np.ndarray, touched: np.ndarray, id_base: int
+    seats: np.ndarray, segment: np.ndarray, touched: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Segments whose membership changed, and old segments that no longer exist.
 
     ``seats`` are the items' segments before (committed parent ids; -1 = not placed),
-    ``segment`` after; ``touched`` old segments lost members that are not items any more;
-    ids from ``id_base`` are new segments. Computed here from the two assignments rather
-    than taken from the partition's report, so it holds whatever the partition did.
+    ``segment`` after; ``touched`` old segments lost members that are not items any more.
+    Computed here from the two assignments rather than taken from the partition's report,
+    so it holds whatever the partition did.
     """
     out = sets.unique(segment)
     moved = seats != segment
     lost = seats[moved & (seats >= 0)]
+    # A brand-new segment holds only moved items (no seat names it): it is in segment[moved].
     changed = sets.union(sets.union(segment[moved], lost), touched)
-    changed = sets.union(changed, out[out >= id_base])
     old = sets.union(sets.unique(seats[seats >= 0]), touched)
     return sets.intersection(changed, out), sets.difference(old, out)
 
@@ -279,7 +279,7 @@ class Update:
         segment = repartition(
             items.codes, seats, cfg.s_min, cfg.s_max, items.tiebreak, touched
         ).segment
-        changed_segments, removed = _membership_changes(items.seats, segment, touched, id_base)
+        changed_segments, removed = _membership_changes(items.seats, segment, touched)
         uniq, inverse = sets.unique_inverse(segment)
         first = sets.unique_first(inverse)[1]
         # New summary ids in order of each changed segment's first (lowest-anchor) member.

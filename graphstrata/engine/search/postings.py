@@ -497,16 +497,21 @@ class KindIndex:
     def _weighted(self, terms: Sequence[str]) -> tuple[list[int], np.ndarray]:
         """Distinct term ids of ``terms`` (known, live) and their weights (idf times the
         count), heaviest first (then by id): the one order in which scores are summed."""
-        n = float(self.n_live)
         pairs = []
         for term, times in Counter(terms).items():
             tid = self.vocab.ids.get(term)
-            if tid is None or tid >= self.df.size or self.df[tid] <= 0:
-                continue
-            df = float(self.df[tid])
-            pairs.append((times * math.log(1.0 + (n - df + 0.5) / (df + 0.5)), tid))
+            idf = None if tid is None else self._idf(tid)
+            if tid is not None and idf is not None:
+                pairs.append((times * idf, tid))
         pairs.sort(key=lambda p: (-p[0], p[1]))
         return [t for _, t in pairs], np.asarray([w for w, _ in pairs], np.float64)
+
+    def _idf(self, tid: int) -> float | None:
+        """BM25's idf of term ``tid``, None when no live document holds it."""
+        if tid >= self.df.size or self.df[tid] <= 0:
+            return None
+        df = float(self.df[tid])
+        return math.log(1.0 + (float(self.n_live) - df + 0.5) / (df + 0.5))
 
     @functools.cached_property
     def _min_len(self) -> int:
@@ -535,44 +540,39 @@ class KindIndex:
     ) -> np.ndarray:
         """float64 ``[len(terms), len(ids)]``: what each term adds to each id's BM25 score.
 
-        ``terms`` are distinct; a row sums a term's repeats in the query as :meth:`scores`
-        does (pass a term once per query and scale outside, or see
-        ``SparseIndex.term_scores``). An id that is not live here gets zeros. Row sums over
-        a query's distinct terms, times their repeat counts, are :meth:`score_ids`.
+        ``terms`` are distinct; a row is the term counted once (scale outside for repeats,
+        or see ``SparseIndex.term_scores``). An id that is not live here gets zeros. Row
+        sums over a query's distinct terms, times their repeat counts, are
+        :meth:`score_ids` (up to the order of the additions).
         """
-        ids = np.asarray(ids, np.int64)
-        out = np.zeros((len(terms), ids.size), np.float64)
-        sorted_ids, slots = self._live_order
-        if sorted_ids.size == 0 or ids.size == 0:
-            return out
-        pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
-        found = sorted_ids[pos] == ids
-        cand_slots = slots[pos[found]]
+        found, slots = self._live_slots(ids)
+        out = np.zeros((len(terms), found.size), np.float64)
         cols = np.flatnonzero(found)
         if cols.size == 0:
             return out
-        order = np.argsort(cand_slots)
-        cand_slots, cols = cand_slots[order], cols[order]
-        n = float(self.n_live)
+        order = np.argsort(slots, kind="stable")
+        cand, cols = slots[order], cols[order]
         norm = self._norm(k1, b)
         for row, term in enumerate(terms):
             tid = self.vocab.ids.get(term)
-            if tid is None or tid >= self.df.size or self.df[tid] <= 0:
+            idf = None if tid is None else self._idf(tid)
+            if tid is None or idf is None:
                 continue
-            df = float(self.df[tid])
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            for seg in self.segments:
-                post, tf = seg.postings(tid)
-                if not post.size:
-                    continue
-                # The candidates (a query's few hundred) are looked up in the postings (a
-                # common term's run over much of the collection), not the other way round.
-                at = np.minimum(np.searchsorted(post, cand_slots), post.size - 1)
-                hit = post[at] == cand_slots
-                if hit.any():
-                    s, f = cand_slots[hit], tf[at[hit]]
-                    out[row, cols[hit]] += idf * f / (f + norm.at(s))
+            scores = np.zeros(cand.size, np.float64)
+            for post, tf in self._lists([tid])[0]:
+                add_lookups(scores, cand, post, tf, *norm, idf)
+            out[row, cols] = scores
         return out
+
+    def _live_slots(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(bool per id: is it a live document here, the slots of the found ones)."""
+        ids = np.asarray(ids, np.int64)
+        sorted_ids, slots = self._live_order
+        if sorted_ids.size == 0 or ids.size == 0:
+            return np.zeros(ids.size, bool), np.zeros(0, np.int64)
+        pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
+        found = sorted_ids[pos] == ids
+        return found, slots[pos[found]]
 
     def score_ids(
         self, text: str, ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
@@ -584,17 +584,11 @@ class KindIndex:
         terms' postings; either way summed in the order the search uses, so an id gets the
         score a search gives it.
         """
-        ids = np.asarray(ids, np.int64)
-        sorted_ids, slots = self._live_order
-        if sorted_ids.size == 0 or ids.size == 0:
-            return np.zeros(ids.size, bool), np.zeros(ids.size, np.float64)
-        pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
-        found = sorted_ids[pos] == ids
-        out = np.zeros(ids.size, np.float64)
+        found, cand = self._live_slots(ids)
+        out = np.zeros(found.size, np.float64)
         terms = self.query_terms(text)
-        if not (found.any() and terms):
+        if not (cand.size and terms):
             return found, out
-        cand = slots[pos[found]]
         scores = np.zeros(cand.size, np.float64)
         todo = np.ones(cand.size, bool)
         last = getattr(_local, "last_search", None)

@@ -23,7 +23,8 @@ def doc_lists(docs: Sequence[Sequence[int] | np.ndarray]) -> pa.ListArray:
     """The ``docs`` column of node rows: one list of doc keys per row.
 
     Built from one flat array and offsets: a top-layer summary cites every document below it
-    (190k keys at a million chunks), which as Python lists cost ~0.1 s per write.
+    (190k keys at a million chunks). As Python sets, sorts and lists they took ~0.2 s per
+    one-document insert there (cProfile, 5 inserts).
     """
     lengths = np.fromiter((len(d) for d in docs), np.int64, len(docs))
     offsets = np.zeros(len(docs) + 1, np.int32)
