@@ -12,7 +12,6 @@ from graphstrata.engine.heterograph.graph import (
     initial_membership,
     leiden,
     leiden_local,
-    match_communities,
     pair_counts,
 )
 
@@ -44,58 +43,6 @@ def test_initial_membership_keeps_known_labels_and_gives_new_nodes_singletons():
     init = initial_membership(np.asarray([10, 25, 30, 40]), prev_ids, prev_labels)
     assert init.tolist() == [0, 5, 4, 6]
     assert initial_membership(np.asarray([1]), None, None) is None
-
-
-def test_match_communities_keeps_small_changes_and_regenerates_large_ones():
-    groups = {0: np.arange(0, 10), 1: np.arange(10, 20), 2: np.arange(20, 25)}
-    communities = {
-        7: np.arange(0, 11),  # one node joined: Jaccard distance 1/11 -> kept
-        8: np.arange(10, 15),  # half left: regenerated, replacing group 1
-        9: np.arange(30, 36),  # new
-    }
-    match = match_communities(communities, groups, change_share=0.2)
-    assert match.kept == {7: 0}
-    assert match.regenerate == [(8, 1), (9, None)]
-    assert match.dropped == [1, 2]
-
-
-def _match_oracle(members, groups, change_share):
-    """match_communities as first written: Python dicts over every node."""
-    owner: dict[int, list[int]] = {}
-    for key, ids in groups.items():
-        for node in ids.tolist():
-            owner.setdefault(node, []).append(key)
-    overlaps: dict[tuple[int, int], int] = {}
-    for label, ids in members.items():
-        for node in ids.tolist():
-            for key in owner.get(node, ()):
-                overlaps[(label, key)] = overlaps.get((label, key), 0) + 1
-    kept, paired, used = {}, {}, set()
-    for (label, key), common in sorted(overlaps.items(), key=lambda kv: (-kv[1], kv[0])):
-        if label in paired or key in used:
-            continue
-        paired[label] = key
-        used.add(key)
-        union = members[label].size + groups[key].size - common
-        if 1.0 - common / max(union, 1) <= change_share:
-            kept[label] = key
-    regenerate = [(label, paired.get(label)) for label in sorted(members) if label not in kept]
-    return kept, regenerate, sorted(set(groups) - set(kept.values()))
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_match_communities_equals_the_per_node_oracle(seed):
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(0, 80))
-    labels = rng.integers(0, 9, n)
-    members = {int(c): np.flatnonzero(labels == c) for c in np.unique(labels)}
-    groups = {}
-    for key in range(int(rng.integers(0, 8))):
-        # Groups overlap each other (a node in several groups) and hold nodes no
-        # community has (ids >= n).
-        groups[10 + key] = np.unique(rng.integers(0, n + 10, int(rng.integers(0, 25))))
-    match = match_communities(members, groups, change_share=0.5)
-    assert (match.kept, match.regenerate, match.dropped) == _match_oracle(members, groups, 0.5)
 
 
 def _planted(rng, k: int, size: int, inside: int, across: int):

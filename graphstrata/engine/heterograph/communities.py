@@ -17,22 +17,14 @@ from typing import Any
 import numpy as np
 
 from graphstrata.core import sets
-from graphstrata.core.ids import positions_in
+from graphstrata.core.ids import contains, positions_in
 from graphstrata.engine.component import ChangeSet, MeteredLLM
-from graphstrata.engine.heterograph.graph import (
-    group_by,
-    initial_membership,
-    leiden_local,
-    match_communities,
-    stable_labels,
-)
+from graphstrata.engine.heterograph.graph import group_by, initial_membership, leiden_local
+from graphstrata.engine.heterograph.groups import ElementGroups, match_communities
 from graphstrata.engine.heterograph.parse import Element, parse_elements
 from graphstrata.engine.heterograph.schema import (
     G2_EDGES,
     G2_KINDS,
-    ST_GROUP_NODE_IDS,
-    ST_GROUP_NODE_KEYS,
-    ST_GROUP_OF,
     ST_LEIDEN,
     A,
     H,
@@ -67,16 +59,15 @@ class Communities:
         Sorted ids of the live S, N, R, A nodes.
     membership:
         Leiden community of each of ``g2_ids``.
+    groups:
+        The element groups after the operation (kept and new).
     content:
-        Community label -> its S and A members (what elements are written from).
-    group_members:
-        Group key -> the G2 members its elements were written from (kept and new groups).
-    group_nodes:
-        Group key -> its H and O ids (kept and new groups).
+        Community label -> its S and A members, for the communities that got new elements.
     new_elements:
         Community label -> the new H ids written for it.
     kept:
-        Community label -> the group key whose elements it keeps.
+        Community label -> the group key whose elements it keeps, for the communities the
+        operation paired (:func:`~graphstrata.engine.heterograph.groups.match_communities`).
     next_group_key:
         The next unused group key.
     stats:
@@ -85,28 +76,12 @@ class Communities:
 
     g2_ids: np.ndarray
     membership: np.ndarray
+    groups: ElementGroups
     content: dict[int, np.ndarray]
-    group_members: dict[int, np.ndarray]
-    group_nodes: dict[int, np.ndarray]
     new_elements: dict[int, list[int]]
     kept: dict[int, int]
     next_group_key: int
     stats: dict[str, Any]
-
-
-def element_groups(work: Work) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-    """Committed element groups: key -> live members, and key -> its H and O ids."""
-    nids, nkeys = work.state(ST_GROUP_NODE_IDS), work.state(ST_GROUP_NODE_KEYS)
-    nodes = group_by(nkeys, nids) if nids is not None and nkeys is not None else {}
-    members: dict[int, np.ndarray] = {}
-    aligned = work.node_state(ST_GROUP_OF, G2_KINDS)
-    if aligned is not None:
-        ids, keys = aligned
-        keep = (keys >= 0) & ~np.isin(ids, work.dead_array())
-        members = group_by(keys[keep], ids[keep])
-    for key in nodes:
-        members.setdefault(key, EMPTY)
-    return members, nodes
 
 
 def _touched_nodes(
@@ -126,6 +101,32 @@ def _touched_nodes(
     return touched[np.isin(touched, g2_ids)]
 
 
+def _changed_labels(
+    work: Work,
+    g2_ids: np.ndarray,
+    membership: np.ndarray,
+    init: np.ndarray,
+    prev: tuple[np.ndarray, np.ndarray],
+) -> np.ndarray:
+    """Sorted labels of the communities whose members this operation changed: those a node
+    joined or left (new nodes included) and those a deleted node was in."""
+    moved = membership != init
+    moved |= ~contains(prev[0], g2_ids)
+    dead = sets.unique(work.dead_array())
+    dead_labels = prev[1][contains(dead, prev[0])]
+    return sets.unique(np.concatenate([membership[moved], init[moved], dead_labels]))
+
+
+def _stale_groups(work: Work, groups: ElementGroups, removed_doc_keys: np.ndarray) -> np.ndarray:
+    """Groups whose elements were written from text of a removed document (a group's H and
+    O nodes cite the same documents: one node per group is read)."""
+    if not removed_doc_keys.size or not groups.node_ids.size:
+        return EMPTY
+    keys, first = sets.unique_first(groups.node_keys)
+    docs, owner = work.nodes.doc_lists_at(work.nodes.rows(groups.node_ids[first]))
+    return sets.unique(keys[owner[contains(sets.unique(removed_doc_keys), docs)]])
+
+
 def communities(
     llm: MeteredLLM, work: Work, change: ChangeSet, next_group_key: int, whole_graph: bool = False
 ) -> Communities:
@@ -143,8 +144,8 @@ def communities(
     next_group_key:
         The first unused group key (from the component metadata).
     whole_graph:
-        Run Leiden over the whole graph (from the previous membership) even where the
-        change is local (maintenance).
+        Run Leiden over the whole graph (from the previous membership) and pair every
+        community with the groups, even where the change is local (maintenance).
     """
     cfg = work.config
     g2_ids = work.live_ids(*G2_KINDS)
@@ -162,53 +163,63 @@ def communities(
         backend=LEIDEN_BACKEND,
         max_region_share=LOCAL_LEIDEN_MAX_SHARE if cfg.local_leiden and not whole_graph else 0.0,
     )
-    if init is not None:
-        membership = stable_labels(membership, init)
-    members = group_by(membership, g2_ids)
-    content_kinds = np.isin(g2_ids, work.live_ids(S, A))
-    content = group_by(membership[content_kinds], g2_ids[content_kinds])
-    eligible = {c: members[c] for c, ids in content.items() if ids.size >= MIN_COMMUNITY_UNITS}
-    group_members, group_nodes = element_groups(work)
-    # Elements written from a deleted document's text are rewritten (or dropped): its
-    # content must not outlive it.
-    removed = set(change.removed_doc_keys.tolist())
-    stale = {
-        key
-        for key, ids in group_nodes.items()
-        if removed and any(removed & set(d) for d in work.docs_of(ids[:1]))
-    }
-    match = match_communities(eligible, group_members, float(cfg.community_change_share), stale)
-    for key in match.dropped + [k for _, k in match.regenerate if k is not None]:
-        work.dead.update(int(i) for i in group_nodes.get(key, EMPTY))
-    kept_keys = set(match.kept.values())
-    group_members = {k: v for k, v in group_members.items() if k in kept_keys}
-    group_nodes = {k: v for k, v in group_nodes.items() if k in kept_keys}
-    labels = [label for label, _ in match.regenerate]
-    elements = write_elements(llm, work, labels, content)
+    is_content = contains(work.live_ids(S, A), g2_ids)
+    labels, units = sets.unique_inverse(membership[is_content])
+    eligible = labels[np.bincount(units, minlength=labels.size) >= MIN_COMMUNITY_UNITS]
+    committed = ElementGroups.committed(work, g2_ids)
+    stale = _stale_groups(work, committed, change.removed_doc_keys)
+    changed = None
+    if init is not None and prev is not None and not region.full and not whole_graph:
+        changed = _changed_labels(work, g2_ids, membership, init, prev)
+    match = match_communities(
+        membership,
+        committed.group_of,
+        eligible,
+        committed.keys(),
+        float(cfg.community_change_share),
+        stale=stale,
+        changed=changed,
+    )
+    released = sets.unique(np.asarray(match.dropped, np.int64))
+    work.dead.update(committed.nodes_of(released).tolist())
+    regenerated = np.asarray([label for label, _ in match.regenerate], np.int64)
+    in_regenerated = contains(regenerated, membership)
+    content = group_by(membership[in_regenerated & is_content], g2_ids[in_regenerated & is_content])
+    elements = write_elements(llm, work, regenerated.tolist(), content)
+    group_of = committed.group_of.copy()
+    group_of[contains(released, group_of)] = -1
+    node_keep = ~contains(released, committed.node_keys)
+    node_ids, node_keys = [committed.node_ids[node_keep]], [committed.node_keys[node_keep]]
     new_elements: dict[int, list[int]] = {}
-    for label, ids in elements.items():
-        key = next_group_key
-        next_group_key += 1
-        group_members[key] = members[label]
-        group_nodes[key] = np.asarray(ids, dtype=np.int64)
+    written = np.asarray(sorted(elements), np.int64)  # labels that got elements
+    for label in written.tolist():
+        ids = elements[label]
+        node_ids.append(np.asarray(ids, np.int64))
+        node_keys.append(np.full(len(ids), next_group_key + len(new_elements), np.int64))
         new_elements[label] = [i for i in ids if work.new_kind.get(i) == H]
+    # Keys in label order, as the groups are written; a new group holds all the members.
+    in_written = contains(written, membership)
+    group_of[in_written] = next_group_key + np.searchsorted(written, membership[in_written])
+    next_group_key += int(written.size)
+    all_ids, all_keys = np.concatenate(node_ids), np.concatenate(node_keys)
+    order = np.argsort(all_ids, kind="stable")
     stats = {
         "leiden_region_nodes": region.region_nodes,
         "leiden_fixed_communities": region.fixed_communities,
         "leiden_full": region.full,
-        "communities": len(members),
-        "eligible": len(eligible),
+        "communities": int(np.count_nonzero(np.bincount(membership))) if membership.size else 0,
+        "eligible": int(eligible.size),
+        "matched": match.matched,
         "kept": len(match.kept),
         "regenerated": len(elements),
         "retired": len(match.dropped),
-        "stale": len(stale),
+        "stale": int(stale.size),
     }
     return Communities(
         g2_ids=g2_ids,
         membership=membership,
+        groups=ElementGroups(group_of, all_ids[order], all_keys[order]),
         content=content,
-        group_members=group_members,
-        group_nodes=group_nodes,
         new_elements=new_elements,
         kept=match.kept,
         next_group_key=next_group_key,

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from graphstrata.core.ann import approximate_neighbours
+from graphstrata.core.ids import contains
 from graphstrata.core.kmeans import kmeans_assign, kmeans_fit
 from graphstrata.core.knn import best_per_query, nearest_neighbours, nearest_neighbours_scored
 from graphstrata.engine.component import ChangeSet, UpdateContext
@@ -33,7 +34,6 @@ from graphstrata.engine.heterograph.schema import (
     ST_KMEANS,
     ST_KMEANS_CENTROIDS,
     A,
-    H,
     S,
 )
 from graphstrata.engine.heterograph.work import EMPTY, Work
@@ -125,32 +125,40 @@ def link_elements(ctx: UpdateContext, work: Work, comm: Communities) -> Clusters
     if ids.size == 0:
         return None
     centroids, labels, refit = _labels(ctx, work, ids)
-    cluster = dict(zip(ids.tolist(), labels.tolist(), strict=True))
-    community = dict(zip(comm.g2_ids.tolist(), comm.membership.tolist(), strict=True))
-    h_src: list[int] = []
-    h_dst: list[int] = []
+
+    def cluster_of(nodes: np.ndarray) -> np.ndarray:
+        return labels[np.searchsorted(ids, nodes)]
+
+    h_src: list[np.ndarray] = []
+    h_dst: list[np.ndarray] = []
     for label, h_ids in comm.new_elements.items():
-        members = [int(m) for m in comm.content.get(label, EMPTY)] + h_ids
-        by_cluster: dict[int, list[int]] = {}
-        for m in members:
-            by_cluster.setdefault(cluster[m], []).append(m)
-        for h in h_ids:
-            for m in by_cluster.get(cluster[h], []):
-                if m != h and (work.new_kind.get(m) != H or m > h):
-                    h_src.append(h)
-                    h_dst.append(m)
+        members = np.concatenate([comm.content.get(label, EMPTY), np.asarray(h_ids, np.int64)])
+        heads = np.asarray(h_ids, np.int64)
+        # Every (h, member) pair of one cluster; an H pair once (the smaller id first).
+        h, m = np.repeat(heads, members.size), np.tile(members, heads.size)
+        same = cluster_of(h) == cluster_of(m)
+        is_new_h = contains(np.sort(heads), m)
+        keep = same & (m != h) & (~is_new_h | (m > h))
+        h_src.append(h[keep])
+        h_dst.append(m[keep])
     # Kept communities: link their elements to the members this operation added.
-    new_members = [m for m, kd in work.new_kind.items() if kd in (S, A) and m in community]
-    kept_h: dict[int, list[int]] = {}
-    for label, key in comm.kept.items():
-        kept_h[label] = [int(h) for h in comm.group_nodes.get(key, EMPTY) if int(h) in cluster]
-    for m in new_members:
-        for h in kept_h.get(community[m], []):
-            if cluster[h] == cluster[m]:
-                h_src.append(h)
-                h_dst.append(m)
-    work.edges.add(int(EdgeKind.ELEMENT_MEMBER), h_src, h_dst)
-    stats = {"k": int(centroids.shape[0]), "refit": refit, "member_edges": len(h_src)}
+    new_members = np.fromiter((m for m, kd in work.new_kind.items() if kd in (S, A)), np.int64)
+    new_members = new_members[contains(comm.g2_ids, new_members)]
+    if new_members.size and comm.kept:
+        community = comm.membership[np.searchsorted(comm.g2_ids, new_members)]
+        kept_labels = np.asarray(sorted(comm.kept), np.int64)
+        has = contains(kept_labels, community)
+        key_of = np.asarray([comm.kept[c] for c in kept_labels.tolist()], np.int64)
+        for m, key in zip(new_members[has], key_of[np.searchsorted(kept_labels, community[has])]):
+            heads = comm.groups.nodes_of(np.asarray([key]))
+            heads = heads[contains(ids, heads)]  # its H (titles are not clustered)
+            heads = heads[cluster_of(heads) == cluster_of(np.asarray([m]))[0]]
+            h_src.append(heads)
+            h_dst.append(np.full(heads.size, m, np.int64))
+    h_src_all = np.concatenate(h_src) if h_src else EMPTY
+    h_dst_all = np.concatenate(h_dst) if h_dst else EMPTY
+    work.edges.add(int(EdgeKind.ELEMENT_MEMBER), h_src_all, h_dst_all)
+    stats = {"k": int(centroids.shape[0]), "refit": refit, "member_edges": int(h_src_all.size)}
     return Clusters(centroids, ids, labels, stats)
 
 

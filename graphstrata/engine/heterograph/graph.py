@@ -20,6 +20,7 @@ from graphstrata.core.centrality import sampled_betweenness
 from graphstrata.core.graph import csr_from_edges
 from graphstrata.core.ids import positions_in
 from graphstrata.core.kcore import coreness
+from graphstrata.core.matching import greedy_pairs
 from graphstrata.core.sampling import consistent_sample
 
 #: Leiden backends; ``igraph`` is the default (measured faster at equal modularity, see
@@ -278,13 +279,17 @@ def leiden_local(
     Returns
     -------
     membership, region
-        int64 community label per node (labels ``0..k-1``), and what was run.
+        int64 community label per node, and what was run. With ``initial``, communities
+        keep its labels (:func:`stable_labels`): a community no opened node was in or next
+        to keeps its label and its members; without, labels are ``0..k-1``.
     """
     touched = np.asarray(touched, np.int64)
     # The contracted run needs explicit strengths, which only igraph's Leiden takes
     # (leidenalg is kept as a whole-graph comparison in benchmarks/heterograph.py).
     if initial is None or n == 0 or backend != "igraph":
         membership = leiden(n, src, dst, weight, seed, initial, backend)
+        if initial is not None:
+            membership = stable_labels(membership, np.asarray(initial, np.int64))
         return membership, LocalRegion(n, 0, int(src.size), True)
     initial = np.asarray(initial, np.int64)
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
@@ -295,7 +300,7 @@ def leiden_local(
     opened[src[near]] = True
     opened[dst[near]] = True
     if max_region_share <= 0 or opened.sum() > max_region_share * n:
-        membership = leiden(n, src, dst, weight, seed, initial, backend)
+        membership = stable_labels(leiden(n, src, dst, weight, seed, initial, backend), initial)
         return membership, LocalRegion(n, 0, int(src.size), True)
     region = np.flatnonzero(opened)
     strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
@@ -330,20 +335,27 @@ def leiden_local(
         strength=part_strength,
         resolution=share,
     )
+    # The opened nodes and the fixed communities are whole previous communities, so only
+    # their labels can change: the stable relabelling of them alone equals that of every
+    # node (the others keep their labels either way), without a pass over the graph.
     labels = initial.copy()
     moved = node_map >= 0
-    labels[moved] = int(initial.max()) + 1 + contracted[node_map[moved]]
+    labels[moved] = stable_labels(
+        contracted[node_map[moved]], initial[moved], first_fresh=int(initial.max()) + 1
+    )
     info = LocalRegion(int(region.size), int(fixed_labels.size), int(pairs.size), False)
-    return np.unique(labels, return_inverse=True)[1].astype(np.int64).ravel(), info
+    return labels, info
 
 
-def stable_labels(membership: np.ndarray, previous: np.ndarray) -> np.ndarray:
+def stable_labels(
+    membership: np.ndarray, previous: np.ndarray, first_fresh: int | None = None
+) -> np.ndarray:
     """Relabel ``membership`` so that communities keep their ``previous`` labels.
 
     Each new community takes the previous label most of its nodes had, largest overlaps
-    first, one community per label; the others get labels above every previous one. A
-    write that moves few nodes then changes few stored labels (the node state patch stays
-    small).
+    first, one community per label (``core.matching.greedy_pairs``); the others get labels
+    from ``first_fresh`` up, in the order of their ``membership`` labels. A write that moves
+    few nodes then changes few stored labels (the node state patch stays small).
 
     Parameters
     ----------
@@ -351,6 +363,9 @@ def stable_labels(membership: np.ndarray, previous: np.ndarray) -> np.ndarray:
         New community per node (any labels).
     previous : int64 array [n]
         Each node's label before (new nodes: fresh singleton labels).
+    first_fresh : int, optional
+        The first label for communities that keep none; default ``previous.max() + 1``
+        (a caller relabelling part of a partition passes the whole one's).
 
     Returns
     -------
@@ -361,19 +376,13 @@ def stable_labels(membership: np.ndarray, previous: np.ndarray) -> np.ndarray:
         return np.asarray(membership, np.int64)
     labels, olds, counts = pair_counts(membership, previous)
     order = np.lexsort((olds, labels, -counts))
-    new_of: dict[int, int] = {}
-    taken: set[int] = set()
-    for c, old in zip(labels[order].tolist(), olds[order].tolist(), strict=True):
-        if c not in new_of and old not in taken:
-            new_of[c] = old
-            taken.add(old)
-    fresh = int(previous.max()) + 1
-    for c in sets.unique(membership).tolist():
-        if c not in new_of:
-            new_of[c] = fresh
-            fresh += 1
-    keys = np.fromiter(new_of.keys(), np.int64, count=len(new_of))
-    values = np.fromiter(new_of.values(), np.int64, count=len(new_of))
+    taken = greedy_pairs(labels[order], olds[order])
+    matched, kept_label = labels[order][taken], olds[order][taken]
+    distinct = sets.unique(np.asarray(membership, np.int64))
+    unmatched = sets.difference(distinct, matched)
+    fresh = int(previous.max()) + 1 if first_fresh is None else int(first_fresh)
+    keys = np.concatenate([matched, unmatched])
+    values = np.concatenate([kept_label, fresh + np.arange(unmatched.size, dtype=np.int64)])
     sort = np.argsort(keys)
     return values[sort][np.searchsorted(keys[sort], membership)]
 
@@ -407,60 +416,6 @@ def initial_membership(
     return labels
 
 
-@dataclass
-class CommunityMatch:
-    """How the new communities relate to the groups that already have elements."""
-
-    kept: dict[int, int]  # community label -> group key kept as is
-    regenerate: list[tuple[int, int | None]]  # (community label, group it replaces or None)
-    dropped: list[int]  # group keys no community keeps
-
-
-def match_communities(
-    members: dict[int, np.ndarray],
-    group_members: dict[int, np.ndarray],
-    change_share: float,
-    stale: set[int] | frozenset[int] = frozenset(),
-) -> CommunityMatch:
-    """Pair each community with the element group it overlaps most (one-to-one, greedy).
-
-    A community keeps its group's elements when the Jaccard distance between its members
-    and the members the elements were generated from is at most ``change_share`` and the
-    group is not ``stale`` (written from text of a deleted document); otherwise (or with no
-    group at all) its elements are regenerated. Groups nobody keeps are dropped.
-
-    Parameters
-    ----------
-    members:
-        Community label -> its members (node ids).
-    group_members:
-        Group key -> the members its elements were written from.
-    change_share:
-        The largest Jaccard distance at which a community keeps its group's elements.
-    stale:
-        Groups that must be regenerated whatever the overlap.
-
-    Returns
-    -------
-    CommunityMatch
-    """
-    labels, keys, commons = _overlaps(members, group_members)
-    kept: dict[int, int] = {}
-    paired: dict[int, int] = {}
-    used: set[int] = set()
-    for label, key, common in zip(labels.tolist(), keys.tolist(), commons.tolist(), strict=True):
-        if label in paired or key in used:
-            continue
-        paired[label] = key
-        used.add(key)
-        union = members[label].size + group_members[key].size - common
-        if key not in stale and 1.0 - common / max(union, 1) <= change_share:
-            kept[label] = key
-    regenerate = [(label, paired.get(label)) for label in sorted(members) if label not in kept]
-    dropped = sorted(set(group_members) - set(kept.values()))
-    return CommunityMatch(kept=kept, regenerate=regenerate, dropped=dropped)
-
-
 def pair_counts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct ``(a[i], b[i])`` pairs, sorted, with how often each occurs.
 
@@ -477,38 +432,6 @@ def pair_counts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     ub, ib = np.unique(np.asarray(b, np.int64), return_inverse=True)
     keys, counts = np.unique(ia.ravel() * ub.size + ib.ravel(), return_counts=True)
     return ua[keys // ub.size], ub[keys % ub.size], counts.astype(np.int64)
-
-
-def _flatten(groups: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """``(members, label of each)`` of ``{label: members}`` as two int64 arrays."""
-    if not groups:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    ids = [np.asarray(v, np.int64) for v in groups.values()]
-    sizes = np.fromiter((v.size for v in ids), np.int64, count=len(ids))
-    labels = np.fromiter(groups.keys(), np.int64, count=len(ids))
-    return np.concatenate(ids), np.repeat(labels, sizes)
-
-
-def _overlaps(
-    members: dict[int, np.ndarray], group_members: dict[int, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every (community label, group key, shared members) with at least one shared member,
-    most shared first, ties by label then key.
-
-    ``members`` is a partition (a node in one community at most); a node may sit in
-    several groups.
-    """
-    c_nodes, c_labels = _flatten(members)
-    g_nodes, g_keys = _flatten(group_members)
-    if c_nodes.size == 0 or g_nodes.size == 0:
-        return (np.zeros(0, np.int64),) * 3  # type: ignore[return-value]
-    order = np.argsort(c_nodes, kind="stable")
-    sorted_nodes = c_nodes[order]
-    pos = np.minimum(np.searchsorted(sorted_nodes, g_nodes), sorted_nodes.size - 1)
-    found = sorted_nodes[pos] == g_nodes
-    labels, keys, counts = pair_counts(c_labels[order[pos[found]]], g_keys[found])
-    rank = np.lexsort((keys, labels, -counts))
-    return labels[rank], keys[rank], counts[rank]
 
 
 # --------------------------------------------------------------------------- helpers

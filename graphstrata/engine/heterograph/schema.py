@@ -3,9 +3,9 @@
 (docs/architecture.md, "Heterograph".) Edges are written in one direction per kind (T→S,
 S→N, S→R, N→R, N→A, H→member, H→O, new→neighbour); search treats them as undirected.
 Between operations the component keeps state (keys ``ST_*``): per-node values (Leiden
-label, element group, K-means cluster) as ``node id -> value`` mappings
-(``Delta.put_node_state`` / ``Snapshot.node_state``), which a commit writes as a patch of
-the rows that changed (``engine.store.node_state``); the rest (centroids, group members,
+label, element group of a G2 node and of an H/O node, K-means cluster) as ``node id ->
+value`` mappings (``Delta.put_node_state`` / ``Snapshot.node_state``), which a commit writes
+as a patch of the rows that changed (``engine.store.node_state``); the rest (centroids,
 mention triples) as whole arrays (``Delta.put_state`` / ``Snapshot.state``).
 """
 
@@ -76,7 +76,10 @@ G2_EDGES: tuple[int, ...] = (*G1_EDGES, int(EdgeKind.ENTITY_ATTRIBUTE))
 ST_LEIDEN = "leiden_labels"
 #: Per S/N/R/A node (node state): group whose elements were written from it (-1: none).
 ST_GROUP_OF = "element_group_of"
-#: H/O node ids of each element group, and the group key of each (parallel int64 arrays).
+#: Per H/O node (node state): the element group it belongs to.
+ST_GROUP_NODE = "element_group_node"
+#: The same as two parallel int64 arrays (H/O ids, group keys), as written before
+#: ``ST_GROUP_NODE``: read while an index has no ``ST_GROUP_NODE`` yet, no longer written.
 ST_GROUP_NODE_IDS, ST_GROUP_NODE_KEYS = "group_node_ids", "group_node_keys"
 #: float32 [K, dim]: the K-means centroids.
 ST_KMEANS_CENTROIDS = "kmeans_centroids"

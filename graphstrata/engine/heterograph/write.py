@@ -11,8 +11,7 @@ from graphstrata.engine.heterograph.enrich import Clusters
 from graphstrata.engine.heterograph.lookups import MentionTable
 from graphstrata.engine.heterograph.schema import (
     NAME,
-    ST_GROUP_NODE_IDS,
-    ST_GROUP_NODE_KEYS,
+    ST_GROUP_NODE,
     ST_GROUP_OF,
     ST_KMEANS,
     ST_KMEANS_CENTROIDS,
@@ -21,7 +20,7 @@ from graphstrata.engine.heterograph.schema import (
     ST_MENTION_R,
     ST_MENTION_S,
 )
-from graphstrata.engine.heterograph.work import EMPTY, Work
+from graphstrata.engine.heterograph.work import Work
 from graphstrata.engine.store import Delta
 from graphstrata.engine.tokens import count_tokens_batch
 
@@ -71,17 +70,6 @@ def write(delta: Delta, work: Work, removed_chunk_ids: np.ndarray) -> None:
         delta.add_edges(src[keep], dst[keep], kind, 1.0)
 
 
-def _group_of(comm: Communities) -> np.ndarray:
-    """Per G2 node: the group whose elements were written from it (-1: none)."""
-    g2_ids = comm.g2_ids
-    group_of = np.full(g2_ids.size, -1, np.int32)
-    for key in sorted(comm.group_members):  # later generations win
-        ids = comm.group_members[key]
-        pos = np.minimum(np.searchsorted(g2_ids, ids), max(g2_ids.size - 1, 0))
-        group_of[pos[g2_ids[pos] == ids]] = key
-    return group_of
-
-
 def write_state(
     delta: Delta,
     work: Work,
@@ -109,16 +97,16 @@ def write_state(
     delta.put_node_state(
         NAME, ST_LEIDEN, comm.g2_ids, comm.membership, snap.node_state(NAME, ST_LEIDEN)
     )
+    groups = comm.groups
     delta.put_node_state(
-        NAME, ST_GROUP_OF, comm.g2_ids, _group_of(comm), snap.node_state(NAME, ST_GROUP_OF)
+        NAME, ST_GROUP_OF, comm.g2_ids, groups.group_of, snap.node_state(NAME, ST_GROUP_OF)
     )
-    keys = sorted(comm.group_nodes)
-    node_ids = [comm.group_nodes[k] for k in keys]
-    delta.put_state(NAME, ST_GROUP_NODE_IDS, np.concatenate(node_ids) if keys else EMPTY)
-    delta.put_state(
+    delta.put_node_state(
         NAME,
-        ST_GROUP_NODE_KEYS,
-        np.repeat(np.asarray(keys, np.int64), [m.size for m in node_ids]) if keys else EMPTY,
+        ST_GROUP_NODE,
+        groups.node_ids,
+        groups.node_keys,
+        snap.node_state(NAME, ST_GROUP_NODE),
     )
     if clusters is not None:
         if clusters.stats.get("refit", True):  # assigning new nodes leaves the centroids

@@ -192,6 +192,8 @@ class NodeTable:
         # Text and doc lists are Python objects: converted once, on first use.
         self._text: list[str] | None = None
         self._docs: list[list[int]] | None = None
+        # A write asks for the ids of a few kinds a dozen times (each an O(N) mask).
+        self._of_kinds: dict[tuple[int, ...], np.ndarray] = {}
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -287,8 +289,15 @@ class NodeTable:
         return self.doc_lists_at(self.rows(ids))[0]
 
     def ids_of_kind(self, *kinds: int) -> np.ndarray:
-        """Ascending ids of the live nodes of any of ``kinds``."""
-        return self.ids[np.isin(self.kind, np.asarray(kinds, dtype=np.uint8))]
+        """Ascending ids of the live nodes of any of ``kinds`` (computed once per set of
+        kinds: a table never changes; do not modify the result)."""
+        key = tuple(sorted({int(k) for k in kinds}))
+        found = self._of_kinds.get(key)
+        if found is None:
+            found = self.ids[np.isin(self.kind, np.asarray(key, dtype=np.uint8))]
+            found.flags.writeable = False
+            self._of_kinds[key] = found
+        return found
 
     def take(self, ids: np.ndarray | Sequence[int]) -> pa.Table:
         """The rows of ``ids`` as an Arrow table."""
