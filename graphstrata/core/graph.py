@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-__all__ = ["csr_from_edges", "drop_nodes", "merge_edges"]
+__all__ = ["advance_csr", "csr_from_edges", "drop_nodes", "merge_edges"]
 
 _INSERTION_MAX = 32  # rows up to this length are sorted by insertion (no allocation)
 
@@ -471,6 +471,168 @@ def drop_nodes(
     new_pos = np.full(keep.shape[0], -1, dtype=np.int64)
     new_pos[keep] = np.arange(int(keep.sum()), dtype=np.int64)
     return _drop_nodes(indptr, indices, weights, new_pos, int(keep.sum()))
+
+
+@njit(cache=True, nogil=True)
+def _advanced_row(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    new_pos: np.ndarray,
+    u: int,
+    ip2: np.ndarray,
+    ix2: np.ndarray,
+    w2: np.ndarray,
+    r: int,
+    out_ix: np.ndarray,
+    out_w: np.ndarray,
+    o: int,
+    write: bool,
+) -> int:
+    # Old row u, renumbered and without dropped nodes (monotone: it stays sorted), merged
+    # with new row r; equal columns sum. Returns the end of the output (o + its length).
+    a, b = (indptr[u], indptr[u + 1]) if u >= 0 else (0, 0)
+    c, d = ip2[r], ip2[r + 1]
+    while a < b or c < d:
+        va = -1
+        if a < b:
+            va = new_pos[indices[a]]
+            if va < 0:
+                a += 1
+                continue
+        if c >= d or (a < b and va < ix2[c]):
+            if write:
+                out_ix[o] = va
+                out_w[o] = weights[a]
+            a += 1
+        elif a >= b or va > ix2[c]:
+            if write:
+                out_ix[o] = ix2[c]
+                out_w[o] = w2[c]
+            c += 1
+        else:
+            if write:
+                out_ix[o] = va
+                out_w[o] = weights[a] + w2[c]
+            a += 1
+            c += 1
+        o += 1
+    return o
+
+
+@njit(cache=True, nogil=True)
+def _advanced_lengths(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    new_pos: np.ndarray,
+    old_of: np.ndarray,
+    ip2: np.ndarray,
+    ix2: np.ndarray,
+    w2: np.ndarray,
+    rows: np.ndarray,
+    lengths: np.ndarray,
+) -> None:
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        lengths[r] = _advanced_row(
+            indptr, indices, weights, new_pos, old_of[r], ip2, ix2, w2, r, ix2, w2, 0, False
+        )
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _advanced_fill(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    new_pos: np.ndarray,
+    old_of: np.ndarray,
+    ip2: np.ndarray,
+    ix2: np.ndarray,
+    w2: np.ndarray,
+    out_ptr: np.ndarray,
+    out_ix: np.ndarray,
+    out_w: np.ndarray,
+    chunks: int,
+) -> None:
+    n = old_of.shape[0]
+    step = (n + chunks - 1) // chunks
+    for c in prange(chunks):
+        for r in range(c * step, min(n, (c + 1) * step)):
+            _advanced_row(
+                indptr, indices, weights, new_pos, old_of[r], ip2, ix2, w2, r, out_ix, out_w,
+                out_ptr[r], True,
+            )  # fmt: skip
+
+
+def advance_csr(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    keep: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    weight: np.ndarray,
+    n_nodes: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`drop_nodes` then :func:`merge_edges`, in one pass over the CSR.
+
+    Only the rows that lose an entry (neighbours of dropped nodes) or gain one are
+    measured; every other row keeps its length, so the output is sized without a counting
+    pass and written once (rows in parallel). At 100k chunks (19M entries) the two calls
+    took 0.53 s of a one-document write (issue 17).
+
+    Parameters
+    ----------
+    indptr, indices, weights : the CSR
+        As from :func:`csr_from_edges`.
+    keep : bool array [n]
+        The nodes that stay, renumbered ``0..k-1`` in their old order.
+    src, dst, weight : arrays [e]
+        New edges on the new numbering, as in :func:`merge_edges`.
+    n_nodes : int
+        Node count of the result, ``>= k`` (nodes ``k..n_nodes-1`` are new).
+
+    Returns
+    -------
+    indptr : int64 array [n_nodes + 1]
+    indices : int64 array [nnz']
+    weights : float32 array [nnz']
+    """
+    indptr, indices, weights = _as_csr(indptr, indices, weights)
+    keep = np.asarray(keep, dtype=bool)
+    if indptr.shape[0] != keep.shape[0] + 1:
+        raise ValueError(f"keep has {keep.shape[0]} nodes, the CSR {indptr.shape[0] - 1}")
+    kept = np.flatnonzero(keep)
+    if int(n_nodes) < kept.size:
+        raise ValueError(f"n_nodes ({n_nodes}) is smaller than the kept nodes ({kept.size})")
+    src, dst, weight, n = _check_edges(src, dst, weight, n_nodes)
+    ip2, ix2, w2 = csr_from_edges(src, dst, weight, n)
+    new_pos = np.full(keep.shape[0], -1, dtype=np.int64)
+    new_pos[kept] = np.arange(kept.size, dtype=np.int64)
+    old_of = np.full(n, -1, dtype=np.int64)
+    old_of[: kept.size] = kept
+    lengths = np.zeros(n, dtype=np.int64)
+    lengths[: kept.size] = np.diff(indptr)[kept]
+    dropped = np.flatnonzero(~keep)
+    if dropped.size:
+        starts, ends = indptr[dropped], indptr[dropped + 1]
+        cut = np.repeat(ends - np.cumsum(ends - starts), ends - starts)
+        neighbours = indices[np.arange(int((ends - starts).sum()), dtype=np.int64) + cut]
+        losing = new_pos[neighbours]
+    else:
+        losing = np.zeros(0, dtype=np.int64)
+    rows = np.concatenate([losing[losing >= 0], np.flatnonzero(np.diff(ip2))])
+    _advanced_lengths(indptr, indices, weights, new_pos, old_of, ip2, ix2, w2, rows, lengths)
+    out_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out_ptr[1:])
+    out_ix = np.empty(out_ptr[n], dtype=np.int64)
+    out_w = np.empty(out_ptr[n], dtype=np.float32)
+    chunks = _n_chunks(indices.shape[0] + ix2.shape[0])
+    _advanced_fill(
+        indptr, indices, weights, new_pos, old_of, ip2, ix2, w2, out_ptr, out_ix, out_w, chunks
+    )
+    return out_ptr, out_ix, out_w
 
 
 def check_csr(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

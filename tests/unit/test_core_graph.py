@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphstrata.core.graph import csr_from_edges, drop_nodes, merge_edges
+from graphstrata.core.graph import advance_csr, csr_from_edges, drop_nodes, merge_edges
 
 
 def scipy_csr(src, dst, w, n):
@@ -194,3 +194,64 @@ def test_drop_nodes_edge_cases() -> None:
     )
     with pytest.raises(ValueError):
         drop_nodes(*two, np.ones(3, bool))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_advance_csr_equals_dropping_then_merging(seed) -> None:
+    rng = np.random.default_rng(50 + seed)
+    n = int(rng.integers(1, 150))
+    src, dst, w = random_edges(rng, n, int(rng.integers(0, 6 * n)))
+    src, dst = np.r_[src, [0]], np.r_[dst, [0]]  # a self-loop
+    w = np.r_[w, [1.5]].astype(np.float32)
+    base = csr_from_edges(src, dst, w, n)
+    keep = rng.random(n) < rng.choice([0.0, 0.5, 0.9, 1.0])
+    k = int(keep.sum())
+    grow = int(rng.integers(0, 4))
+    if k + grow == 0:
+        grow = 1
+    # New edges, some duplicating each other and kept ones, some self-loops.
+    s2, d2, w2 = random_edges(rng, k + grow, int(rng.integers(0, 30)))
+    got = advance_csr(*base, keep, s2, d2, w2, k + grow)
+    assert_csr_equal(got, merge_edges(*drop_nodes(*base, keep), s2, d2, w2, k + grow))
+    new_pos = np.cumsum(keep) - 1
+    alive = keep[src] & keep[dst]
+    full = scipy_csr(
+        np.r_[new_pos[src[alive]], s2],
+        np.r_[new_pos[dst[alive]], d2],
+        np.r_[w[alive], w2],
+        k + grow,
+    )
+    assert_csr_equal(got, full)
+
+
+def test_advance_csr_edge_cases() -> None:
+    empty = csr_from_edges([], [], [], 0)
+    assert_csr_equal(advance_csr(*empty, np.zeros(0, bool), [], [], [], 0), empty)
+    one = csr_from_edges([0], [0], [2.0], 1)
+    assert_csr_equal(advance_csr(*one, np.ones(1, bool), [], [], [], 1), one)
+    gone = advance_csr(*one, np.zeros(1, bool), [], [], [], 0)
+    assert gone[0].tolist() == [0] and gone[1].size == 0
+    # Disconnected parts: the dropped one leaves, a new node joins the other.
+    two = csr_from_edges([0, 2], [1, 3], [1.0, 3.0], 4)
+    got = advance_csr(*two, np.asarray([False, False, True, True]), [2, 0], [0, 1], [1.0, 2.0], 3)
+    assert_csr_equal(got, csr_from_edges([0, 2, 0], [1, 0, 1], [3.0, 1.0, 2.0], 3))
+    with pytest.raises(ValueError):
+        advance_csr(*two, np.ones(3, bool), [], [], [], 3)
+    with pytest.raises(ValueError):
+        advance_csr(*two, np.ones(4, bool), [], [], [], 3)  # shrinking
+    with pytest.raises(ValueError):
+        advance_csr(*two, np.ones(4, bool), [0], [9], [1.0], 4)  # an end out of range
+
+
+def test_advance_csr_in_parallel_chunks_equals_the_serial_result() -> None:
+    # Over _PARALLEL_MIN entries the rows are written in parallel chunks.
+    rng = np.random.default_rng(9)
+    n = 20_000
+    src, dst, w = random_edges(rng, n, 150_000)
+    base = csr_from_edges(src, dst, w, n)
+    assert base[1].size >= 1 << 18
+    keep = rng.random(n) < 0.999
+    k = int(keep.sum())
+    s2, d2, w2 = random_edges(rng, k + 5, 500)
+    got = advance_csr(*base, keep, s2, d2, w2, k + 5)
+    assert_csr_equal(got, merge_edges(*drop_nodes(*base, keep), s2, d2, w2, k + 5))

@@ -106,20 +106,29 @@ def test_leiden_local_edge_cases():
         np.zeros(0, np.int64),
     )
     assert m.tolist() == [0] and not region.full
-    # Two disconnected edges, one touched: the other pair stays one community, and is
-    # left out of the run (it is next to no opened node).
+    # Two disconnected edges, one end touched: it opens, the rest of its community is one
+    # fixed node, and the other pair is left out of the run (it is next to no opened node).
     src, dst = np.asarray([0, 2]), np.asarray([1, 3])
     m, region = leiden_local(
         4, src, dst, np.ones(2), 1, np.asarray([0, 0, 1, 1]), np.asarray([0, 0])
     )
     assert m[0] == m[1] and m[2] == m[3] and m[0] != m[2]
-    assert region.region_nodes == 2 and region.fixed_communities == 0
-    # A path 0-1-2-3 in communities {0,1} {2,3}, node 0 touched: 0 and 1 open, the rest
-    # of {2,3} (node 2 is next to 1) is one fixed node, and 3 moves with it.
+    assert region.region_nodes == 1 and region.fixed_communities == 1
+    # A path 0-1-2-3 in communities {0,1} {2,3}, node 0 touched: 0 opens, {1} is the
+    # fixed rest of its community; nothing moves, so the frontier does not widen and
+    # {2,3} is never part of a run.
     src, dst = np.asarray([0, 1, 2]), np.asarray([1, 2, 3])
     m, region = leiden_local(4, src, dst, np.ones(3), 1, np.asarray([0, 0, 1, 1]), np.asarray([0]))
-    assert region.region_nodes == 2 and region.fixed_communities == 1
-    assert m[2] == m[3]
+    assert region.region_nodes == 1 and region.fixed_communities == 1
+    assert m.tolist() == [0, 0, 1, 1]
+    # A node that moves widens the frontier to its neighbours: a new node (its own
+    # singleton label 2) tied to community {0,1} joins it, and its neighbours open.
+    src, dst = np.asarray([0, 1, 2, 4, 4]), np.asarray([1, 2, 3, 0, 1])
+    m, region = leiden_local(
+        5, src, dst, np.ones(5), 1, np.asarray([0, 0, 1, 1, 2]), np.asarray([4]),
+        max_region_share=1.0,
+    )  # fmt: skip
+    assert m[4] == m[0] == m[1] and region.region_nodes == 3 and not region.full
     # Duplicate edges add up like weights.
     m, _ = leiden_local(
         2,

@@ -18,11 +18,17 @@ import numpy as np
 from graphstrata.core import sets
 from graphstrata.core.centrality import sampled_betweenness
 from graphstrata.core.graph import csr_from_edges
-from graphstrata.core.ids import positions_in
+from graphstrata.core.ids import contains, positions_in
 from graphstrata.core.kcore import coreness
 from graphstrata.core.matching import greedy_pairs
 from graphstrata.core.sampling import consistent_sample
 
+#: Rounds of :func:`leiden_local`: the touched nodes, then the neighbours of those that
+#: moved (a frontier that stops widening is done earlier).
+FRONTIER_ROUNDS = 2
+#: Leiden iterations at most in a run over part of a graph (see :func:`leiden`); a
+#: contracted run from a converged partition settles in a few.
+LOCAL_MAX_ITERATIONS = 64
 #: Leiden backends; ``igraph`` is the default (measured faster at equal modularity, see
 #: benchmarks/results/heterograph.md).
 LEIDEN_BACKENDS = ("igraph", "leidenalg")
@@ -191,21 +197,40 @@ def leiden(
         # Strengths given explicitly, a self-loop counted twice: igraph's default counts it
         # once, which undervalues the contracted communities of :func:`leiden_local`
         # (measured: modularity 0.05 instead of 0.72 on a planted partition).
+        # A part of a larger graph (strengths given) can make igraph's "until nothing
+        # moves" run forever: it reports a change each iteration while the partition stays
+        # the same (seen on a 4-node contracted graph with a self-loop). Its iterations are
+        # then run one at a time, until the partition is unchanged or LOCAL_MAX_ITERATIONS.
+        bounded = strength is not None and n_iterations < 0
         if strength is None:
             strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
+        options = {
+            "objective_function": "modularity",
+            "weights": "weight",
+            "node_weights": np.asarray(strength, np.float64).tolist(),
+            "resolution": float(resolution),
+        }
         ig.set_random_number_generator(random.Random(seed))
         try:
-            clusters = graph.community_leiden(
-                objective_function="modularity",
-                weights="weight",
-                node_weights=np.asarray(strength, np.float64).tolist(),
-                resolution=float(resolution),
-                initial_membership=init,
-                n_iterations=n_iterations,
-            )
+            if not bounded:
+                clusters = graph.community_leiden(
+                    initial_membership=init, n_iterations=n_iterations, **options
+                )
+                return np.asarray(clusters.membership, np.int64)
+            current = None if init is None else np.asarray(init, np.int64)
+            for _ in range(LOCAL_MAX_ITERATIONS):
+                step = graph.community_leiden(
+                    initial_membership=None if current is None else current.tolist(),
+                    n_iterations=1,
+                    **options,
+                )
+                found = np.asarray(step.membership, np.int64)
+                if current is not None and same_partition(found, current):
+                    break
+                current = found
+            return found
         finally:
             ig.set_random_number_generator(random)
-        return np.asarray(clusters.membership, np.int64)
     if backend == "leidenalg":
         import leidenalg
 
@@ -294,23 +319,60 @@ def leiden_local(
     initial = np.asarray(initial, np.int64)
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
     weight = np.asarray(weight, np.float64)
+    strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
     opened = np.zeros(n, bool)
     opened[touched] = True
-    near = opened[src] | opened[dst]
-    opened[src[near]] = True
-    opened[dst[near]] = True
-    if max_region_share <= 0 or opened.sum() > max_region_share * n:
-        membership = stable_labels(leiden(n, src, dst, weight, seed, initial, backend), initial)
-        return membership, LocalRegion(n, 0, int(src.size), True)
+    ever_opened = opened.copy()
+    labels, infos = initial, []
+    for _ in range(FRONTIER_ROUNDS):
+        if max_region_share <= 0 or ever_opened.sum() > max_region_share * n:
+            membership = stable_labels(leiden(n, src, dst, weight, seed, initial, backend), initial)
+            return membership, LocalRegion(n, 0, int(src.size), True)
+        before = labels
+        labels, info = _contracted_run(src, dst, weight, strength, seed, labels, opened, backend)
+        infos.append(info)
+        # The frontier widens to the neighbours of the nodes that moved (dynamic frontier).
+        moved = labels != before
+        near = moved[src] | moved[dst]
+        opened = np.zeros(n, bool)
+        opened[src[near]] = True
+        opened[dst[near]] = True
+        opened &= ~ever_opened
+        if not opened.any():
+            break
+        opened |= moved
+        ever_opened |= opened
+    region = LocalRegion(
+        int(ever_opened.sum()),
+        max(i.fixed_communities for i in infos),
+        max(i.contracted_edges for i in infos),
+        False,
+    )
+    return labels, region
+
+
+def _contracted_run(
+    src: np.ndarray,
+    dst: np.ndarray,
+    weight: np.ndarray,
+    strength: np.ndarray,
+    seed: int,
+    initial: np.ndarray,
+    opened: np.ndarray,
+    backend: str,
+) -> tuple[np.ndarray, LocalRegion]:
+    """One Leiden run over the ``opened`` nodes and the rest of the communities next to
+    them, each contracted to one node (:func:`leiden_local`); labels stable w.r.t.
+    ``initial``."""
+    n = initial.size
     region = np.flatnonzero(opened)
-    strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
     # The rest of every community that holds an opened node or an end of an edge to one.
     near = opened[src] | opened[dst]
     fixed_labels = sets.unique(
         np.concatenate([initial[region], initial[src[near]], initial[dst[near]]])
     )
-    fixed_labels = fixed_labels[np.isin(fixed_labels, initial[~opened])]
-    in_fixed = ~opened & np.isin(initial, fixed_labels)
+    fixed_labels = fixed_labels[contains(sets.unique(initial[~opened]), fixed_labels)]
+    in_fixed = ~opened & contains(fixed_labels, initial)
     node_map = np.full(n, -1, np.int64)
     node_map[region] = np.arange(region.size, dtype=np.int64)
     node_map[in_fixed] = region.size + np.searchsorted(fixed_labels, initial[in_fixed])
@@ -343,8 +405,15 @@ def leiden_local(
     labels[moved] = stable_labels(
         contracted[node_map[moved]], initial[moved], first_fresh=int(initial.max()) + 1
     )
-    info = LocalRegion(int(region.size), int(fixed_labels.size), int(pairs.size), False)
-    return labels, info
+    return labels, LocalRegion(int(region.size), int(fixed_labels.size), int(pairs.size), False)
+
+
+def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two labellings of the same nodes describe the same partition."""
+    if a.size != b.size:
+        return False
+    pairs = pair_counts(a, b)[0].size
+    return pairs == sets.unique(a).size == sets.unique(b).size
 
 
 def stable_labels(

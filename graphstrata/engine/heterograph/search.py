@@ -90,7 +90,7 @@ from graphstrata.engine.heterograph.schema import (
     S,
     T,
 )
-from graphstrata.engine.heterograph.walk_graph import WalkEdges
+from graphstrata.engine.heterograph.walk_graph import WalkEdges, semantic_edges
 from graphstrata.engine.params import ModeParams, QueryError, range_check
 from graphstrata.engine.prompts import query_entities_request
 from graphstrata.engine.search import DocNames, make_hits, vector_candidates
@@ -276,6 +276,14 @@ class HeterographView(ComponentView):
         self.indptr, self.indices, self.weights = csr
 
     # ------------------------------------------------------------------ structures
+    def _stored_edge_list(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every stored walked edge ``(src, dst, weight, kind)`` on positions: the view's
+        structural edges and the snapshot's semantic ones (read on request)."""
+        semantic = semantic_edges(self.snapshot, self.cfg)
+        return tuple(  # type: ignore[return-value]
+            np.concatenate([a, b]) for a, b in zip(self.stored.edge_list, semantic, strict=True)
+        )
+
     def _title_links(self) -> tuple[np.ndarray, np.ndarray]:
         """(entity, chunk) pairs: an entity named like a document's title, and its chunks."""
         src: list[np.ndarray] = []
@@ -638,7 +646,7 @@ class HeterographView(ComponentView):
         columns = (
             self.ids[src],
             self.ids[dst],
-            pair_kinds(*self.stored.edge_list, src, dst),
+            pair_kinds(*self._stored_edge_list(), src, dst),
             w,
             flow,
         )

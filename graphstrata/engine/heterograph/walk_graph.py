@@ -5,9 +5,9 @@ allocated above every committed one and never reused, so after a commit the surv
 nodes keep their order and the new ones come after them: the previous version's edges
 renumber by a prefix count, the dead ones drop out, and the delta's edges join at the
 end, in the order a fresh read of the snapshot gives (``Snapshot.advanced`` appends them
-the same way). The CSR follows the same path through ``core.graph.drop_nodes`` and
-``merge_edges`` instead of a sort of every edge: at 50k chunks the rebuild was 0.7 s of a
-one-document insert (issue 17). A test checks the advanced graph equals a fresh one.
+the same way). The CSR follows the same path through ``core.graph.advance_csr`` (one pass
+that drops, renumbers and merges) instead of a sort of every edge: at 50k chunks the
+rebuild was 0.7 s of a one-document insert (issue 17). A test checks the advanced graph equals a fresh one.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from graphstrata.core.graph import csr_from_edges, drop_nodes, merge_edges
+from graphstrata.core.graph import advance_csr, csr_from_edges
 from graphstrata.core.ids import positions_in
 from graphstrata.engine.config import HeterographConfig
 from graphstrata.engine.heterograph.schema import HETERO_EDGE_KINDS
@@ -25,6 +25,7 @@ from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.types import EdgeKind
 
 _KINDS = np.asarray(HETERO_EDGE_KINDS, dtype=np.uint8)
+_SEMANTIC = np.uint8(EdgeKind.SEMANTIC)
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,13 @@ class WalkEdges:
     Attributes
     ----------
     src, dst, weight, kind:
-        Every walked edge (semantic edges scaled by ``semantic_edge_weight``; edges of
-        weight 0 left out), in the snapshot's edge order.
+        The walked edges of every kind but ``SEMANTIC`` (edges of weight 0 left out), in
+        the snapshot's edge order: what the view derives its links from. Semantic edges
+        are most of the graph (85% at 10k chunks) and only the walk needs them, so they
+        live in the CSR alone and are not renumbered edge by edge on every commit.
     indptr, indices, weights:
-        Their CSR (``core.graph.csr_from_edges``); the view adds its title links on top.
+        The CSR of every walked edge (``core.graph.csr_from_edges``; semantic edges scaled
+        by ``semantic_edge_weight``); the view adds its title links on top.
     """
 
     src: np.ndarray
@@ -58,7 +62,9 @@ class WalkEdges:
         """Every walked edge of ``snapshot``."""
         ids = snapshot.nodes.ids
         src, dst, weight, kind = _walked(ids, snapshot.edges, cfg)
-        return cls(src, dst, weight, kind, *csr_from_edges(src, dst, weight, int(ids.size)))
+        csr = csr_from_edges(src, dst, weight, int(ids.size))
+        keep = kind != _SEMANTIC
+        return cls(src[keep], dst[keep], weight[keep], kind[keep], *csr)
 
     def advanced(
         self, previous_ids: np.ndarray, snapshot: Snapshot, delta: Delta, cfg: HeterographConfig
@@ -82,25 +88,36 @@ class WalkEdges:
             live = snapshot.nodes.contains(s) & snapshot.nodes.contains(d)
             edges = edges.filter(pa.array(live))
         n_src, n_dst, n_weight, n_kind = _walked(ids, edges, cfg)
-        indptr, indices, weights = drop_nodes(self.indptr, self.indices, self.weights, alive)
+        keep = n_kind != _SEMANTIC
         return WalkEdges(
-            np.concatenate([new_pos[self.src[stay]], n_src]),
-            np.concatenate([new_pos[self.dst[stay]], n_dst]),
-            np.concatenate([self.weight[stay], n_weight]),
-            np.concatenate([self.kind[stay], n_kind]),
-            *merge_edges(indptr, indices, weights, n_src, n_dst, n_weight, int(ids.size)),
+            np.concatenate([new_pos[self.src[stay]], n_src[keep]]),
+            np.concatenate([new_pos[self.dst[stay]], n_dst[keep]]),
+            np.concatenate([self.weight[stay], n_weight[keep]]),
+            np.concatenate([self.kind[stay], n_kind[keep]]),
+            *advance_csr(
+                self.indptr, self.indices, self.weights, alive, n_src, n_dst, n_weight, ids.size
+            ),
         )
 
 
-def _walked(
-    ids: np.ndarray, table: pa.Table, cfg: HeterographConfig
+def semantic_edges(
+    snapshot: Snapshot, cfg: HeterographConfig
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The walked edges of an edge table whose ends are all in ``ids``, on positions."""
+    """The walked semantic edges of ``snapshot`` on positions (``(src, dst, weight, kind)``,
+    read from its edge table: for the rare reader that needs them one by one)."""
+    return _walked(snapshot.nodes.ids, snapshot.edges, cfg, np.asarray([_SEMANTIC], np.uint8))
+
+
+def _walked(
+    ids: np.ndarray, table: pa.Table, cfg: HeterographConfig, kinds: np.ndarray = _KINDS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The walked edges (of ``kinds``) of an edge table whose ends are all in ``ids``, on
+    positions."""
     if not table.num_rows:
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0, np.float32), np.zeros(0, np.uint8)
     kind = table.column("kind").to_numpy()
-    sel = np.isin(kind, _KINDS)
+    sel = np.isin(kind, kinds)
     src = positions_in(ids, table.column("src").to_numpy()[sel])
     dst = positions_in(ids, table.column("dst").to_numpy()[sel])
     weight = table.column("weight").to_numpy()[sel].astype(np.float32)

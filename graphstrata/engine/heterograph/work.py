@@ -16,8 +16,9 @@ import numpy as np
 
 from graphstrata.core import sets
 from graphstrata.engine.config import HeterographConfig
-from graphstrata.engine.heterograph.schema import HETERO_EDGE_KINDS, NAME
+from graphstrata.engine.heterograph.schema import NAME
 from graphstrata.engine.store import NodeTable, Snapshot
+from graphstrata.engine.store.edges import LAZY_KINDS, EdgeTable
 from graphstrata.engine.tokens import count_tokens_batch
 
 EMPTY = np.zeros(0, np.int64)
@@ -49,20 +50,34 @@ class EdgeBuffer:
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-def snapshot_edges(snapshot: Snapshot) -> dict[int, EdgeList]:
-    """The committed heterograph edges, per kind."""
-    table = snapshot.edges
-    if table.num_rows == 0:
-        return {}
-    kind = table.column("kind").to_numpy()
-    src = table.column("src").to_numpy()
-    dst = table.column("dst").to_numpy()
-    out = {}
-    for k in HETERO_EDGE_KINDS:
-        sel = kind == k
-        if sel.any():
-            out[k] = (src[sel], dst[sel])
-    return out
+class CommittedEdges:
+    """The committed heterograph edges of one kind at a time, split out on first request.
+
+    A write reads a few structural kinds; the semantic edges (over 80% of all at 10k
+    chunks) are neither filtered nor split out for it (``store.edges``).
+    """
+
+    def __init__(self, edges: EdgeTable):
+        self._edges = edges
+        self._kinds: dict[bool, np.ndarray] = {}
+        self._of: dict[int, EdgeList] = {}
+
+    def of(self, kind: int) -> EdgeList:
+        """``(src, dst)`` of the committed edges of ``kind``, in table order."""
+        kind = int(kind)
+        found = self._of.get(kind)
+        if found is None:
+            lazy = kind in LAZY_KINDS
+            table = self._edges.lazy if lazy else self._edges.structural
+            if table.num_rows == 0:
+                found = (EMPTY, EMPTY)
+            else:
+                if lazy not in self._kinds:
+                    self._kinds[lazy] = table.column("kind").to_numpy()
+                at = np.flatnonzero(self._kinds[lazy] == kind)
+                found = (table.column("src").to_numpy()[at], table.column("dst").to_numpy()[at])
+            self._of[kind] = found
+        return found
 
 
 @dataclass
@@ -78,7 +93,7 @@ class Work:
     allocate:
         Allocates fresh node ids (``Delta.new_node_ids``); ids are never reused.
     snap_edges:
-        Committed heterograph edges per kind (:func:`snapshot_edges`).
+        Committed heterograph edges per kind (:class:`CommittedEdges`).
     dead:
         Committed (or new) nodes the operation deletes; starts with the removed chunks.
     new_kind, text, docs:
@@ -94,7 +109,7 @@ class Work:
     snapshot: Snapshot
     config: HeterographConfig
     allocate: Callable[[int], np.ndarray]
-    snap_edges: dict[int, EdgeList]
+    snap_edges: CommittedEdges
     dead: set[int]
     new_kind: dict[int, int] = field(default_factory=dict)
     text: dict[int, str] = field(default_factory=dict)
@@ -116,7 +131,7 @@ class Work:
             snapshot=snapshot,
             config=config,
             allocate=allocate,
-            snap_edges=snapshot_edges(snapshot),
+            snap_edges=CommittedEdges(snapshot.edge_table),
             dead={int(i) for i in removed_chunk_ids},
         )
 
@@ -128,7 +143,7 @@ class Work:
 
     def committed_edges(self, kind: int) -> EdgeList:
         """Committed edges of ``kind`` (dead ends included)."""
-        return self.snap_edges.get(int(kind), (EMPTY, EMPTY))
+        return self.snap_edges.of(kind)
 
     def state(self, name: str) -> np.ndarray | None:
         """A committed state array of the heterograph (``None`` when absent)."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from graphstrata.engine.store.edges import EdgeTable
 from graphstrata.engine.store.schema import DOC_SCHEMA, EDGE_SCHEMA, NODE_SCHEMA
 from graphstrata.engine.store.tables import NodeTable, VectorSegment, VectorTable, member
 
@@ -27,12 +28,17 @@ class Snapshot:
     root: Path
     manifest: dict[str, Any]
     nodes: NodeTable
-    edges: pa.Table
+    edge_table: EdgeTable
     docs: pa.Table
     vectors: VectorTable
     hyperplanes: np.ndarray
     state_arrays: dict[str, np.ndarray] = field(default_factory=dict)
     node_state_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    @property
+    def edges(self) -> pa.Table:
+        """Every live edge (``EdgeTable.table``)."""
+        return self.edge_table.table
 
     @property
     def version(self) -> int:
@@ -81,17 +87,11 @@ class Snapshot:
         if dead.size:
             rows = rows.filter(pa.array(~np.isin(rows.column("id").to_numpy(), dead)))
         nodes = self.nodes.merged(rows, dead)
-        edges = self.edges
-        if dead.size and edges.num_rows:
-            src, dst = edges.column("src").to_numpy(), edges.column("dst").to_numpy()
-            alive = ~(member(src, dead) | member(dst, dead))
-            if not alive.all():
-                edges = edges.filter(pa.array(alive))
         new_edges = delta.edges.cast(EDGE_SCHEMA)
         if new_edges.num_rows:
             src, dst = new_edges.column("src").to_numpy(), new_edges.column("dst").to_numpy()
             new_edges = new_edges.filter(pa.array(member(src, nodes.ids) & member(dst, nodes.ids)))
-            edges = pa.concat_tables([edges.cast(EDGE_SCHEMA), new_edges])
+        edges = self.edge_table.advanced(dead, new_edges)
         docs = pa.concat_tables([self.docs.cast(DOC_SCHEMA), delta.docs.cast(DOC_SCHEMA)])
         if delta.dead_docs.size:
             gone = np.isin(docs.column("key").to_numpy(), delta.dead_docs)

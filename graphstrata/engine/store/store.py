@@ -32,6 +32,7 @@ from graphstrata.engine.store.caches import (
     record_caches,
 )
 from graphstrata.engine.store.delta import Delta
+from graphstrata.engine.store.edges import EdgeTable
 from graphstrata.engine.store.errors import (
     CorruptIndexError,
     IndexLockedError,
@@ -326,7 +327,15 @@ class Store:
             for key, chain in self.manifest.get("node_state", {}).items()
         }
         return Snapshot(
-            self.root, self.manifest, nodes, edges, docs, vectors, hyperplanes, state, per_node
+            self.root,
+            self.manifest,
+            nodes,
+            EdgeTable.of(edges),
+            docs,
+            vectors,
+            hyperplanes,
+            state,
+            per_node,
         )
 
     def advance(self, previous: Snapshot, delta: Delta) -> Snapshot:
