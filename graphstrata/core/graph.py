@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-__all__ = ["advance_csr", "csr_from_edges", "drop_nodes", "merge_edges"]
+__all__ = ["advance_csr", "csr_from_edges", "merge_edges"]
 
 _INSERTION_MAX = 32  # rows up to this length are sorted by insertion (no allocation)
 
@@ -410,70 +410,6 @@ def merge_edges(
 
 
 @njit(cache=True, nogil=True)
-def _drop_nodes(
-    indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray, new_pos: np.ndarray, n_new: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    out_ptr = np.zeros(n_new + 1, dtype=np.int64)
-    for u in range(new_pos.shape[0]):
-        r = new_pos[u]
-        if r < 0:
-            continue
-        count = 0
-        for j in range(indptr[u], indptr[u + 1]):
-            if new_pos[indices[j]] >= 0:
-                count += 1
-        out_ptr[r + 1] = count
-    for r in range(n_new):
-        out_ptr[r + 1] += out_ptr[r]
-    out_ix = np.empty(out_ptr[n_new], dtype=np.int64)
-    out_w = np.empty(out_ptr[n_new], dtype=np.float32)
-    for u in range(new_pos.shape[0]):
-        r = new_pos[u]
-        if r < 0:
-            continue
-        k = out_ptr[r]
-        for j in range(indptr[u], indptr[u + 1]):
-            v = new_pos[indices[j]]
-            if v >= 0:
-                out_ix[k] = v
-                out_w[k] = weights[j]
-                k += 1
-    return out_ptr, out_ix, out_w
-
-
-def drop_nodes(
-    indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray, keep: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Remove nodes (their rows and every entry pointing at them) from a symmetric CSR.
-
-    The kept nodes are renumbered ``0..k-1`` in their old order; the renumbering is
-    monotone, so rows stay sorted. With :func:`merge_edges` this advances a graph by a
-    change in O(nnz) with no sort (the ``graph`` view after a commit, issue 17). The
-    result equals :func:`csr_from_edges` over the kept edges, renumbered.
-
-    Parameters
-    ----------
-    indptr, indices, weights : the CSR
-        As from :func:`csr_from_edges`.
-    keep : bool array [n]
-        The nodes that stay.
-
-    Returns
-    -------
-    indptr : int64 array [k + 1]
-    indices : int64 array [nnz']
-    weights : float32 array [nnz']
-    """
-    indptr, indices, weights = _as_csr(indptr, indices, weights)
-    keep = np.asarray(keep, dtype=bool)
-    if indptr.shape[0] != keep.shape[0] + 1:
-        raise ValueError(f"keep has {keep.shape[0]} nodes, the CSR {indptr.shape[0] - 1}")
-    new_pos = np.full(keep.shape[0], -1, dtype=np.int64)
-    new_pos[keep] = np.arange(int(keep.sum()), dtype=np.int64)
-    return _drop_nodes(indptr, indices, weights, new_pos, int(keep.sum()))
-
-
-@njit(cache=True, nogil=True)
 def _advanced_row(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -575,7 +511,7 @@ def advance_csr(
     weight: np.ndarray,
     n_nodes: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`drop_nodes` then :func:`merge_edges`, in one pass over the CSR.
+    """Drop nodes from a CSR (renumbering the rest) and merge new edges, in one pass.
 
     Only the rows that lose an entry (neighbours of dropped nodes) or gain one are
     measured; every other row keeps its length, so the output is sized without a counting

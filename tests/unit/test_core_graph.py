@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphstrata.core.graph import advance_csr, csr_from_edges, drop_nodes, merge_edges
+from graphstrata.core.graph import advance_csr, csr_from_edges, merge_edges
 
 
 def scipy_csr(src, dst, w, n):
@@ -158,46 +158,19 @@ def _kept_oracle(src, dst, w, keep):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_drop_nodes_equals_rebuild_without_them(seed) -> None:
+def test_advance_csr_without_new_edges_equals_rebuild_without_the_dropped(seed) -> None:
     rng = np.random.default_rng(seed)
     n = int(rng.integers(2, 120))
     src, dst, w = random_edges(rng, n, int(rng.integers(0, 6 * n)))
     src, dst = np.r_[src, [0, 1]], np.r_[dst, [0, 1]]  # self-loops
     w = np.r_[w, [1.5, 0.5]].astype(np.float32)
     keep = rng.random(n) < 0.7
-    got = drop_nodes(*csr_from_edges(src, dst, w, n), keep)
+    got = advance_csr(*csr_from_edges(src, dst, w, n), keep, [], [], [], int(keep.sum()))
     assert_csr_equal(got, _kept_oracle(src, dst, w, keep))
-    # dropping, then merging new edges, equals building the result at once
-    k = int(keep.sum())
-    s2, d2, w2 = random_edges(rng, k + 3, 20)
-    merged = merge_edges(*got, s2, d2, w2, k + 3)
-    new_pos = np.cumsum(keep) - 1
-    alive = keep[src] & keep[dst]
-    full = scipy_csr(
-        np.r_[new_pos[src[alive]], s2], np.r_[new_pos[dst[alive]], d2], np.r_[w[alive], w2], k + 3
-    )
-    assert_csr_equal(merged, full)
-
-
-def test_drop_nodes_edge_cases() -> None:
-    empty = csr_from_edges([], [], [], 0)
-    assert_csr_equal(drop_nodes(*empty, np.zeros(0, bool)), empty)
-    one = csr_from_edges([0], [0], [2.0], 1)
-    assert_csr_equal(drop_nodes(*one, np.ones(1, bool)), one)
-    gone = drop_nodes(*one, np.zeros(1, bool))
-    assert gone[0].tolist() == [0] and gone[1].size == 0
-    # two components, one dropped whole: the other is renumbered from 0
-    two = csr_from_edges([0, 2], [1, 3], [1.0, 3.0], 4)
-    assert_csr_equal(
-        drop_nodes(*two, np.asarray([False, False, True, True])),
-        csr_from_edges([0], [1], [3.0], 2),
-    )
-    with pytest.raises(ValueError):
-        drop_nodes(*two, np.ones(3, bool))
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_advance_csr_equals_dropping_then_merging(seed) -> None:
+def test_advance_csr_equals_rebuilding(seed) -> None:
     rng = np.random.default_rng(50 + seed)
     n = int(rng.integers(1, 150))
     src, dst, w = random_edges(rng, n, int(rng.integers(0, 6 * n)))
@@ -212,7 +185,6 @@ def test_advance_csr_equals_dropping_then_merging(seed) -> None:
     # New edges, some duplicating each other and kept ones, some self-loops.
     s2, d2, w2 = random_edges(rng, k + grow, int(rng.integers(0, 30)))
     got = advance_csr(*base, keep, s2, d2, w2, k + grow)
-    assert_csr_equal(got, merge_edges(*drop_nodes(*base, keep), s2, d2, w2, k + grow))
     new_pos = np.cumsum(keep) - 1
     alive = keep[src] & keep[dst]
     full = scipy_csr(
@@ -254,4 +226,9 @@ def test_advance_csr_in_parallel_chunks_equals_the_serial_result() -> None:
     k = int(keep.sum())
     s2, d2, w2 = random_edges(rng, k + 5, 500)
     got = advance_csr(*base, keep, s2, d2, w2, k + 5)
-    assert_csr_equal(got, merge_edges(*drop_nodes(*base, keep), s2, d2, w2, k + 5))
+    new_pos = np.cumsum(keep) - 1
+    alive = keep[src] & keep[dst]
+    full = csr_from_edges(
+        np.r_[new_pos[src[alive]], s2], np.r_[new_pos[dst[alive]], d2], np.r_[w[alive], w2], k + 5
+    )
+    assert_csr_equal(got, full)
