@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from graphstrata.engine.heterograph.lookups import MentionTable, RelationPairs
+from graphstrata.engine.heterograph.lookups import MentionTable, RelationPairs, mention_keys
 
 
 def _pairs_oracle(src, dst):
@@ -56,3 +56,23 @@ def test_mention_table_reads_pops_and_writes_back():
     assert rows == {(20, 9, 6), (21, 6, 8), (22, 6, 9)}
     empty = MentionTable(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
     assert empty.arrays(alive).shape == (0, 3) and empty.pop(1, []) == []
+
+
+def test_mention_keys_round_trip_through_the_node_state_mappings():
+    # Rows of a relationship in any order, a unit asserting two lines of one relationship.
+    units = np.asarray([10, 11, 12, 13, 14, 10])
+    rels = np.asarray([7, 5, 7, 9, 5, 7])
+    hashes = np.asarray([1, 2, 3, 4, 5, 6])
+    keys = mention_keys(rels)
+    assert np.unique(keys).size == keys.size and (keys < 0).all()
+    # As a node-state mapping stores them: sorted by key.
+    order = np.argsort(keys)
+    table = MentionTable.of_keys(keys[order], units[order], hashes[order])
+    assert table.get(7) == [(10, 1), (12, 3), (10, 6)]
+    assert table.get(5) == [(11, 2), (14, 5)] and table.get(9) == [(13, 4)]
+    # A relationship whose rows stay keeps its keys when another one's change.
+    again = mention_keys(np.asarray([7, 5, 7, 9, 7, 5, 8]))
+    assert set(again[[0, 2, 4]].tolist()) == set(keys[[0, 2, 5]].tolist())
+    assert mention_keys(np.zeros(0, np.int64)).size == 0
+    with pytest.raises(ValueError, match="mention keys"):
+        mention_keys(np.asarray([1 << 40]))

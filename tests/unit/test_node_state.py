@@ -114,13 +114,14 @@ def test_compact_collapses_the_chain_into_a_base_of_live_nodes(tmp_path):
     labels[3] = 2
     _commit(store, labels)
     labels[999] = 5  # a node that is not live
+    labels[-7] = 4  # a component's own key (below 0, not a node id): kept
     _commit(store, labels)
     with store.writer():
         store.rewrite(store.load())
     chain = store.manifest["node_state"]["c/labels"]
-    assert len(chain) == 1 and chain[0]["rows"] == 10
+    assert len(chain) == 1 and chain[0]["rows"] == 11
     ids, values = Store.open(tmp_path / "ix").load().node_state("c", "labels")
-    assert ids.tolist() == list(range(10)) and values[3] == 2
+    assert ids.tolist() == [-7, *range(10)] and values[4] == 2 and values[0] == 4
     assert not store.verify_files().problems
 
 

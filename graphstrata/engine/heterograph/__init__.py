@@ -11,8 +11,9 @@ results:
 3. ``attributes``: attributes (A) of the important entities (NodeRAG's Algorithm 1,
    re-selected when G1 has changed by ``importance_refresh_share``).
 4. ``communities``: Leiden on G2 from the previous membership, over the nodes the change
-   touched and their neighbours; high-level elements (H) and their titles (O) for the
-   communities that moved (``graphstrata maintain`` runs it over the whole graph).
+   touched and the neighbours of those that move; high-level elements (H) and their titles
+   (O) for the communities that moved, paired with the element groups (``groups``) where
+   the change reached (``graphstrata maintain`` runs both over the whole graph).
 5. ``enrich``: embeddings of S, A, H; H → member links by K-means cluster (Algorithm 2);
    semantic edges between embedded nodes.
 6. ``write``: nodes, edges, per-node state patches and state arrays (``schema``) into the

@@ -30,9 +30,12 @@ from graphstrata.engine.heterograph.parse import (
     parse_decomposition,
 )
 from graphstrata.engine.heterograph.schema import (
+    NAME,
     ST_MENTION_HASH,
+    ST_MENTION_LINE,
     ST_MENTION_R,
     ST_MENTION_S,
+    ST_MENTION_UNIT,
     N,
     R,
     S,
@@ -62,7 +65,7 @@ class Names:
         Sorted endpoint pair -> relationship id (committed and new).
     mentions:
         Relationship id -> ``(unit, line hash)`` of its committed multi-line relationships
-        (:data:`~graphstrata.engine.heterograph.schema.ST_MENTION_S`); updated by
+        (:data:`~graphstrata.engine.heterograph.schema.ST_MENTION_UNIT`); updated by
         :func:`~graphstrata.engine.heterograph.settle.settle` and written back at the end.
     display:
         Entity id -> the name used in relation lines and attribute prompts (cache).
@@ -118,7 +121,11 @@ def load_names(work: Work, index: NameIndex | None = None) -> Names:
         keys = (normalize_name(t) for t in nodes.text_of(n_ids))
         entities = EntityKeys.of_pairs(zip(keys, n_ids.tolist(), strict=True))
     relations = RelationPairs(*work.committed_edges(int(EdgeKind.ENTITY_RELATION)))
-    s, r_ids, h = (
+    units = work.snapshot.node_state(NAME, ST_MENTION_UNIT)
+    lines = work.snapshot.node_state(NAME, ST_MENTION_LINE)
+    if units is not None and lines is not None:
+        return Names(entities, relations, MentionTable.of_keys(units[0], units[1], lines[1]))
+    s, r_ids, h = (  # written before the mention mappings
         work.state(ST_MENTION_S),
         work.state(ST_MENTION_R),
         work.state(ST_MENTION_HASH),

@@ -115,6 +115,33 @@ class RelationPairs:
         self._added[pair] = rid
 
 
+#: Rows a relationship may have in the mention keys (``mention_keys``) ...
+MENTION_ROWS = 1 << 24
+#: ... and the ids it may have: the keys stay within int64.
+MENTION_MAX_ID = 1 << 38
+
+
+def mention_keys(rels: np.ndarray) -> np.ndarray:
+    """Node-state keys of mention rows grouped by relationship: ``-(r * MENTION_ROWS + j) - 1``
+    for the ``j``-th row of relationship ``r`` (below 0, so no node id; ``store.node_state``
+    keeps them at compaction). A row keeps its key while its relationship's rows stay.
+
+    Raises
+    ------
+    ValueError
+        On a relationship id or row count beyond the key space.
+    """
+    rels = np.asarray(rels, np.int64)
+    order = np.argsort(rels, kind="stable")
+    sorted_rels = rels[order]
+    starts = np.searchsorted(sorted_rels, sorted_rels, side="left")
+    place = np.empty(rels.size, np.int64)
+    place[order] = np.arange(rels.size, dtype=np.int64) - starts
+    if rels.size and (int(rels.max()) >= MENTION_MAX_ID or int(place.max()) >= MENTION_ROWS):
+        raise ValueError("mention keys need relationship ids below 2**38 and rows below 2**24")
+    return -(rels * MENTION_ROWS + place) - 1
+
+
 class MentionTable:
     """Relationship -> ``(unit, line hash)`` rows of its committed or rewritten mentions.
 
@@ -123,6 +150,14 @@ class MentionTable:
     units, rels, hashes:
         The committed mention arrays (one row per assertion), any order.
     """
+
+    @classmethod
+    def of_keys(cls, keys: np.ndarray, units: np.ndarray, hashes: np.ndarray) -> MentionTable:
+        """The table of the two mention mappings (``mention_keys`` -> unit, -> line hash;
+        the same keys, ascending), rows of a relationship in their stored order."""
+        order = np.argsort(-np.asarray(keys, np.int64), kind="stable")
+        code = -np.asarray(keys, np.int64)[order] - 1
+        return cls(np.asarray(units)[order], code // MENTION_ROWS, np.asarray(hashes)[order])
 
     def __init__(self, units: np.ndarray, rels: np.ndarray, hashes: np.ndarray):
         order = np.argsort(np.asarray(rels, np.int64), kind="stable")

@@ -5,8 +5,8 @@ S→N, S→R, N→R, N→A, H→member, H→O, new→neighbour); search treats t
 Between operations the component keeps state (keys ``ST_*``): per-node values (Leiden
 label, element group of a G2 node and of an H/O node, K-means cluster) as ``node id ->
 value`` mappings (``Delta.put_node_state`` / ``Snapshot.node_state``), which a commit writes
-as a patch of the rows that changed (``engine.store.node_state``); the rest (centroids,
-mention triples) as whole arrays (``Delta.put_state`` / ``Snapshot.state``).
+as a patch of the rows that changed (``engine.store.node_state``; the mention rows of multi-line
+relationships too, under keys of their own); the centroids as a whole array (``Delta.put_state`` / ``Snapshot.state``).
 """
 
 from __future__ import annotations
@@ -86,6 +86,10 @@ ST_KMEANS_CENTROIDS = "kmeans_centroids"
 #: Per S/A/H node (node state): K-means cluster.
 ST_KMEANS = "kmeans_labels"
 #: Which unit asserted which line of a relationship with two or more lines (a one-line
-#: relationship's supporters all assert its line, so it needs no record): parallel int64
-#: arrays of unit id, relationship id and line hash.
+#: relationship's supporters all assert its line, so it needs no record), as two mappings
+#: (node state) from a mention key (``lookups.mention_keys``: the relationship and the row's
+#: place among its rows, below 0) to the unit and to the line hash.
+ST_MENTION_UNIT, ST_MENTION_LINE = "mention_unit", "mention_line"
+#: The same as parallel arrays of unit id, relationship id and line hash, as written
+#: before: read while an index has no ``ST_MENTION_UNIT`` yet, no longer written.
 ST_MENTION_S, ST_MENTION_R, ST_MENTION_HASH = "mention_s", "mention_r", "mention_hash"

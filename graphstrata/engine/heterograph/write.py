@@ -8,7 +8,7 @@ import numpy as np
 
 from graphstrata.engine.heterograph.communities import Communities
 from graphstrata.engine.heterograph.enrich import Clusters
-from graphstrata.engine.heterograph.lookups import MentionTable
+from graphstrata.engine.heterograph.lookups import MentionTable, mention_keys
 from graphstrata.engine.heterograph.schema import (
     NAME,
     ST_GROUP_NODE,
@@ -16,9 +16,8 @@ from graphstrata.engine.heterograph.schema import (
     ST_KMEANS,
     ST_KMEANS_CENTROIDS,
     ST_LEIDEN,
-    ST_MENTION_HASH,
-    ST_MENTION_R,
-    ST_MENTION_S,
+    ST_MENTION_LINE,
+    ST_MENTION_UNIT,
 )
 from graphstrata.engine.heterograph.work import Work
 from graphstrata.engine.store import Delta
@@ -119,9 +118,9 @@ def write_state(
     m = mentions.arrays(
         lambda rids: ~np.isin(rids, dead) & (np.isin(rids, new_ids) | work.nodes.contains(rids))
     )
-    delta.put_state(NAME, ST_MENTION_S, m[:, 0].copy())
-    delta.put_state(NAME, ST_MENTION_R, m[:, 1].copy())
-    delta.put_state(NAME, ST_MENTION_HASH, m[:, 2].copy())
+    keys = mention_keys(m[:, 1])
+    for name, column in ((ST_MENTION_UNIT, 0), (ST_MENTION_LINE, 2)):
+        delta.put_node_state(NAME, name, keys, m[:, column], snap.node_state(NAME, name))
     delta.set_component_meta(
         NAME, {"next_group_key": comm.next_group_key, "last_update": last_update}
     )

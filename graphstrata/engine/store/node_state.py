@@ -165,10 +165,11 @@ def collapsed(
     mappings: dict[str, NodeState], contains: Callable[[np.ndarray], np.ndarray]
 ) -> dict[str, tuple[NodeState, np.ndarray]]:
     """Each mapping without the ids ``contains`` says are gone, as :func:`commit_chains`'
-    pending changes of chains that start anew (``compact``: one base per key)."""
+    pending changes of chains that start anew (``compact``: one base per key). Keys below 0
+    are a component's own (not node ids) and stay."""
     out = {}
     for key, (ids, values) in mappings.items():
-        live = contains(ids)
+        live = (ids < 0) | contains(ids)
         mapping = (ids[live], values[live])
         out[key] = (mapping, as_rows(*mapping))
     return out
