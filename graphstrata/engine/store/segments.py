@@ -33,7 +33,30 @@ def write_table_segment(table: pa.Table, path: Path) -> None:
         return
     # Readers cast to the known schema, so the Arrow schema and column statistics are not
     # stored: they are most of a small segment's bytes, and small commits should write little.
-    pq.write_table(table, path, compression="zstd", store_schema=False, write_statistics=False)
+    # Doc lists are sorted keys, stored as deltas: a one-document commit at 100k chunks
+    # rewrites hub entities and top summaries citing thousands of documents (145k keys),
+    # 312 kB zstd-compressed as plain values, 123 kB as deltas.
+    delta = [name for name in DELTA_COLUMNS if name in table.schema.names]
+    pq.write_table(
+        table,
+        path,
+        compression="zstd",
+        store_schema=False,
+        write_statistics=False,
+        use_dictionary=[name for name in table.schema.names if name not in delta],
+        column_encoding={_leaf(table.schema.field(name)): "DELTA_BINARY_PACKED" for name in delta},
+    )
+
+
+#: Integer list columns written delta-encoded in Parquet segments.
+DELTA_COLUMNS = ("docs",)
+
+
+def _leaf(field: pa.Field) -> str:
+    """The Parquet column path of a field (``docs.list.element`` for a list of ints)."""
+    if pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+        return f"{field.name}.list.element"
+    return field.name
 
 
 def read_table_segment(path: Path) -> pa.Table:
