@@ -185,3 +185,16 @@ def test_match_communities_edge_cases():
         changed=empty,
     )
     assert (match.kept, match.regenerate, match.dropped) == ({}, [(1, 3)], [3])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_weighted_stable_labels_equal_those_of_the_entries_repeated(seed):
+    # leiden_local relabels contracted nodes, each weighted by the nodes it stands for.
+    rng = np.random.default_rng(40 + seed)
+    n = int(rng.integers(1, 60))
+    membership = rng.integers(0, 12, n)
+    previous = rng.integers(0, 12, n)
+    weights = rng.integers(1, 6, n)
+    got = stable_labels(membership, previous, 50, weights)
+    want = stable_labels(np.repeat(membership, weights), np.repeat(previous, weights), 50)
+    assert np.repeat(got, weights).tolist() == want.tolist()

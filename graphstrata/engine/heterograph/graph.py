@@ -18,7 +18,7 @@ import numpy as np
 from graphstrata.core import sets
 from graphstrata.core.centrality import sampled_betweenness
 from graphstrata.core.graph import csr_from_edges
-from graphstrata.core.ids import contains, positions_in
+from graphstrata.core.ids import positions_in
 from graphstrata.core.kcore import coreness
 from graphstrata.core.matching import greedy_pairs
 from graphstrata.core.sampling import consistent_sample
@@ -366,24 +366,35 @@ def _contracted_run(
     """One Leiden run over the ``opened`` nodes and the rest of the communities next to
     them, each contracted to one node (:func:`leiden_local`); labels stable w.r.t.
     ``initial``."""
-    n = initial.size
     region = np.flatnonzero(opened)
-    # The rest of every community that holds an opened node or an end of an edge to one.
+    # The rest of every community that holds an opened node or an end of an edge to one
+    # (label counts, not a sort of every label: this runs twice per write).
     near = opened[src] | opened[dst]
-    fixed_labels = sets.unique(
+    candidates = sets.unique(
         np.concatenate([initial[region], initial[src[near]], initial[dst[near]]])
     )
-    fixed_labels = fixed_labels[contains(sets.unique(initial[~opened]), fixed_labels)]
-    in_fixed = ~opened & contains(fixed_labels, initial)
-    node_map = np.full(n, -1, np.int64)
+    size = np.bincount(initial)
+    opened_size = np.bincount(initial[region], minlength=size.size)
+    fixed_labels = candidates[size[candidates] > opened_size[candidates]]
+    # Contracted node of each fixed label (-1: none), looked up by label.
+    fixed_node = np.full(size.size, -1, np.int64)
+    fixed_node[fixed_labels] = region.size + np.arange(fixed_labels.size, dtype=np.int64)
+    node_map = fixed_node[initial]
     node_map[region] = np.arange(region.size, dtype=np.int64)
-    node_map[in_fixed] = region.size + np.searchsorted(fixed_labels, initial[in_fixed])
     m = int(region.size + fixed_labels.size)
     a, b = node_map[src], node_map[dst]
-    kept = (a >= 0) & (b >= 0)
-    lo, hi = np.minimum(a[kept], b[kept]), np.maximum(a[kept], b[kept])
-    pairs, inverse = np.unique(lo * m + hi, return_inverse=True)
-    summed = np.bincount(inverse.ravel(), weights=weight[kept])
+    kept = np.flatnonzero((a >= 0) & (b >= 0))
+    a, b, w = a[kept], b[kept], weight[kept]
+    # Edges inside one contracted node (most: the fixed communities' own) sum into its
+    # self-loop directly; only the others need distinct pairs.
+    inside = a == b
+    loops = np.bincount(a[inside], weights=w[inside], minlength=m)
+    across = ~inside
+    lo, hi = np.minimum(a[across], b[across]), np.maximum(a[across], b[across])
+    cross_pairs, inverse = np.unique(lo * m + hi, return_inverse=True)
+    looped = np.flatnonzero(loops)
+    pairs = np.concatenate([cross_pairs, looped * m + looped])
+    summed = np.concatenate([np.bincount(inverse.ravel(), weights=w[across]), loops[looped]])
     part_strength = np.bincount(node_map[node_map >= 0], strength[node_map >= 0], m)
     total = float(strength.sum())
     share = float(part_strength.sum()) / total if total > 0 else 1.0
@@ -401,12 +412,19 @@ def _contracted_run(
     )
     # The opened nodes and the fixed communities are whole previous communities, so only
     # their labels can change: the stable relabelling of them alone equals that of every
-    # node (the others keep their labels either way), without a pass over the graph.
+    # node (the others keep their labels either way), without a pass over the graph. It is
+    # made on the contracted nodes, each weighted by the nodes it stands for: the same
+    # counts as over those nodes one by one.
+    members = np.concatenate(
+        [
+            np.ones(region.size, np.int64),
+            size[fixed_labels] - opened_size[fixed_labels],
+        ]
+    )
+    new_label = stable_labels(contracted, start, int(initial.max()) + 1, members)
     labels = initial.copy()
     moved = node_map >= 0
-    labels[moved] = stable_labels(
-        contracted[node_map[moved]], initial[moved], first_fresh=int(initial.max()) + 1
-    )
+    labels[moved] = new_label[node_map[moved]]
     return labels, LocalRegion(int(region.size), int(fixed_labels.size), int(pairs.size), False)
 
 
@@ -419,7 +437,10 @@ def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def stable_labels(
-    membership: np.ndarray, previous: np.ndarray, first_fresh: int | None = None
+    membership: np.ndarray,
+    previous: np.ndarray,
+    first_fresh: int | None = None,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """Relabel ``membership`` so that communities keep their ``previous`` labels.
 
@@ -437,6 +458,8 @@ def stable_labels(
     first_fresh : int, optional
         The first label for communities that keep none; default ``previous.max() + 1``
         (a caller relabelling part of a partition passes the whole one's).
+    weights : integer array [n], optional
+        How many nodes each entry stands for (default 1): a contracted graph's nodes.
 
     Returns
     -------
@@ -445,7 +468,7 @@ def stable_labels(
     """
     if membership.size == 0:
         return np.asarray(membership, np.int64)
-    labels, olds, counts = pair_counts(membership, previous)
+    labels, olds, counts = pair_counts(membership, previous, weights)
     order = np.lexsort((olds, labels, -counts))
     taken = greedy_pairs(labels[order], olds[order])
     matched, kept_label = labels[order][taken], olds[order][taken]
@@ -487,11 +510,19 @@ def initial_membership(
     return labels
 
 
-def pair_counts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pair_counts(
+    a: np.ndarray, b: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct ``(a[i], b[i])`` pairs, sorted, with how often each occurs.
 
     ``np.unique(..., axis=0)`` sorts rows as structured values, ~20x slower than one 1-D
     ``unique`` over ``rank(a) * |b| + rank(b)`` (ranks keep the key below 2**63).
+
+    Parameters
+    ----------
+    a, b : integer arrays [n]
+    weights : integer array [n], optional
+        What each pair counts for (default 1).
 
     Returns
     -------
@@ -501,7 +532,11 @@ def pair_counts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
         return (np.zeros(0, np.int64),) * 3  # type: ignore[return-value]
     ua, ia = np.unique(np.asarray(a, np.int64), return_inverse=True)
     ub, ib = np.unique(np.asarray(b, np.int64), return_inverse=True)
-    keys, counts = np.unique(ia.ravel() * ub.size + ib.ravel(), return_counts=True)
+    if weights is None:
+        keys, counts = np.unique(ia.ravel() * ub.size + ib.ravel(), return_counts=True)
+    else:
+        keys, at = np.unique(ia.ravel() * ub.size + ib.ravel(), return_inverse=True)
+        counts = np.bincount(at.ravel(), np.asarray(weights, np.float64), keys.size)
     return ua[keys // ub.size], ub[keys % ub.size], counts.astype(np.int64)
 
 

@@ -108,10 +108,14 @@ def _count_each(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 
 def _labels_where(mask_values: np.ndarray, of: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Sorted distinct ``mask_values[i]`` over the nodes whose ``of[i]`` is in ``wanted``."""
-    if wanted.size == 0:
+    """Sorted distinct ``mask_values[i]`` over the nodes whose ``of[i]`` is in ``wanted``
+    (``of`` and ``wanted`` non-negative but for -1, none; a table over their values)."""
+    wanted = wanted[wanted >= 0]
+    if wanted.size == 0 or of.size == 0:
         return EMPTY
-    return sets.unique(mask_values[contains(wanted, of)])
+    table = np.zeros(max(int(of.max()), int(wanted.max())) + 2, bool)
+    table[wanted] = True
+    return sets.unique(mask_values[table[of]])  # of == -1 reads the last, False, entry
 
 
 def _closure(
