@@ -9,6 +9,8 @@ scipy.sparse would build it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import get_num_threads, njit, prange
 
@@ -510,6 +512,7 @@ def advance_csr(
     dst: np.ndarray,
     weight: np.ndarray,
     n_nodes: int,
+    empty: Callable[[int, type], np.ndarray] = np.empty,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Drop nodes from a CSR (renumbering the rest) and merge new edges, in one pass.
 
@@ -528,6 +531,9 @@ def advance_csr(
         New edges on the new numbering, as in :func:`merge_edges`.
     n_nodes : int
         Node count of the result, ``>= k`` (nodes ``k..n_nodes-1`` are new).
+    empty : callable
+        ``empty(n, dtype)``: allocates the output ``indices`` and ``weights`` (default
+        ``np.empty``; a caller may recycle the buffers of graphs it no longer holds).
 
     Returns
     -------
@@ -562,8 +568,8 @@ def advance_csr(
     _advanced_lengths(indptr, indices, weights, new_pos, old_of, ip2, ix2, w2, rows, lengths)
     out_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=out_ptr[1:])
-    out_ix = np.empty(out_ptr[n], dtype=np.int64)
-    out_w = np.empty(out_ptr[n], dtype=np.float32)
+    out_ix = empty(int(out_ptr[n]), np.int64)
+    out_w = empty(int(out_ptr[n]), np.float32)
     chunks = _n_chunks(indices.shape[0] + ix2.shape[0])
     _advanced_fill(
         indptr, indices, weights, new_pos, old_of, ip2, ix2, w2, out_ptr, out_ix, out_w, chunks
