@@ -164,26 +164,13 @@ def test_match_communities_edge_cases():
     # One node, one community below the size to have elements, one group: dropped.
     match = match_communities(np.asarray([4]), np.asarray([9]), empty, np.asarray([9]), 0.2)
     assert (match.kept, match.regenerate, match.dropped) == ({}, [], [9])
+    # One community of three nodes, all in group 3.
+    one = (np.asarray([1, 1, 1]), np.asarray([3, 3, 3]), np.asarray([1]), np.asarray([3]), 0.2)
     # Nothing changed: nothing is paired.
-    match = match_communities(
-        np.asarray([1, 1, 1]),
-        np.asarray([3, 3, 3]),
-        np.asarray([1]),
-        np.asarray([3]),
-        0.2,
-        changed=empty,
-    )
+    match = match_communities(*one, changed=empty)
     assert (match.kept, match.regenerate, match.dropped, match.matched) == ({}, [], [], 0)
     # A stale group is regenerated even where nothing else changed.
-    match = match_communities(
-        np.asarray([1, 1, 1]),
-        np.asarray([3, 3, 3]),
-        np.asarray([1]),
-        np.asarray([3]),
-        0.2,
-        stale=np.asarray([3]),
-        changed=empty,
-    )
+    match = match_communities(*one, stale=np.asarray([3]), changed=empty)
     assert (match.kept, match.regenerate, match.dropped) == ({}, [(1, 3)], [3])
 
 

@@ -20,10 +20,11 @@ results:
    delta.
 
 ``component`` runs them in order; ``lookups`` answers what new entities and relationships
-merge into from the committed graph; ``search`` serves the ``graph`` mode, with ``names``
-(the name index a commit advances), ``walk_graph`` (the walk's edges and CSR, advanced
-likewise) and ``ranking``; ``graph`` holds the graph algorithms (local Leiden included) and
-``parse`` reads the LLM answers.
+merge into from the committed graph; ``groups`` pairs communities with their element
+groups; ``search`` serves the ``graph`` mode, with ``names`` (the name index a commit
+advances), ``walk_graph`` (the walk's edges and CSR, advanced likewise, into the recycled
+memory of ``buffers``) and ``ranking``; ``graph`` holds the graph algorithms (local Leiden
+included) and ``parse`` reads the LLM answers.
 """
 
 from graphstrata.engine.heterograph.component import HeterographComponent
