@@ -183,8 +183,8 @@ def communities(
     released = sets.unique(np.asarray(match.dropped, np.int64))
     work.dead.update(committed.nodes_of(released).tolist())
     regenerated = np.asarray([label for label, _ in match.regenerate], np.int64)
-    in_regenerated = contains(regenerated, membership)
-    content = group_by(membership[in_regenerated & is_content], g2_ids[in_regenerated & is_content])
+    regenerated_content = contains(regenerated, membership) & is_content
+    content = group_by(membership[regenerated_content], g2_ids[regenerated_content])
     elements = write_elements(llm, work, regenerated.tolist(), content)
     group_of = committed.group_of.copy()
     group_of[contains(released, group_of)] = -1

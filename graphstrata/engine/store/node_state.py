@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-#: Patches after which the next commit writes a new base. A base is the whole mapping (36 MB
-#: for the heterograph's at 100k chunks), so this sets its amortized share of a write's
-#: bytes; at 32 it was as large as the write itself (issue 17). Opening reads the chain:
+#: Patches after which the next commit writes a new base. A base is the whole mapping (the
+#: write that took new bases at 100k chunks wrote 36 MB), so this sets its amortized share of
+#: a write's bytes; at 32 it was as large as the write itself (issue 17). Opening reads the chain:
 #: its rows stay within twice the mapping's (the rule below), its files this many at most,
 #: and ``compact`` collapses it.
 MAX_PATCHES = 128
