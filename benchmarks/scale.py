@@ -18,14 +18,15 @@ in a fresh subprocess, so its peak RSS is its own. Per size:
   then warm p50/p99 per mode over ``--queries`` queries.
 
 Growth exponents: ``log(v2 / v1) / log(n2 / n1)`` between consecutive sizes of one setting,
-``n`` the chunk count. ``ann`` measures the recall of the approximate semantic edges
-(``core.ann``) against the exact kernel.
+``n`` the chunk count. ``ann`` measures the semantic edges of a build three ways (the k-NN
+graph of ``core.nndescent``, an HNSW index searched with every vector, the exact kernel):
+time, growth and recall.
 
 Usage::
 
     python benchmarks/scale.py run --chunks 2000 10000                     # all components
     python benchmarks/scale.py run --chunks 10000 100000 --no-heterograph  # naive + hierarchy
-    python benchmarks/scale.py ann --vectors 50000 --queries 2000
+    python benchmarks/scale.py ann --vectors 50000 200000 500000 --queries 2000
     python benchmarks/scale.py report        # rewrite results/scale.md from results/scale.json
 
 Results merge into ``benchmarks/results/scale.json`` (one entry per setting and size) and
@@ -371,11 +372,9 @@ def leiden_quality(index: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- ANN recall
-def run_ann(n_vectors: int, n_queries: int, m: int) -> dict[str, Any]:
-    """Recall@m of ``core.ann`` against ``core.knn`` on hashing embeddings of the corpus."""
+def _ann_vectors(n_vectors: int) -> np.ndarray:
+    """Hashing embeddings of the corpus' first ``n_vectors`` chunks (the build's T vectors)."""
     from graphstrata.bindings.embedders import HashingEmbedder
-    from graphstrata.core.ann import approximate_neighbours
-    from graphstrata.core.knn import nearest_neighbours_scored
     from graphstrata.engine.config import ChunkingConfig
     from graphstrata.engine.ingest.chunking import chunk_text
 
@@ -386,31 +385,75 @@ def run_ann(n_vectors: int, n_queries: int, m: int) -> dict[str, Any]:
         texts += [c.text for c in chunk_text(doc["text"], cfg)]
         if len(texts) >= n_vectors:
             break
-    texts = texts[:n_vectors]
-    x = HashingEmbedder(DIM).embed(texts)
-    ids = np.arange(x.shape[0], dtype=np.int64)
-    rng = np.random.default_rng(0)
-    q = np.sort(rng.choice(x.shape[0], min(n_queries, x.shape[0]), replace=False))
-    t = time.perf_counter()
-    es, ed, _ = nearest_neighbours_scored(x[q], ids[q], x, ids, m)
-    exact_s = time.perf_counter() - t
-    t = time.perf_counter()
-    # The build's path: one HNSW index over every vector, every vector a query.
-    src, dst, _ = approximate_neighbours(x, ids, x, ids, m)
-    approx_s = time.perf_counter() - t
+    return HashingEmbedder(DIM).embed(texts[:n_vectors]).astype(np.float32)
+
+
+def _hnsw_all(x: np.ndarray, ids: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The peers' way (NodeRAG's hnswlib edges; this engine before ``core.nndescent``): one
+    HNSW index over every vector, searched with every vector, on every core."""
+    from graphstrata.core.ann import hnsw_index, match_arrays
+
+    index = hnsw_index(x.shape[1], "f32", 128)
+    index.add(ids, x, threads=0)
+    keys, _, valid = match_arrays(index.search(x, m + 1, threads=0), x.shape[0], m + 1)
+    valid &= keys != ids[:, None]
+    valid &= np.cumsum(valid, axis=1) <= m
+    return np.repeat(ids, m + 1).reshape(-1, m + 1)[valid], keys[valid]
+
+
+def _recall(
+    src: np.ndarray, dst: np.ndarray, x: np.ndarray, q: np.ndarray, kth: np.ndarray, n_true: int
+) -> float:
+    """Share of the sample's exact pairs matched: found neighbours of the queries ``q`` at
+    least as similar as each query's exact m-th (``kth``), over ``n_true`` exact pairs."""
     sel = np.isin(src, q)
-    truth = set(zip(es.tolist(), ed.tolist(), strict=True))
-    found = set(zip(src[sel].tolist(), dst[sel].tolist(), strict=True))
-    return {
-        "vectors": int(x.shape[0]),
-        "queries": int(q.size),
-        "m": m,
-        "recall": round(len(truth & found) / max(len(truth), 1), 4),
-        "exact_s_for_queries": round(exact_s, 2),
-        "exact_s_all_pairs_estimate": round(exact_s * x.shape[0] / q.size, 1),
-        "approx_s_all": round(approx_s, 2),
-        "load1": load1(),
-    }
+    sims = np.einsum("ij,ij->i", x[src[sel]], x[dst[sel]])
+    return round(float(np.sum(sims >= kth[src[sel]] - 1e-6)) / max(n_true, 1), 4)
+
+
+def run_ann(sizes: list[int], n_queries: int, m: int, hnsw_max: int) -> list[dict[str, Any]]:
+    """The semantic edges of a build (every vector's ``m`` nearest others) three ways, per size:
+    ``core.nndescent`` (ours), an HNSW index built and searched with every vector (up to
+    ``hnsw_max`` vectors) and the exact kernel on a sample of queries (the machine's limit:
+    its all-pairs time is extrapolated). Recall@m of both against the exact sample."""
+    from graphstrata.core.knn import nearest_neighbours_scored
+    from graphstrata.core.nndescent import knn_graph_edges
+
+    t = time.perf_counter()
+    everything = _ann_vectors(max(sizes))
+    print(f"embedded {everything.shape[0]} chunks in {time.perf_counter() - t:.0f} s", flush=True)
+    knn_graph_edges(everything[:64], np.arange(64, dtype=np.int64), m)  # compile, untimed
+    out = []
+    for n in sorted(sizes):
+        x = np.ascontiguousarray(everything[:n])
+        ids = np.arange(x.shape[0], dtype=np.int64)
+        rng = np.random.default_rng(0)
+        q = np.sort(rng.choice(x.shape[0], min(n_queries, x.shape[0]), replace=False))
+        row: dict[str, Any] = {"vectors": int(x.shape[0]), "queries": int(q.size), "m": m}
+        row["load1_before"] = load1()
+        t = time.perf_counter()
+        es, _, esim = nearest_neighbours_scored(x[q], ids[q], x, ids, m)
+        exact_s = time.perf_counter() - t
+        row["exact_s_for_queries"] = round(exact_s, 2)
+        row["exact_s_all_pairs_estimate"] = round(exact_s * x.shape[0] / q.size, 1)
+        # A found neighbour counts when it is as similar as the exact m-th (ties count).
+        kth = np.full(x.shape[0], np.inf, np.float32)
+        np.minimum.at(kth, es, esim)
+        truth = (x, q, kth, es.size)
+
+        t = time.perf_counter()
+        src, dst, _ = knn_graph_edges(x, ids, m)
+        row["nndescent_s"] = round(time.perf_counter() - t, 2)
+        row["nndescent_recall"] = _recall(src, dst, *truth)
+        if n <= hnsw_max:
+            t = time.perf_counter()
+            src, dst = _hnsw_all(x, ids, m)
+            row["hnsw_s"] = round(time.perf_counter() - t, 2)
+            row["hnsw_recall"] = _recall(src, dst, *truth)
+        row["load1"] = load1()
+        print(json.dumps(row), flush=True)
+        out.append(row)
+    return out
 
 
 # ---------------------------------------------------------------------- results
@@ -557,21 +600,40 @@ def markdown(data: dict[str, Any]) -> str:
     ann = data.get("ann", [])
     if ann:
         lines += [
-            "## Approximate semantic edges (recall against the exact kernel)",
+            "## Semantic edges of a build: k-NN graph of every vector (recall against exact)",
             "",
-            "`core.ann.approximate_neighbours` (usearch HNSW, connectivity 16, expansion 128)"
-            " over hashing embeddings of the corpus' chunks, every vector a query (a full"
-            " build's path), against `core.knn` on a sample of queries.",
+            "Hashing embeddings of the corpus' chunks, every vector a query. `nndescent`:"
+            " `core.nndescent.knn_graph` (random projection forest + NN-descent, what a build"
+            " runs); `HNSW`: one usearch index (connectivity 16, expansion 128) built over every"
+            " vector and searched with every vector on every core (NodeRAG's way, and this"
+            " engine's until the k-NN graph replaced it); `exact`: the blocked GEMM kernel on a"
+            " sample of queries, its all-pairs time extrapolated (the machine's limit for an"
+            " exact graph). Recall@m: found neighbours at least as similar as the exact m-th,"
+            " over the sample. Exponent: growth of the time from the previous size.",
             "",
-            "| vectors | queries | m | recall@m | exact s (sample) | exact all pairs s (est.)"
-            " | HNSW all s | load1 |",
-            "|---|---|---|---|---|---|---|---|",
+            "| vectors | m | nndescent s | exponent | nndescent recall | HNSW s | exponent |"
+            " HNSW recall | exact all pairs s (est.) | load1 before / after |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
-        for a in ann:
+        ann = sorted(ann, key=lambda a: a["vectors"])
+        for k, a in enumerate(ann):
+            prev = ann[k - 1] if k else None
+            nd_exp = (
+                _exponent(prev["nndescent_s"], a["nndescent_s"], prev["vectors"], a["vectors"])
+                if prev and "nndescent_s" in prev and "nndescent_s" in a
+                else ""
+            )
+            h_exp = (
+                _exponent(prev["hnsw_s"], a["hnsw_s"], prev["vectors"], a["vectors"])
+                if prev and "hnsw_s" in prev and "hnsw_s" in a
+                else ""
+            )
             lines.append(
-                f"| {a['vectors']} | {a['queries']} | {a['m']} | {a['recall']} |"
-                f" {a['exact_s_for_queries']} | {a['exact_s_all_pairs_estimate']} |"
-                f" {a['approx_s_all']} | {a['load1']} |"
+                f"| {a['vectors']} | {a['m']} | {a.get('nndescent_s', '–')} | {nd_exp} |"
+                f" {a.get('nndescent_recall', '–')} | {a.get('hnsw_s', a.get('approx_s_all', '–'))}"
+                f" | {h_exp} | {a.get('hnsw_recall', a.get('recall', '–'))} |"
+                f" {a['exact_s_all_pairs_estimate']} |"
+                f" {a.get('load1_before', '–')} / {a['load1']} |"
             )
         lines.append("")
     lines.append(f"Machine: {platform.platform()}, {os.cpu_count()} CPUs.")
@@ -621,10 +683,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--path", required=True)
     p.add_argument("--query", required=True)
     p.add_argument("--json", required=True)
-    p = sub.add_parser("ann", help="recall of the approximate semantic edges")
-    p.add_argument("--vectors", type=int, default=50_000)
+    p = sub.add_parser("ann", help="the semantic edges of a build three ways: time and recall")
+    p.add_argument("--vectors", type=int, nargs="+", default=[50_000])
     p.add_argument("--queries", type=int, default=2000)
     p.add_argument("--m", type=int, default=16)
+    p.add_argument(
+        "--hnsw-max",
+        type=int,
+        default=200_000,
+        dest="hnsw_max",
+        help="measure the HNSW way up to this many vectors (it took 664 s at 514k in a build)",
+    )
     sub.add_parser("report", help="rewrite scale.md from scale.json")
     args = ap.parse_args(argv)
     command = "python benchmarks/scale.py " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -648,10 +717,9 @@ def main(argv: list[str] | None = None) -> int:
         remeasure(args, data)
     elif args.cmd == "ann":
         print(f"load average {load1()}", flush=True)
-        result = run_ann(args.vectors, args.queries, args.m)
-        print(json.dumps(result), flush=True)
-        data["ann"] = [a for a in data.get("ann", []) if a["vectors"] != result["vectors"]]
-        data["ann"].append(result)
+        results = run_ann(args.vectors, args.queries, args.m, args.hnsw_max)
+        sizes = {r["vectors"] for r in results}
+        data["ann"] = [a for a in data.get("ann", []) if a["vectors"] not in sizes] + results
     else:
         root = Path(args.work or tempfile.mkdtemp(prefix="gs-scale-"))
         code = code_version()

@@ -1,10 +1,11 @@
 """Semantic edges: the approximate stage against the exact one (oracle: brute force).
 
-``core.ann.approximate_neighbours`` (HNSW), ``core.knn.best_per_query`` (merging candidate
-lists), ``VectorIndex.neighbours`` (the committed index queried with the new nodes) and the
-heterograph stage ``enrich.semantic_edges`` on a real index: identical to the exact kernel
-below ``HeterographConfig.semantic_exact_below``, equal top-m similarities above it while
-every kind is small enough for usearch to search exactly, and a recall floor on a random set.
+``core.knn.best_per_query`` (merging candidate lists), ``VectorIndex.neighbours`` (the
+committed index queried with the new nodes) and the heterograph stage
+``enrich.semantic_edges`` on a real index: identical to the exact kernel below
+``HeterographConfig.semantic_exact_below``, equal top-m similarities above it while every
+kind is small enough for usearch to search exactly. The k-NN graph among many new
+nodes (``core.nndescent``) has its own oracle tests in ``test_core_nndescent.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import pytest
 
 from graphstrata.bindings.api import Index
 from graphstrata.bindings.embedders import HashingEmbedder
-from graphstrata.core.ann import approximate_neighbours
 from graphstrata.core.knn import best_per_query, nearest_neighbours, nearest_neighbours_scored
 from graphstrata.engine.component import ChangeSet, MeteredEmbedder, MeteredLLM, UpdateContext
 from graphstrata.engine.config import IndexConfig
@@ -28,61 +28,10 @@ from graphstrata.engine.report import OperationReport
 from graphstrata.engine.types import EdgeKind, NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
-#: Recall@16 floor of the HNSW search on 3,000 random unit vectors in 32 dimensions
-#: (measured 0.999 with usearch 2.26, connectivity 16, expansion 128).
-RECALL_FLOOR = 0.98
-
 
 def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     x = rng.standard_normal((n, d)).astype(np.float32)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def _pairs(src: np.ndarray, dst: np.ndarray) -> set[tuple[int, int]]:
-    return set(zip(src.tolist(), dst.tolist(), strict=True))
-
-
-# ---------------------------------------------------------------------- core.ann
-def test_approximate_recall_above_the_floor_on_a_random_set():
-    x = _unit(np.random.default_rng(3), 3000, 32)
-    ids = np.arange(10, 3010, dtype=np.int64)
-    src, dst, sim = approximate_neighbours(x, ids, x, ids, 16)
-    es, ed, _ = nearest_neighbours_scored(x, ids, x, ids, 16)
-    recall = len(_pairs(src, dst) & _pairs(es, ed)) / es.size
-    assert recall >= RECALL_FLOOR
-    assert not np.any(src == dst)
-    assert np.all(np.bincount(src - 10) <= 16)
-    # The similarities returned are the true inner products of the pairs.
-    pos = {int(i): j for j, i in enumerate(ids.tolist())}
-    true = np.einsum("ij,ij->i", x[[pos[s] for s in src]], x[[pos[d] for d in dst]])
-    np.testing.assert_allclose(sim, true, atol=1e-5)
-
-
-def test_approximate_edge_cases():
-    x = _unit(np.random.default_rng(0), 5, 8)
-    ids = np.arange(5, dtype=np.int64)
-    for q, qi, b, bi, m in [(x[:0], ids[:0], x, ids, 3), (x, ids, x[:0], ids[:0], 3)]:
-        src, dst, sim = approximate_neighbours(q, qi, b, bi, m)
-        assert src.size == dst.size == sim.size == 0 and src.dtype == np.int64
-    assert approximate_neighbours(x, ids, x, ids, 0)[0].size == 0
-    # One node that is its own base has no neighbour.
-    assert approximate_neighbours(x[:1], ids[:1], x[:1], ids[:1], 4)[0].size == 0
-    # m above the base: every other row.
-    src, dst, _ = approximate_neighbours(x[:1], ids[:1], x, ids, 10)
-    assert sorted(dst.tolist()) == [1, 2, 3, 4]
-    with pytest.raises(ValueError, match="non-negative"):
-        approximate_neighbours(x, ids, x, ids - 3, 2)
-    with pytest.raises(ValueError, match="dim"):
-        approximate_neighbours(x[:, :4], ids, x, ids, 2)
-
-
-def test_approximate_duplicates_under_other_ids_are_neighbours():
-    x = np.repeat(np.asarray([[0.6, 0.8, 0.0]], np.float32), 4, axis=0)
-    ids = np.asarray([1, 2, 3, 4], np.int64)
-    src, dst, sim = approximate_neighbours(x, ids, x, ids, 3)
-    for node in ids.tolist():
-        assert sorted(dst[src == node].tolist()) == sorted(set(ids.tolist()) - {node})
-    np.testing.assert_allclose(sim, 1.0, atol=1e-6)
 
 
 # ---------------------------------------------------------------------- core.knn merge

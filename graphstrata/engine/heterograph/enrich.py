@@ -8,7 +8,8 @@
   this operation added to it.
 * Each new embedded node is linked to its ``semantic_neighbours`` nearest embedded T/S/A/H
   nodes (weight 1 per edge; a duplicate of an existing edge adds 1): exact (blocked GEMM)
-  below ``semantic_exact_below`` embedded nodes, approximate (usearch HNSW) above.
+  below ``semantic_exact_below`` embedded nodes, approximate above (the committed usearch
+  index for committed neighbours, NN-descent among a large batch of new nodes).
 
 (docs/architecture.md, "Heterograph".)
 """
@@ -20,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from graphstrata.core.ann import approximate_neighbours
 from graphstrata.core.ids import contains
 from graphstrata.core.kmeans import kmeans_assign, kmeans_fit
 from graphstrata.core.knn import best_per_query, nearest_neighbours, nearest_neighbours_scored
+from graphstrata.core.nndescent import knn_graph_edges
 from graphstrata.engine.component import ChangeSet, UpdateContext
 from graphstrata.engine.heterograph.communities import Communities
 from graphstrata.engine.heterograph.graph import cluster_count
@@ -174,8 +175,10 @@ def semantic_edges(
     Below ``semantic_exact_below`` embedded nodes (committed and new) the neighbours are
     exact (one blocked GEMM over every vector). Above it they are approximate: the new
     nodes query ``index``, the committed version's usearch indexes (``O(new log n)``, no
-    vector copied out of the store), and one another, exactly while they are fewer than
-    the threshold and through a temporary HNSW index above (a full build).
+    vector copied out of the store), and one another: exactly while they are fewer than
+    the threshold, above it (a full build) through the k-NN graph of the new nodes
+    (``core.nndescent``, ``O(new log new)``; a temporary HNSW index built and searched
+    with every new node grew as ``N^1.47``, ``benchmarks/results/scale.md``).
 
     Parameters
     ----------
@@ -224,7 +227,7 @@ def semantic_edges(
     if new_ids.size < threshold:
         parts.append(nearest_neighbours_scored(new_vecs, new_ids, new_vecs, new_ids, m))
     else:
-        parts.append(approximate_neighbours(new_vecs, new_ids, new_vecs, new_ids, m))
+        parts.append(knn_graph_edges(new_vecs, new_ids, m, int(work.config.seed)))
     src, dst, _ = best_per_query(
         np.concatenate([p[0] for p in parts]),
         np.concatenate([p[1] for p in parts]),
