@@ -104,10 +104,12 @@ class HeterographConfig:
     semantic_neighbours: int = 16
     #: Below this many embedded T/S/A/H nodes (committed and new) semantic neighbours are
     #: exact (all pairs, deterministic); above, the new nodes query the committed usearch
-    #: index and, in a build, a temporary HNSW index of their own. Measured on 2 shared
-    #: cores, hashing embeddings of the synthetic corpus (``benchmarks/scale.py ann``,
-    #: ``benchmarks/results/scale.md``): exact all pairs 14 s at 20k nodes and ~97 s at 50k
-    #: (N^2), HNSW 47 s and 54 s (recall@16 0.90 and 0.83); the retrieval sets stay exact.
+    #: index and, when they are this many or more themselves (a build), one another through
+    #: their k-NN graph (``core.nndescent``). Measured on 2 shared cores, hashing embeddings
+    #: of the synthetic corpus (``benchmarks/scale.py ann``, ``benchmarks/results/scale.md``):
+    #: exact all pairs 64 s at 50k vectors and ~1,090 s at 200k (N^2); the k-NN graph
+    #: 118 s at 200k (recall@16 0.66), HNSW built and searched with every vector 80 s and
+    #: 552 s (recall 0.83 and 0.72). The retrieval sets stay exact.
     semantic_exact_below: int = 50_000
     #: Regenerate a community's H/O only when its membership changed by more than this share.
     community_change_share: float = 0.2
