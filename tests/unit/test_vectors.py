@@ -116,3 +116,32 @@ def test_a_query_whose_best_matches_were_removed_searches_again(monkeypatch):
     assert after.removed[kind].size == 6  # kept as removals of the base, not merged
     got, _ = after.search(query, [kind], 4)
     assert got[0].tolist() == ids[order[6:10]].tolist()
+
+
+def test_kinds_built_side_by_side_equal_kinds_built_one_after_another(monkeypatch):
+    # Each kind's index is still linked by one thread: the pool changes the wall time only.
+    import graphstrata.engine.vectors as vectors
+
+    rng = np.random.default_rng(5)
+    # Two kinds above the exact threshold (searched through their HNSW graphs) and a small one.
+    n = max(2 * EXACT_BELOW + 1000, vectors.PARALLEL_KINDS_MIN)
+    ids = np.arange(10, 10 + n, dtype=np.int64)
+    kinds = np.where(np.arange(n) % 2 == 0, int(NodeKind.T), int(NodeKind.S)).astype(np.uint8)
+    kinds[:300] = int(NodeKind.A)
+    mat = _unit_rows(rng, n, 16)
+    queries = _unit_rows(rng, 40, 16)
+    wanted = [int(k) for k in np.unique(kinds)]
+    empty = np.zeros(0, np.int64)
+    answers = []
+    for threads in (1, 3):
+        monkeypatch.setattr(vectors, "KIND_THREADS", threads)
+        built = VectorIndex(16).updated(ids, kinds, mat, empty)
+        table = VectorTable(16, [VectorSegment(ids, kinds, mat, 1)], ids)
+        for vi in (built, VectorIndex.build(table)):
+            answers.append([vi.search(queries, [k], 8) for k in wanted])
+    for other in answers[1:]:
+        for (a_ids, a_sims), (b_ids, b_sims) in zip(answers[0], other, strict=True):
+            for a, b in zip(a_ids, b_ids, strict=True):
+                np.testing.assert_array_equal(a, b)
+            for a, b in zip(a_sims, b_sims, strict=True):
+                np.testing.assert_array_equal(a, b)
