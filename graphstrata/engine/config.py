@@ -108,8 +108,8 @@ class HeterographConfig:
     #: their k-NN graph (``core.nndescent``). Measured on 2 shared cores, hashing embeddings
     #: of the synthetic corpus (``benchmarks/scale.py ann``, ``benchmarks/results/scale.md``):
     #: exact all pairs 64 s at 50k vectors and ~1,090 s at 200k (N^2); the k-NN graph
-    #: 118 s at 200k (recall@16 0.66), HNSW built and searched with every vector 80 s and
-    #: 552 s (recall 0.83 and 0.72). The retrieval sets stay exact.
+    #: 24.7 s and 118 s (recall@16 0.83 and 0.66), HNSW built and searched with every vector
+    #: 74 s and 552 s (recall 0.83 and 0.72). The retrieval sets stay exact.
     semantic_exact_below: int = 50_000
     #: Regenerate a community's H/O only when its membership changed by more than this share.
     community_change_share: float = 0.2
