@@ -10,7 +10,7 @@ neighbour list from its leaves (``O(n log n)``), then NN-descent rounds compare 
 neighbours of each point's neighbours (``O(n m^2)`` a round, rounds bounded by
 ``log2 n``). Measured (``benchmarks/scale.py ann``, hashing embeddings, 200k vectors): 118 s
 against 552 s for HNSW, recall@16 0.66 against 0.72; the 100k-chunk build's stage took 398 s
-where HNSW would take ~2,000 s on the same machine.
+(HNSW took 664 s on a machine ~3x faster; not run on the same one).
 
 Similarity is the inner product (the vectors are unit-normalized embeddings); the trees
 split by angle. The result is deterministic: every random choice is a hash of the seed and
@@ -25,6 +25,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import get_num_threads, njit, prange
 
+from graphstrata.core.sampling import mix64
+
 __all__ = ["KnnGraph", "knn_graph", "knn_graph_edges"]
 
 #: Random projection trees: each gives every point the other points of its leaf as
@@ -36,17 +38,19 @@ N_TREES = 6
 #: leaves are the only candidates the first round starts from).
 LEAF_FACTOR = 2
 #: Each row keeps this many times ``m`` neighbours while descending and returns its best
-#: ``m``: on the hashing embeddings of ``benchmarks/scale.py`` (50k vectors, m 16) lists of
-#: m reached recall@16 0.51, of 2m 0.72-0.77, of 3m 0.84 (HNSW: 0.83 in twice the time).
+#: ``m``: on 50k hashing embeddings of the synthetic corpus' chunks and sentences (m 16,
+#: one-off runs) lists of m reached recall@16 0.51, of 2m 0.72-0.77, of 3m 0.84;
+#: ``benchmarks/scale.py ann`` at 50k: 0.825 in 24.7 s, HNSW 0.829 in 73.9 s.
 LIST_FACTOR = 3
 #: Candidates per point and round, new and old each (pynndescent: ``min(60, n_neighbors)``;
-#: 24 gave 0.72 with lists of 2m, 48 0.77).
+#: with lists of 2m, 32 gave 0.72 and 48 0.77 in the runs above).
 MAX_CANDIDATES = 48
 #: A round that changes fewer than this share of the ``n m`` entries ends the descent
 #: (pynndescent's ``delta``).
 DELTA = 0.001
-#: Rows whose local joins are generated before their updates are applied (memory bound:
-#: ``BLOCK_ROWS × MAX_CANDIDATES^2`` updates of 12 bytes, ~28 MB).
+#: Rows whose local joins are generated before their updates are applied. A row makes at
+#: most ``c (c - 1) / 2 + c^2`` updates of 12 bytes (c = ``MAX_CANDIDATES``): 3,432 and
+#: ~170 MB for the block at the defaults.
 BLOCK_ROWS = 4096
 
 
@@ -61,11 +65,8 @@ class KnnGraph(NamedTuple):
 # ---------------------------------------------------------------------- helpers
 @njit(cache=True, nogil=True, inline="always")
 def _mix(a: np.uint64) -> np.uint64:
-    """splitmix64's finalizer: a well-mixed 64-bit hash of ``a``."""
-    z = a + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    """One splitmix64 step: the golden-ratio increment, then ``core.sampling.mix64``."""
+    return np.uint64(mix64(a + np.uint64(0x9E3779B97F4A7C15)))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -212,13 +213,15 @@ def _candidates(
     indices: np.ndarray, flags: np.ndarray, max_c: int, seed: np.uint64, n_threads: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each row's new and old candidates: its neighbours and the rows that list it, at most
-    ``max_c`` of each, the ones with the smallest hash priority. Row ranges are split over
-    threads; every thread reads every entry and writes only its own rows."""
+    ``max_c`` of each, the ones with the smallest hash priority (kept by :func:`_push` on
+    negated priorities). Row ranges are split over threads; every thread reads every entry
+    and writes only its own rows."""
     n, m = indices.shape
     new_c = np.full((n, max_c), -1, np.int32)
     old_c = np.full((n, max_c), -1, np.int32)
-    new_p = np.full((n, max_c), np.inf, np.float64)
-    old_p = np.full((n, max_c), np.inf, np.float64)
+    new_p = np.full((n, max_c), -np.inf, np.float64)
+    old_p = np.full((n, max_c), -np.inf, np.float64)
+    scratch = np.zeros((n, max_c), np.uint8)  # _push's flags, unused here
     span = (n + n_threads - 1) // n_threads
     for t in prange(n_threads):
         lo = t * span
@@ -228,47 +231,22 @@ def _candidates(
                 j = indices[i, k]
                 if j < 0:
                     continue
-                pr = np.float64(_hash3(seed, i, j) >> np.uint64(11))
-                isnew = flags[i, k] == 1
+                pr = -np.float64(_hash3(seed, i, j) >> np.uint64(11))
+                cand = new_c if flags[i, k] == 1 else old_c
+                prio = new_p if flags[i, k] == 1 else old_p
                 if lo <= i < hi:
-                    _candidate_push(new_c if isnew else old_c, new_p if isnew else old_p, i, j, pr)
+                    _push(cand, prio, scratch, i, pr, j)
                 if lo <= j < hi:
-                    _candidate_push(new_c if isnew else old_c, new_p if isnew else old_p, j, i, pr)
+                    _push(cand, prio, scratch, j, pr, i)
     return new_c, old_c
 
 
-@njit(cache=True, nogil=True)
-def _candidate_push(cand: np.ndarray, prio: np.ndarray, row: int, j: int, pr: float) -> None:
-    """Keep the ``max_c`` lowest-priority distinct candidates of ``row`` (a max-heap)."""
-    c = cand.shape[1]
-    if pr >= prio[row, 0]:
-        return
-    for t in range(c):
-        if cand[row, t] == j:
-            return
-    pos = 0
-    while True:
-        left = 2 * pos + 1
-        if left >= c:
-            break
-        right = left + 1
-        child = left
-        if right < c and prio[row, right] > prio[row, left]:
-            child = right
-        if prio[row, child] <= pr:
-            break
-        prio[row, pos] = prio[row, child]
-        cand[row, pos] = cand[row, child]
-        pos = child
-    prio[row, pos] = pr
-    cand[row, pos] = j
-
-
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _mark_old(indices: np.ndarray, flags: np.ndarray, new_c: np.ndarray) -> None:
-    """A neighbour that became a new candidate of its row is old from now on."""
+    """A neighbour that became a new candidate of its row is old from now on (each row
+    writes only its own flags)."""
     n, m = indices.shape
-    for i in range(n):
+    for i in prange(n):
         for k in range(m):
             if flags[i, k] == 1:
                 j = indices[i, k]
@@ -426,9 +404,10 @@ def knn_graph(
     rounds = max(5, round(float(np.log2(max(n, 2))))) if max_rounds is None else int(max_rounds)
     c = max(1, int(max_candidates))
     block = min(BLOCK_ROWS, n)
-    upd_a = np.empty((block, 2 * c * c), np.int32)
-    upd_b = np.empty((block, 2 * c * c), np.int32)
-    upd_s = np.empty((block, 2 * c * c), np.float32)
+    pairs = c * (c - 1) // 2 + c * c  # new-new and new-old pairs of one row
+    upd_a = np.empty((block, pairs), np.int32)
+    upd_b = np.empty((block, pairs), np.int32)
+    upd_s = np.empty((block, pairs), np.float32)
     counts = np.zeros(block, np.int64)
     threads = get_num_threads()
     for rnd in range(rounds):

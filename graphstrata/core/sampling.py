@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-__all__ = ["consistent_sample", "splitmix64"]
+__all__ = ["consistent_sample", "mix64", "splitmix64"]
+
+
+@njit(cache=True, nogil=True)
+def mix64(x: np.uint64 | np.ndarray) -> np.uint64 | np.ndarray:
+    """The splitmix64 finalizer of ``x`` (a uint64 scalar or array), usable inside kernels."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
 
 def splitmix64(ids: np.ndarray, seed: int) -> np.ndarray:
@@ -21,10 +30,7 @@ def splitmix64(ids: np.ndarray, seed: int) -> np.ndarray:
     uint64 array [n]
     """
     x = np.asarray(ids).astype(np.uint64) ^ np.uint64(seed & 0xFFFFFFFFFFFFFFFF)
-    with np.errstate(over="ignore"):
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
+    return np.asarray(mix64(x), dtype=np.uint64)
 
 
 def consistent_sample(ids: np.ndarray, k: int, seed: int) -> np.ndarray:

@@ -37,8 +37,9 @@ EXACT_BELOW = 4096
 #: 2-core machine one thread took 44 s and all cores 43 s for 30k 384-d vectors.
 ADD_THREADS = 1
 #: Kinds whose indexes are built or updated at once, each on one thread (so each index is
-#: still linked in one order): usearch releases the GIL, and two 6,000-vector indexes took
-#: 2.28 s side by side against 3.86 s one after the other. Only a write adding at least
+#: still linked in one order): usearch releases the GIL, and the 52,636 vectors of the
+#: 10k-chunk scale index took 43.6 s against 50.6-54.8 s one kind after another (the S
+#: index, 78% of them, bounds it). Only a write adding at least
 #: ``PARALLEL_KINDS_MIN`` vectors uses the pool (a small write would pay its start-up).
 KIND_THREADS = max(1, min(4, os.cpu_count() or 1))
 PARALLEL_KINDS_MIN = 4096
