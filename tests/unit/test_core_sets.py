@@ -65,3 +65,37 @@ def test_unique_with_inverse_of_floats_sorts():
     uniq, inverse = sets.unique_inverse(np.array([0.5, -1.0, 0.5]))
     np.testing.assert_array_equal(uniq, [-1.0, 0.5])
     np.testing.assert_array_equal(inverse, [1, 0, 1])
+
+
+def _mapping_changes_oracle(ids, values, pids, pvals):
+    pos = np.minimum(np.searchsorted(pids, ids), max(pids.size - 1, 0))
+    same = (pids[pos] == ids) & (pvals[pos] == values) if pids.size else np.zeros(ids.size, bool)
+    return ~same, ~np.isin(pids, ids)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_mapping_changes_equals_search_and_isin(seed):
+    rng = np.random.default_rng(seed)
+    universe = np.arange(int(rng.integers(1, 400)), dtype=np.int64)
+    ids = np.sort(rng.choice(universe, int(rng.integers(0, universe.size + 1)), replace=False))
+    pids = np.sort(rng.choice(universe, int(rng.integers(0, universe.size + 1)), replace=False))
+    values = rng.integers(0, 3, ids.size).astype(np.int64)
+    pvals = rng.integers(0, 3, pids.size).astype(np.int64)
+    changed, gone = sets.mapping_changes(ids, values, pids, pvals)
+    want_changed, want_gone = _mapping_changes_oracle(ids, values, pids, pvals)
+    np.testing.assert_array_equal(changed, want_changed)
+    np.testing.assert_array_equal(gone, want_gone)
+
+
+def test_mapping_changes_edge_cases():
+    none = np.zeros(0, np.int64)
+    one = np.array([5], np.int64)
+    assert sets.mapping_changes(none, none, none, none)[0].size == 0
+    assert sets.mapping_changes(one, one, none, none)[0].tolist() == [True]
+    assert sets.mapping_changes(none, none, one, one)[1].tolist() == [True]
+    assert sets.mapping_changes(one, one, one, one)[0].tolist() == [False]
+    assert sets.mapping_changes(one, one + 1, one, one)[0].tolist() == [True]
+    # disjoint ranges, both sides
+    a, b = np.array([1, 2], np.int64), np.array([3, 4], np.int64)
+    changed, gone = sets.mapping_changes(a, a, b, b)
+    assert changed.tolist() == [True, True] and gone.tolist() == [True, True]

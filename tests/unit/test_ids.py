@@ -87,3 +87,22 @@ def test_ascending_values_take_the_search_path_with_the_same_result(seed):
     want = np.where(ids[pos] == values, pos, -1)
     np.testing.assert_array_equal(find_positions(ids, values), want)
     np.testing.assert_array_equal(find_positions(ids, values[::-1]), want[::-1])  # table path
+
+
+@pytest.mark.parametrize("n_values", [0, 1, 3, 40, 5000])
+def test_ascending_values_merged_or_searched_give_the_same_positions(n_values):
+    # 5000 ids: 3 and 40 values are searched (fewer than ids / MERGE_SHARE), 5000 merged.
+    rng = np.random.default_rng(n_values)
+    ids = np.unique(rng.integers(0, 20_000, 5000)).astype(np.int64)
+    values = np.sort(
+        np.concatenate(
+            [rng.choice(ids, n_values // 2), rng.integers(-3, 20_003, n_values - n_values // 2)]
+        )
+    ).astype(np.int64)
+    pos = np.minimum(np.searchsorted(ids, values), ids.size - 1)
+    want = np.where(ids[pos] == values, pos, -1)
+    np.testing.assert_array_equal(find_positions(ids, values), want)
+    # duplicates and values past the last id
+    dup = np.repeat(values, 2)
+    np.testing.assert_array_equal(find_positions(ids, dup), np.repeat(want, 2))
+    assert find_positions(ids, np.array([ids[-1] + 1, ids[-1] + 2] * 3000)).max() == -1

@@ -19,7 +19,9 @@ import pytest
 from graphstrata.engine.store import CorruptIndexError, Store
 from graphstrata.engine.store.files import (
     MANIFEST,
+    check_manifest_paths,
     leftover_siblings,
+    manifest_files,
     recover_replace,
     replace_directory,
     resolve_in_root,
@@ -189,3 +191,15 @@ def test_recovery_leaves_the_siblings_of_a_running_build_alone(tmp_path):
     assert leftover_siblings(target) == []
     assert recover_replace(target) == []
     assert live.exists() and unrelated.exists()
+
+
+def test_paths_checked_once_are_remembered_and_new_ones_still_checked(tmp_path):
+    root = _index(tmp_path)
+    manifest = json.loads((root / MANIFEST).read_text())
+    checked: set[str] = set()
+    check_manifest_paths(root, manifest, checked)
+    assert checked == {rel for _, rel in manifest_files(manifest)}
+    manifest["segments"]["docs"].append({"file": "../x.parquet", "sha256": "0", "version": 1})
+    with pytest.raises(CorruptIndexError, match="outside"):
+        check_manifest_paths(root, manifest, checked)
+    assert "../x.parquet" not in checked

@@ -17,6 +17,7 @@ import numpy as np
 
 from graphstrata.core import sets
 from graphstrata.core.centrality import sampled_betweenness
+from graphstrata.core.contraction import apply_contracted_labels, contract_communities, frontier
 from graphstrata.core.graph import csr_from_edges
 from graphstrata.core.ids import positions_in
 from graphstrata.core.kcore import coreness
@@ -335,11 +336,7 @@ def leiden_local(
         infos.append(info)
         # The frontier widens to the neighbours of the nodes that moved (dynamic frontier).
         moved = labels != before
-        near = moved[src] | moved[dst]
-        opened = np.zeros(n, bool)
-        opened[src[near]] = True
-        opened[dst[near]] = True
-        opened &= ~ever_opened
+        opened = frontier(src, dst, moved) & ~ever_opened
         if not opened.any():
             break
         opened |= moved
@@ -366,39 +363,17 @@ def _contracted_run(
     """One Leiden run over the ``opened`` nodes and the rest of the communities next to
     them, each contracted to one node (:func:`leiden_local`); labels stable w.r.t.
     ``initial``."""
-    region = np.flatnonzero(opened)
-    # The rest of every community that holds an opened node or an end of an edge to one
-    # (label counts, not a sort of every label: this runs twice per write).
-    near = opened[src] | opened[dst]
-    candidates = sets.unique(
-        np.concatenate([initial[region], initial[src[near]], initial[dst[near]]])
-    )
-    size = np.bincount(initial)
-    opened_size = np.bincount(initial[region], minlength=size.size)
-    fixed_labels = candidates[size[candidates] > opened_size[candidates]]
-    # Contracted node of each fixed label (-1: none), looked up by label.
-    fixed_node = np.full(size.size, -1, np.int64)
-    fixed_node[fixed_labels] = region.size + np.arange(fixed_labels.size, dtype=np.int64)
-    node_map = fixed_node[initial]
-    node_map[region] = np.arange(region.size, dtype=np.int64)
-    m = int(region.size + fixed_labels.size)
-    a, b = node_map[src], node_map[dst]
-    kept = np.flatnonzero((a >= 0) & (b >= 0))
-    a, b, w = a[kept], b[kept], weight[kept]
-    # Edges inside one contracted node (most: the fixed communities' own) sum into its
-    # self-loop directly; only the others need distinct pairs.
-    inside = a == b
-    loops = np.bincount(a[inside], weights=w[inside], minlength=m)
-    across = ~inside
-    lo, hi = np.minimum(a[across], b[across]), np.maximum(a[across], b[across])
-    cross_pairs, inverse = np.unique(lo * m + hi, return_inverse=True)
-    looped = np.flatnonzero(loops)
+    c = contract_communities(src, dst, weight, strength, initial, opened)
+    m = int(c.region.size + c.fixed_labels.size)
+    cross_pairs, inverse = sets.unique_inverse(c.cross_lo * m + c.cross_hi)
+    looped = np.flatnonzero(c.loops)
     pairs = np.concatenate([cross_pairs, looped * m + looped])
-    summed = np.concatenate([np.bincount(inverse.ravel(), weights=w[across]), loops[looped]])
-    part_strength = np.bincount(node_map[node_map >= 0], strength[node_map >= 0], m)
+    summed = np.concatenate(
+        [np.bincount(inverse, weights=c.cross_w, minlength=cross_pairs.size), c.loops[looped]]
+    )
     total = float(strength.sum())
-    share = float(part_strength.sum()) / total if total > 0 else 1.0
-    start = np.concatenate([initial[region], fixed_labels])
+    share = float(c.strength.sum()) / total if total > 0 else 1.0
+    start = np.concatenate([initial[c.region], c.fixed_labels])
     contracted = leiden(
         m,
         pairs // m,
@@ -407,7 +382,7 @@ def _contracted_run(
         seed,
         start,
         backend,
-        strength=part_strength,
+        strength=c.strength,
         resolution=share,
     )
     # The opened nodes and the fixed communities are whole previous communities, so only
@@ -415,16 +390,10 @@ def _contracted_run(
     # node (the others keep their labels either way), without a pass over the graph. It is
     # made on the contracted nodes, each weighted by the nodes it stands for: the same
     # counts as over those nodes one by one.
-    members = np.concatenate(
-        [
-            np.ones(region.size, np.int64),
-            size[fixed_labels] - opened_size[fixed_labels],
-        ]
-    )
+    members = np.concatenate([np.ones(c.region.size, np.int64), c.fixed_members])
     new_label = stable_labels(contracted, start, int(initial.max()) + 1, members)
-    labels = initial.copy()
-    moved = node_map >= 0
-    labels[moved] = new_label[node_map[moved]]
+    labels = apply_contracted_labels(initial, c.node_map, new_label)
+    region, fixed_labels = c.region, c.fixed_labels
     return labels, LocalRegion(int(region.size), int(fixed_labels.size), int(pairs.size), False)
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from graphstrata.core.sets import mapping_changes
+
 #: Patches after which the next commit writes a new base. A base is the whole mapping (the
 #: write that took new bases at 100k chunks wrote 36 MB), so this sets its amortized share of
 #: a write's bytes; at 32 it was as large as the write itself (issue 17). Opening reads the chain:
@@ -46,6 +48,8 @@ def normalize(ids: np.ndarray, values: np.ndarray) -> NodeState:
     values = np.asarray(values, np.int64)
     if ids.shape != values.shape or ids.ndim != 1:
         raise ValueError(f"node state needs one value per id, got {ids.shape} and {values.shape}")
+    if ids.size > 1 and bool((ids[1:] > ids[:-1]).all()):
+        return ids, values  # already sorted and distinct (a G2 mapping always is)
     order = np.argsort(ids, kind="stable")
     ids, values = ids[order], values[order]
     if ids.size > 1 and bool((ids[1:] == ids[:-1]).any()):
@@ -65,12 +69,13 @@ def patch(new: NodeState, previous: NodeState | None) -> np.ndarray:
     if previous is None or previous[0].size == 0:
         return as_rows(ids, values)
     pids, pvals = previous
-    pos = np.minimum(np.searchsorted(pids, ids), pids.size - 1)
-    same = (pids[pos] == ids) & (pvals[pos] == values)
-    gone = pids[~np.isin(pids, ids, assume_unique=True)]
+    # One merge of the sorted ids: a binary search per id and an isin took 10 ms per
+    # mapping at 100k chunks, six mappings per heterograph write (issue 17).
+    changed, gone_mask = mapping_changes(ids, values, pids, pvals)
+    gone = pids[gone_mask]
     return np.concatenate(
         [
-            as_rows(ids[~same], values[~same]),
+            as_rows(ids[changed], values[changed]),
             as_rows(gone, np.zeros(gone.size), np.ones(gone.size)),
         ],
         axis=1,

@@ -101,6 +101,8 @@ class Store:
         #: Files the write in progress created (removed if it fails), and the one it writes now.
         self._pending: list[Path] = []
         self._writing: Path | None = None
+        #: Manifest entries already found inside ``root`` (``check_manifest_paths``).
+        self._paths_checked: set[str] = set()
 
     # creation and opening -------------------------------------------------------------------
     @classmethod
@@ -219,15 +221,15 @@ class Store:
         return cls(root, manifest)
 
     @staticmethod
-    def _read(root: Path, path: Path) -> dict[str, Any]:
-        """A verified manifest whose files all lie inside ``root`` (else ``CorruptIndexError``)."""
+    def _read(root: Path, path: Path, checked: set[str] | None = None) -> dict[str, Any]:
+        """A verified manifest whose files all lie inside ``root`` (``check_manifest_paths``)."""
         manifest = read_manifest(path)
-        check_manifest_paths(root, manifest)
+        check_manifest_paths(root, manifest, checked)
         return manifest
 
     def reload_manifest(self) -> bool:
         """Re-read the current manifest; True when a newer version was committed."""
-        manifest = self._read(self.root, self.root / MANIFEST)
+        manifest = self._read(self.root, self.root / MANIFEST, self._paths_checked)
         changed = manifest["version"] != self.manifest["version"]
         self.manifest = manifest
         return changed
