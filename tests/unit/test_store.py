@@ -156,6 +156,42 @@ def test_orphans_of_a_dead_writer_are_removed(tmp_path):
     assert len(store.load().nodes) == 3
 
 
+def test_history_manifests_are_read_once_per_store_and_still_protect_their_files(
+    tmp_path, monkeypatch
+):
+    from graphstrata.engine.store import orphans
+
+    store = _create(tmp_path)
+    for _ in range(3):
+        _commit_nodes(store, 2)
+    reads: list[str] = []
+    real = orphans.read_manifest
+
+    def counting(path):
+        reads.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(orphans, "read_manifest", counting)
+    store = Store.open(tmp_path / "ix")  # a new process: reads every history manifest once
+    with store.writer():
+        pass
+    first = sorted(reads)
+    assert first == sorted(p.name for p in (tmp_path / "ix" / "manifests").glob("v*.json"))
+    reads.clear()
+    _commit_nodes(store, 2)  # one new history manifest
+    with store.writer():
+        pass
+    assert reads == ["v00000004.json"]  # only the one committed since
+    # every version's segments are still there: an old version opens
+    for version in range(1, 5):
+        assert len(Store.open(tmp_path / "ix", version=version).load().nodes) == 2 * version
+    orphan = tmp_path / "ix" / "segments" / "nodes-v00000009-deadbeef.parquet"
+    orphan.write_bytes(b"half written")
+    with store.writer():
+        pass
+    assert not orphan.exists()
+
+
 def test_compact_merges_segments_and_keeps_content(tmp_path):
     store = _create(tmp_path)
     for _ in range(4):

@@ -62,13 +62,15 @@ def facts(work: Work, entities: np.ndarray, before: bool) -> Facts:
     if before:
         sn = work.committed_edges(int(EdgeKind.UNIT_ENTITY))
         nr = work.committed_edges(int(EdgeKind.ENTITY_RELATION))
+        sel = np.isin(sn[1], entities)
+        sn = (sn[0][sel], sn[1][sel])
+        sel = np.isin(nr[0], entities)
+        nr = (nr[0][sel], nr[1][sel])
     else:
-        sn = work.live_edges([int(EdgeKind.UNIT_ENTITY)])
-        nr = work.live_edges([int(EdgeKind.ENTITY_RELATION)])
-    sel = np.isin(sn[1], entities)
-    units = group_by(sn[1][sel], sn[0][sel])
-    sel = np.isin(nr[0], entities)
-    rels = group_by(nr[0][sel], nr[1][sel])
+        sn = work.live_edges_at(int(EdgeKind.UNIT_ENTITY), entities, end=1)
+        nr = work.live_edges_at(int(EdgeKind.ENTITY_RELATION), entities, end=0)
+    units = group_by(sn[1], sn[0])
+    rels = group_by(nr[0], nr[1])
     out = {}
     for e in entities.tolist():
         s_ids = sets.unique(units.get(e, EMPTY))[::-1]

@@ -20,10 +20,9 @@ from graphstrata.engine.types import EdgeKind
 
 def _supporters(work: Work, kind: int, targets: np.ndarray) -> dict[int, list[int]]:
     """Live S ids mentioning each target (through ``kind`` edges S -> target)."""
-    src, dst = work.live_edges([kind])
-    sel = np.isin(dst, targets)
+    src, dst = work.live_edges_at(kind, targets, end=1)
     out: dict[int, list[int]] = {int(t): [] for t in targets.tolist()}
-    for s, t in zip(src[sel].tolist(), dst[sel].tolist(), strict=True):
+    for s, t in zip(src.tolist(), dst.tolist(), strict=True):
         out[t].append(s)
     return out
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphstrata.core import sets
+from graphstrata.core.ids import contains
 from graphstrata.engine.config import HeterographConfig
 from graphstrata.engine.heterograph.schema import NAME
 from graphstrata.engine.store import NodeTable, Snapshot
@@ -191,6 +192,29 @@ class Work:
                 ns, nd = ns[keep], nd[keep]
             srcs += [s, ns]
             dsts += [d, nd]
+        return np.concatenate(srcs), np.concatenate(dsts)
+
+    def live_edges_at(self, kind: int, ids: np.ndarray, end: int) -> EdgeList:
+        """The edges of ``live_edges([kind])`` whose ``end`` (0: source, 1: destination) is
+        one of ``ids``, in the same order.
+
+        The edges at ``ids`` are selected first and only they are checked for dead ends:
+        filtering every edge of the kind for the dead took 15-35 ms per call at 100k chunks
+        (issue 17).
+        """
+        wanted = sets.unique(np.asarray(ids, np.int64))
+        dead = sets.unique(self.dead_array())
+        srcs, dsts = [EMPTY], [EMPTY]
+        for s, d in (self.committed_edges(kind), self.edges.of(kind)):
+            if not s.size or not wanted.size:
+                continue
+            at = contains(wanted, (s, d)[end])
+            s, d = s[at], d[at]
+            if dead.size:
+                keep = ~(contains(dead, s) | contains(dead, d))
+                s, d = s[keep], d[keep]
+            srcs.append(s)
+            dsts.append(d)
         return np.concatenate(srcs), np.concatenate(dsts)
 
     def live_ids(self, *kinds: int) -> np.ndarray:

@@ -25,7 +25,6 @@ import pyarrow as pa
 
 from graphstrata.core import sets
 from graphstrata.engine.store.caches import (
-    CACHE_FOLDERS,
     CACHE_NAMES,
     Caches,
     cache_paths,
@@ -51,7 +50,6 @@ from graphstrata.engine.store.files import (
     file_problem,
     fsync_file,
     leftover_siblings,
-    manifest_files,
     read_manifest,
     resolve_in_root,
     seal,
@@ -61,6 +59,7 @@ from graphstrata.engine.store.files import (
     write_failure_cause,
 )
 from graphstrata.engine.store.node_state import apply_rows, collapsed, commit_chains
+from graphstrata.engine.store.orphans import OrphanSweeper, referenced_files
 from graphstrata.engine.store.schema import (
     DOC_SCHEMA,
     EDGE_SCHEMA,
@@ -103,6 +102,7 @@ class Store:
         self._writing: Path | None = None
         #: Manifest entries already found inside ``root`` (``check_manifest_paths``).
         self._paths_checked: set[str] = set()
+        self._orphans = OrphanSweeper(root)
 
     # creation and opening -------------------------------------------------------------------
     @classmethod
@@ -375,7 +375,7 @@ class Store:
                 fh.write(str(os.getpid()))
                 fh.flush()
                 self.reload_manifest()
-                self._remove_orphans()
+                self._orphans.sweep(self.version, self.manifest)
                 yield
             finally:
                 fh.seek(0)
@@ -610,36 +610,7 @@ class Store:
 
     def referenced_files(self, manifest: dict[str, Any] | None = None) -> set[str]:
         """Paths, relative to the root, of every file ``manifest`` (default: ours) needs."""
-        return {str(rel) for _, rel in manifest_files(manifest or self.manifest)}
-
-    def _remove_orphans(self) -> None:
-        """Delete files no manifest refers to: the leftovers of a writer that died."""
-        current = self.version
-        keep: set[str] = set()
-        history = self.root / "manifests"
-        for path in sorted(history.glob("v*.json")):
-            try:
-                num = int(path.stem[1:])
-            except ValueError:
-                continue
-            if num > current:  # written by a writer that died before switching manifest.json
-                path.unlink(missing_ok=True)
-                continue
-            try:
-                keep |= self.referenced_files(read_manifest(path))
-            except StoreError:
-                continue
-        keep |= self.referenced_files()
-        for sub in ("segments", *CACHE_FOLDERS.values()):
-            folder = self.root / sub
-            if not folder.exists():
-                continue
-            for path in folder.iterdir():
-                rel = f"{sub}/{path.name}"
-                if rel not in keep:
-                    path.unlink(missing_ok=True)
-        for tmp in list(self.root.glob(".*.tmp")) + list(history.glob(".*.tmp")):
-            tmp.unlink(missing_ok=True)
+        return referenced_files(manifest or self.manifest)
 
     def rewrite(self, snapshot: Snapshot, caches: Caches | None = None) -> CommitResult:
         """Compact: write every live row into one segment per table as a new version.
@@ -687,7 +658,7 @@ class Store:
         for path in (self.root / "manifests").glob("v*.json"):
             if path.name != f"v{version:08d}.json":
                 path.unlink(missing_ok=True)
-        self._remove_orphans()
+        self._orphans.sweep(self.version, self.manifest)
         return CommitResult(version=version, bytes_written=written + len(data), manifest=manifest)
 
     def size_bytes(self) -> int:
