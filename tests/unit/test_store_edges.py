@@ -42,6 +42,7 @@ def _oracle(all_edges: pa.Table, dead: set[int]) -> pa.Table:
 @pytest.mark.parametrize("seed", range(4))
 def test_advanced_edges_equal_filtering_every_edge(seed, max_parts, monkeypatch):
     monkeypatch.setattr(edges_mod, "MAX_LAZY_PARTS", max_parts)
+    monkeypatch.setattr(edges_mod, "MAX_LAZY_DEAD", max_parts * 2)
     rng = np.random.default_rng(seed)
     next_id = 40
     live = set(range(next_id))
@@ -60,6 +61,12 @@ def test_advanced_edges_equal_filtering_every_edge(seed, max_parts, monkeypatch)
         new = _edges(rng.choice(ends, m), rng.choice(ends, m), rng.choice(KINDS, m))
         added.append(new)
         table = table.advanced(np.asarray(sorted(gone.tolist()), np.int64), new)
+        want = _oracle(pa.concat_tables(added), dead)
+        for kind in KINDS.tolist():  # one kind, filtered on its own, in table order
+            of_kind = want.filter(pa.compute.equal(want["kind"], kind))
+            src, dst = table.kind_edges(kind)
+            np.testing.assert_array_equal(src, of_kind["src"].to_numpy())
+            np.testing.assert_array_equal(dst, of_kind["dst"].to_numpy())
         if step % 3 == 0:  # reading in between changes nothing
             assert table.table.equals(_oracle(pa.concat_tables(added), dead))
     want = _oracle(pa.concat_tables(added), dead)

@@ -19,7 +19,7 @@ from graphstrata.core.ids import contains
 from graphstrata.engine.config import HeterographConfig
 from graphstrata.engine.heterograph.schema import NAME
 from graphstrata.engine.store import NodeTable, Snapshot
-from graphstrata.engine.store.edges import LAZY_KINDS, EdgeTable
+from graphstrata.engine.store.edges import EdgeTable
 from graphstrata.engine.tokens import count_tokens_batch
 
 EMPTY = np.zeros(0, np.int64)
@@ -52,15 +52,15 @@ class EdgeBuffer:
 
 
 class CommittedEdges:
-    """The committed heterograph edges of one kind at a time, split out on first request.
+    """The committed heterograph edges of one kind at a time, selected on first request.
 
     A write reads a few structural kinds; the semantic edges (over 80% of all at 10k
-    chunks) are neither filtered nor split out for it (``store.edges``).
+    chunks) are neither filtered nor split out for it, and a kind is filtered for the
+    nodes deleted since the edges were last filtered only when read (``store.edges``).
     """
 
     def __init__(self, edges: EdgeTable):
         self._edges = edges
-        self._kinds: dict[bool, np.ndarray] = {}
         self._of: dict[int, EdgeList] = {}
 
     def of(self, kind: int) -> EdgeList:
@@ -68,15 +68,7 @@ class CommittedEdges:
         kind = int(kind)
         found = self._of.get(kind)
         if found is None:
-            lazy = kind in LAZY_KINDS
-            table = self._edges.lazy if lazy else self._edges.structural
-            if table.num_rows == 0:
-                found = (EMPTY, EMPTY)
-            else:
-                if lazy not in self._kinds:
-                    self._kinds[lazy] = table.column("kind").to_numpy()
-                at = np.flatnonzero(self._kinds[lazy] == kind)
-                found = (table.column("src").to_numpy()[at], table.column("dst").to_numpy()[at])
+            found = self._edges.kind_edges(kind)
             self._of[kind] = found
         return found
 

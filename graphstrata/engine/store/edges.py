@@ -1,14 +1,14 @@
-"""One version's live edges, with the bulk kind filtered only when it is read.
+"""One version's live edges, filtered for the nodes deleted since only when they are read.
 
-Semantic edges are most of the edge table (800k of 947k at 10k chunks, 8.2M of 9.6M at 100k), and a
-write never reads them from the table: the walk's CSR holds them and drops dead nodes
-itself (``heterograph.walk_graph``). Filtering them at every commit for the nodes it
-deleted, and copying what is left, was most of ``Snapshot.advanced``'s 0.49 s in a
-one-document write at 100k chunks (0.09 s without it)
-(issue 17). So an :class:`EdgeTable` keeps the other edges filtered, and the
-``LAZY_KINDS`` edges as the parts appended since they were last filtered plus the ids that
-died since; they are filtered when someone reads them, or when the parts or the dead ids
-pile up (amortized over the commits before).
+A commit deletes a few nodes and adds a few edges; filtering every edge for the deleted
+nodes, and copying what is left, cost each commit O(E): at 100k chunks 0.49 s for all
+edges, then 45 ms per write for the structural ones alone (1.4M; the semantic 8.2M were
+made lazy first) (issue 17). So an :class:`EdgeTable` keeps each group of kinds (the
+``LAZY_KINDS``, which a write never reads, and the structural rest, which it reads one kind
+at a time) as the parts appended since they were last filtered plus the ids that died
+since. A whole group is filtered when someone reads it whole, or when the parts or the
+dead ids pile up (amortized over the commits before); one kind's edges are selected from
+the parts and only they are filtered (:meth:`EdgeTable.kind_edges`).
 """
 
 from __future__ import annotations
@@ -17,15 +17,18 @@ import numpy as np
 import pyarrow as pa
 
 from graphstrata.core import sets
+from graphstrata.core.ids import contains
 from graphstrata.engine.store.schema import EDGE_SCHEMA
 from graphstrata.engine.store.tables import empty_table, member
 from graphstrata.engine.types import EdgeKind
 
-#: Edge kinds filtered on read (see the module docstring).
+#: Edge kinds a write never reads from the table (the walk's CSR holds them).
 LAZY_KINDS = (int(EdgeKind.SEMANTIC),)
-#: Appended parts, or dead ids, after which a commit filters the lazy edges at once.
+#: Appended parts, or dead ids, after which a commit filters a group at once.
 MAX_LAZY_PARTS = 64
 MAX_LAZY_DEAD = 1 << 16
+
+_EMPTY = np.zeros(0, np.int64)
 
 
 def _split(table: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -47,6 +50,48 @@ def _without(table: pa.Table, dead: np.ndarray) -> pa.Table:
     return table if alive.all() else table.filter(pa.array(alive))
 
 
+class _PendingEdges:
+    """Edges appended in parts (ends live when appended) and the sorted ids that died
+    since: an edge with an end among them is gone."""
+
+    def __init__(self, parts: tuple[pa.Table, ...] = (), dead: np.ndarray | None = None):
+        self.parts = tuple(p.cast(EDGE_SCHEMA) for p in parts if p.num_rows)
+        self.dead = _EMPTY if dead is None or not self.parts else dead
+
+    def filtered(self) -> pa.Table:
+        """The live edges, in order (collapsed into one filtered part, kept)."""
+        if not self.parts:
+            return empty_table(EDGE_SCHEMA)
+        if len(self.parts) > 1 or self.dead.size:
+            # Readers may race here; each computes the same table.
+            merged = pa.concat_tables(list(self.parts))
+            self.parts = (_without(merged, self.dead).combine_chunks(),)
+            self.dead = _EMPTY
+        return self.parts[0]
+
+    def of_kind(self, kind: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(src, dst)`` of the live edges of ``kind``, in order."""
+        srcs, dsts = [_EMPTY], [_EMPTY]
+        for part in self.parts:
+            at = np.flatnonzero(part.column("kind").to_numpy() == kind)
+            if at.size:
+                srcs.append(part.column("src").to_numpy()[at])
+                dsts.append(part.column("dst").to_numpy()[at])
+        src, dst = np.concatenate(srcs), np.concatenate(dsts)
+        if self.dead.size and src.size:
+            alive = ~(contains(self.dead, src) | contains(self.dead, dst))
+            src, dst = src[alive], dst[alive]
+        return src, dst
+
+    def advanced(self, dead: np.ndarray, new: pa.Table) -> _PendingEdges:
+        """After a commit that deleted ``dead`` (sorted) and appended ``new``."""
+        gone = sets.union(self.dead, dead) if self.parts and dead.size else self.dead
+        out = _PendingEdges((*self.parts, new), gone)
+        if len(out.parts) > MAX_LAZY_PARTS or out.dead.size > MAX_LAZY_DEAD:
+            out.filtered()
+        return out
+
+
 class EdgeTable:
     """The live edges of one version (``EDGE_SCHEMA``).
 
@@ -55,42 +100,37 @@ class EdgeTable:
 
     Parameters
     ----------
-    structural:
-        The live edges of the kinds not in ``LAZY_KINDS``.
-    lazy_parts:
-        Edges of ``LAZY_KINDS``, in order, whose ends were live when they were appended.
-    lazy_dead:
-        Sorted ids deleted since: edges of ``lazy_parts`` with an end among them are gone.
+    structural, lazy:
+        The edges of the kinds not in ``LAZY_KINDS`` and of those, each as parts
+        appended since they were last filtered and the ids deleted since.
     """
 
-    def __init__(
-        self,
-        structural: pa.Table,
-        lazy_parts: tuple[pa.Table, ...] = (),
-        lazy_dead: np.ndarray | None = None,
-    ):
-        self.structural = structural.cast(EDGE_SCHEMA)
-        self._lazy_parts = tuple(p.cast(EDGE_SCHEMA) for p in lazy_parts if p.num_rows)
-        self._lazy_dead = np.zeros(0, np.int64) if lazy_dead is None else lazy_dead
+    def __init__(self, structural: _PendingEdges, lazy: _PendingEdges):
+        self._structural = structural
+        self._lazy = lazy
         self._table: pa.Table | None = None
 
     @classmethod
     def of(cls, table: pa.Table) -> EdgeTable:
         """The edge table of ``table`` (live edges, as read from disk)."""
         structural, lazy = _split(table.cast(EDGE_SCHEMA))
-        return cls(structural, (lazy,))
+        return cls(_PendingEdges((structural,)), _PendingEdges((lazy,)))
+
+    @property
+    def structural(self) -> pa.Table:
+        """The live edges of the kinds not in ``LAZY_KINDS`` (filtered now if needed)."""
+        return self._structural.filtered()
 
     @property
     def lazy(self) -> pa.Table:
         """The live edges of ``LAZY_KINDS`` (filtered now if ids died since)."""
-        if not self._lazy_parts:
-            return empty_table(EDGE_SCHEMA)
-        if len(self._lazy_parts) > 1 or self._lazy_dead.size:
-            # Readers may race here; each computes the same table.
-            merged = pa.concat_tables(list(self._lazy_parts))
-            self._lazy_parts = (_without(merged, self._lazy_dead).combine_chunks(),)
-            self._lazy_dead = np.zeros(0, np.int64)
-        return self._lazy_parts[0]
+        return self._lazy.filtered()
+
+    def kind_edges(self, kind: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(src, dst)`` of the live edges of ``kind``, in table order; only that kind's
+        edges are filtered for the ids deleted since."""
+        group = self._lazy if int(kind) in LAZY_KINDS else self._structural
+        return group.of_kind(int(kind))
 
     @property
     def table(self) -> pa.Table:
@@ -101,24 +141,14 @@ class EdgeTable:
 
     @property
     def num_rows(self) -> int:
-        """How many live edges (filters the lazy kinds if ids died since)."""
+        """How many live edges (filters the edges if ids died since)."""
         return int(self.structural.num_rows + self.lazy.num_rows)
 
     def advanced(self, dead: np.ndarray, new_edges: pa.Table) -> EdgeTable:
         """The edges after a commit that deleted ``dead`` (sorted) and added ``new_edges``
         (``EDGE_SCHEMA``; their ends live after the commit)."""
         new_structural, new_lazy = _split(new_edges)
-        structural = _without(self.structural, dead)
-        if new_structural.num_rows:
-            structural = pa.concat_tables([structural, new_structural])
-        if structural.num_rows and structural.column("src").num_chunks > MAX_LAZY_PARTS:
-            structural = structural.combine_chunks()
-        parts, lazy_dead = self._lazy_parts, self._lazy_dead
-        if parts and dead.size:
-            lazy_dead = sets.union(lazy_dead, dead)
-        if new_lazy.num_rows:
-            parts = (*parts, new_lazy)
-        out = EdgeTable(structural, parts, lazy_dead)
-        if len(out._lazy_parts) > MAX_LAZY_PARTS or out._lazy_dead.size > MAX_LAZY_DEAD:
-            _ = out.lazy
-        return out
+        return EdgeTable(
+            self._structural.advanced(dead, new_structural),
+            self._lazy.advanced(dead, new_lazy),
+        )
