@@ -6,11 +6,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from graphstrata.engine.config import HeterographConfig
+from graphstrata.engine.config import HeterographConfig, IndexConfig
 from graphstrata.engine.heterograph.work import CommittedEdges, Work
 from graphstrata.engine.store.edges import EdgeTable
 from graphstrata.engine.store.schema import EDGE_SCHEMA
-from graphstrata.engine.types import EdgeKind
+from graphstrata.engine.types import EdgeKind, NodeKind
 
 KINDS = (int(EdgeKind.UNIT_ENTITY), int(EdgeKind.ENTITY_RELATION))
 
@@ -66,3 +66,32 @@ def test_live_edges_at_edge_cases():
     work = _work(rng, 5, 40, 5)  # every node dead: only edges to new nodes can remain
     src, dst = work.live_edges_at(KINDS[0], np.arange(10), 1)
     assert not np.isin(src, list(work.dead)).any() and not np.isin(dst, list(work.dead)).any()
+
+
+@pytest.fixture(scope="module")
+def sample_work(tmp_path_factory, sample_docs):
+    from graphstrata.bindings.api import Index
+    from graphstrata.bindings.embedders import HashingEmbedder
+
+    cfg = IndexConfig()
+    cfg.hierarchy.enabled = False
+    index = Index.create(tmp_path_factory.mktemp("work") / "idx", cfg, embedder=HashingEmbedder(32))
+    index.insert(sample_docs)
+    snapshot = index.engine.state.snapshot
+    return Work.start(snapshot, cfg.heterograph, np.zeros(0, np.int64), lambda k: np.arange(k))
+
+
+def test_cited_docs_by_equals_cited_docs_per_owner(sample_work):
+    work = sample_work
+    rng = np.random.default_rng(0)
+    units = work.nodes.ids_of_kind(int(NodeKind.S))
+    ids = rng.choice(units, 300)  # duplicates on purpose
+    owners = rng.integers(0, 7, ids.size)
+    # a node whose docs this operation rewrote is read from the operation, not the table
+    work.docs[int(ids[0])] = [999_999, 3]
+    got = work.cited_docs_by(owners, ids)
+    assert sorted(got) == sorted(set(owners.tolist()))
+    for owner in set(owners.tolist()):
+        assert got[owner] == work.cited_docs(ids[owners == owner].tolist())
+    assert 999_999 in got[int(owners[0])]
+    assert work.cited_docs_by(np.zeros(0, np.int64), np.zeros(0, np.int64)) == {}

@@ -13,18 +13,22 @@ import numpy as np
 from graphstrata.core import sets
 from graphstrata.engine.hashing import stable_hash
 from graphstrata.engine.heterograph.decompose import Names, NewUnits
+from graphstrata.engine.heterograph.graph import group_by
 from graphstrata.engine.heterograph.lookups import MentionTable
 from graphstrata.engine.heterograph.work import EMPTY, Work
 from graphstrata.engine.types import EdgeKind
 
 
-def _supporters(work: Work, kind: int, targets: np.ndarray) -> dict[int, list[int]]:
-    """Live S ids mentioning each target (through ``kind`` edges S -> target)."""
+def _supporters(
+    work: Work, kind: int, targets: np.ndarray
+) -> tuple[dict[int, np.ndarray], dict[int, list[int]]]:
+    """Live S ids mentioning each target (through ``kind`` edges S -> target, in edge
+    order), and the documents they cite (``Work.cited_docs_by``)."""
     src, dst = work.live_edges_at(kind, targets, end=1)
-    out: dict[int, list[int]] = {int(t): [] for t in targets.tolist()}
-    for s, t in zip(src.tolist(), dst.tolist(), strict=True):
-        out[t].append(s)
-    return out
+    units = group_by(dst, src)
+    return {int(t): units.get(int(t), EMPTY) for t in targets.tolist()}, work.cited_docs_by(
+        dst, src
+    )
 
 
 def _relation_lines(
@@ -83,19 +87,22 @@ def settle(work: Work, names: Names, dead_units: np.ndarray, new: NewUnits) -> n
         touched[kind] = sets.unique(np.concatenate([old, nd]))
     alive_entities = []
     for kind, targets in touched.items():
-        supporters = _supporters(work, kind, targets)
-        for node, units in supporters.items():
+        supporters, cited = _supporters(work, kind, targets)
+        committed = [t for t in targets.tolist() if t not in work.new_kind]
+        before = dict(zip(committed, nodes.docs_of(committed), strict=True))
+        for node, unit_ids in supporters.items():
             is_new = node in work.new_kind
-            if not units:
+            if not unit_ids.size:
                 if not is_new:
                     work.dead.add(node)
                 else:  # created and unsupported in the same operation: never written
                     work.new_kind.pop(node)
                 continue
-            docs = work.cited_docs(units)
+            units = unit_ids.tolist()
+            docs = cited[node]
             if kind == int(EdgeKind.UNIT_ENTITY):
                 alive_entities.append(node)
-                if is_new or docs != sorted(nodes.docs_of([node])[0]):
+                if is_new or docs != sorted(before[node]):
                     work.docs[node] = docs
                     if not is_new:
                         work.replaced.add(node)
@@ -103,7 +110,7 @@ def settle(work: Work, names: Names, dead_units: np.ndarray, new: NewUnits) -> n
             old_lines = [] if is_new else nodes.text_of([node])[0].split("\n")
             lines = _relation_lines(work, names.mentions, new, node, old_lines, units)
             text = "\n".join(lines)
-            if is_new or docs != sorted(nodes.docs_of([node])[0]) or lines != old_lines:
+            if is_new or docs != sorted(before[node]) or lines != old_lines:
                 work.docs[node] = docs
                 work.text[node] = text
                 if not is_new:

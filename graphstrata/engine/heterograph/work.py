@@ -17,6 +17,7 @@ import numpy as np
 from graphstrata.core import sets
 from graphstrata.core.ids import contains
 from graphstrata.engine.config import HeterographConfig
+from graphstrata.engine.heterograph.graph import group_by
 from graphstrata.engine.heterograph.schema import NAME
 from graphstrata.engine.store import NodeTable, Snapshot
 from graphstrata.engine.store.edges import EdgeTable
@@ -248,6 +249,35 @@ class Work:
         fresh = [j for j, i in enumerate(ids) if i in self.text]
         if fresh:
             out[fresh] = count_tokens_batch([self.text[ids[j]] for j in fresh])
+        return out
+
+    def cited_docs_by(self, owners: np.ndarray, ids: np.ndarray) -> dict[int, list[int]]:
+        """``{owner: cited_docs(its ids)}`` for ``ids[i]`` owned by ``owners[i]``, in one pass.
+
+        The touched hub entities of a write at 100k chunks have tens of thousands of
+        supporting units between them; their doc lists are gathered once, in Arrow, and
+        reduced per owner by one sort, not one lookup per entity (issue 17).
+        """
+        owners = np.asarray(owners, np.int64)
+        ids = np.asarray(ids, np.int64)
+        fresh = np.fromiter((int(i) in self.docs for i in ids.tolist()), bool, ids.size)
+        keys, by = [EMPTY], [EMPTY]
+        if (~fresh).any():
+            flat, parent = self.nodes.doc_lists_at(self.nodes.rows(ids[~fresh]))
+            keys.append(flat)
+            by.append(owners[~fresh][parent])
+        for owner, i in zip(owners[fresh].tolist(), ids[fresh].tolist(), strict=True):
+            keys.append(np.asarray(self.docs[i], np.int64))
+            by.append(np.full(len(self.docs[i]), owner, np.int64))
+        key, owner_of = np.concatenate(keys), np.concatenate(by)
+        out: dict[int, list[int]] = {int(o): [] for o in sets.unique(owners).tolist()}
+        if key.size:
+            order = np.lexsort((key, owner_of))
+            key, owner_of = key[order], owner_of[order]
+            first = np.ones(key.size, bool)
+            first[1:] = (key[1:] != key[:-1]) | (owner_of[1:] != owner_of[:-1])
+            for o, docs in group_by(owner_of[first], key[first]).items():
+                out[o] = docs.tolist()
         return out
 
     def cited_docs(self, ids: Iterable[int]) -> list[int]:
