@@ -119,7 +119,7 @@ def test_advanced_text_index_equals_a_fresh_one(tmp_path, sample_docs):
     steps = [
         ("insert", docs[8:12]),
         ("delete", [docs[2]["doc_id"], docs[9]["doc_id"]]),
-        ("delete", [twin["doc_id"]]),  # a repeated key's holder leaves: that kind is rebuilt
+        ("delete", [twin["doc_id"]]),  # a repeated key's holder leaves: the key passes on
         ("insert", [{**docs[3], "text": docs[3]["text"] + " Later the Orrin Guild sold it."}]),
         ("insert", docs[12:15]),
     ]

@@ -132,10 +132,13 @@ def seal(manifest: dict[str, Any]) -> bytes:
     Returns
     -------
     bytes
-        Indented, key-sorted JSON.
+        Key-sorted JSON without whitespace (``python -m json.tool`` indents it). Indented
+        JSON goes through the json module's pure-Python encoder: 18 ms against 2.7 ms for
+        the 314 kB manifest of a 100k-chunk index after 150 writes, on every commit, and
+        18% more bytes (issue 17).
     """
     manifest["checksum"] = hashlib.sha256(_canonical(manifest)).hexdigest()
-    return json.dumps(manifest, indent=1, sort_keys=True).encode()
+    return json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode() + b"\n"
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
