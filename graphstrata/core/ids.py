@@ -45,10 +45,37 @@ def _use_table(span: int, n_values: int) -> bool:
     return span <= TABLE_SPAN_FACTOR * n_values
 
 
+@njit(cache=True, nogil=True)
+def _member(sorted_ids: np.ndarray, values: np.ndarray, lo: int, span: int) -> np.ndarray:
+    present = np.zeros(span, dtype=np.bool_)
+    for i in range(sorted_ids.shape[0]):
+        present[sorted_ids[i] - lo] = True
+    out = np.zeros(values.shape[0], dtype=np.bool_)
+    for i in range(values.shape[0]):
+        v = values[i] - lo
+        if 0 <= v < span:
+            out[i] = present[v]
+    return out
+
+
 def contains(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     """bool per value: does it occur in ``sorted_ids`` (ascending, unique); see
-    :func:`find_positions`."""
-    return find_positions(sorted_ids, values) >= 0
+    :func:`find_positions`.
+
+    Where a table of the ids' span pays (``TABLE_SPAN_FACTOR``), one compiled pass over a
+    bitmap of it: 900k edge ends against 40 entity ids spanning 650k took 16 ms through the
+    position table (a filled int64 table, a clipped copy of the values, a gather) (issue 17).
+    """
+    sorted_ids = np.asarray(sorted_ids, np.int64)
+    values = np.asarray(values, np.int64)
+    if sorted_ids.size == 0 or values.size == 0:
+        return np.zeros(values.shape, bool)
+    lo = int(sorted_ids[0])
+    span = int(sorted_ids[-1]) - lo + 1
+    if not _use_table(span, values.size):
+        return find_positions(sorted_ids, values) >= 0
+    flat = np.ascontiguousarray(values).reshape(-1)
+    return _member(np.ascontiguousarray(sorted_ids), flat, lo, span).reshape(values.shape)
 
 
 def find_positions(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from graphstrata.core import sets
-from graphstrata.core.ids import positions_in
+from graphstrata.core.ids import contains, positions_in
 from graphstrata.engine.component import MeteredLLM
 from graphstrata.engine.heterograph.decompose import Names
 from graphstrata.engine.heterograph.graph import group_by, important_entities, unique_pairs
@@ -62,9 +62,10 @@ def facts(work: Work, entities: np.ndarray, before: bool) -> Facts:
     if before:
         sn = work.committed_edges(int(EdgeKind.UNIT_ENTITY))
         nr = work.committed_edges(int(EdgeKind.ENTITY_RELATION))
-        sel = np.isin(sn[1], entities)
+        wanted = sets.unique(entities)
+        sel = contains(wanted, sn[1])
         sn = (sn[0][sel], sn[1][sel])
-        sel = np.isin(nr[0], entities)
+        sel = contains(wanted, nr[0])
         nr = (nr[0][sel], nr[1][sel])
     else:
         sn = work.live_edges_at(int(EdgeKind.UNIT_ENTITY), entities, end=1)
@@ -145,6 +146,7 @@ def attributes(
     touched_set = set(touched.tolist())
     candidates = np.asarray(sorted(important & touched_set & set(has)), dtype=np.int64)
     changed: set[int] = set()
+    new: Facts = {}
     if candidates.size:
         old = facts(work, candidates, before=True)
         new = facts(work, candidates, before=False)
@@ -164,7 +166,10 @@ def attributes(
     }
     if not targets:
         return stats
-    written_from = facts(work, np.asarray(targets, dtype=np.int64), before=False)
+    # The facts of the changed entities were just read (deleting attributes, above, changes
+    # no unit or relationship edge); only the newly important ones are read here.
+    unread = np.asarray([e for e in targets if e not in new], dtype=np.int64)
+    written_from = {**new, **(facts(work, unread, before=False) if unread.size else {})}
     requests = []
     for e in targets:
         units, rels = written_from[e]

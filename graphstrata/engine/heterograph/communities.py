@@ -89,16 +89,16 @@ def _touched_nodes(
 ) -> np.ndarray:
     """Live G2 nodes whose edges this operation changed: new nodes, the ends of new G2
     edges, and the committed neighbours of deleted nodes (edges die only with an end)."""
-    parts = [g2_ids[~np.isin(g2_ids, prev[0])]] if prev is not None else [g2_ids]
-    dead = work.dead_array()
+    parts = [g2_ids[~contains(prev[0], g2_ids)]] if prev is not None else [g2_ids]
+    dead = sets.unique(work.dead_array())
     for kind in G2_EDGES:
         ns, nd = work.edges.of(kind)
         parts += [ns, nd]
         if dead.size:
             s, d = work.committed_edges(kind)
-            parts += [d[np.isin(s, dead)], s[np.isin(d, dead)]]
+            parts += [d[contains(dead, s)], s[contains(dead, d)]]
     touched = sets.unique(np.concatenate(parts))
-    return touched[np.isin(touched, g2_ids)]
+    return touched[contains(g2_ids, touched)]
 
 
 def _changed_labels(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphstrata.core import sets
+from graphstrata.core.ids import contains
 from graphstrata.engine.hashing import stable_hash
 from graphstrata.engine.heterograph.decompose import Names, NewUnits
 from graphstrata.engine.heterograph.graph import group_by
@@ -82,7 +83,7 @@ def settle(work: Work, names: Names, dead_units: np.ndarray, new: NewUnits) -> n
     touched: dict[int, np.ndarray] = {}
     for kind in kinds:
         src, dst = work.committed_edges(kind)
-        old = dst[np.isin(src, dead_units)] if dead_units.size else EMPTY
+        old = dst[contains(sets.unique(dead_units), src)] if dead_units.size else EMPTY
         _ns, nd = work.edges.of(kind)
         touched[kind] = sets.unique(np.concatenate([old, nd]))
     alive_entities = []
@@ -117,6 +118,6 @@ def settle(work: Work, names: Names, dead_units: np.ndarray, new: NewUnits) -> n
                     work.replaced.add(node)
     # Attributes of dropped entities go with them.
     a_src, a_dst = work.committed_edges(int(EdgeKind.ENTITY_ATTRIBUTE))
-    gone = np.isin(a_src, work.dead_array())
+    gone = contains(sets.unique(work.dead_array()), a_src)
     work.dead.update(int(a) for a in a_dst[gone])
     return np.asarray(sorted(alive_entities), dtype=np.int64)
