@@ -14,6 +14,8 @@ from collections.abc import Callable
 import numpy as np
 from numba import get_num_threads, njit, prange
 
+from graphstrata.core import sets
+
 __all__ = ["advance_csr", "csr_from_edges", "merge_edges"]
 
 _INSERTION_MAX = 32  # rows up to this length are sorted by insertion (no allocation)
@@ -458,7 +460,7 @@ def _advanced_row(
     return o
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _advanced_lengths(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -471,7 +473,10 @@ def _advanced_lengths(
     rows: np.ndarray,
     lengths: np.ndarray,
 ) -> None:
-    for i in range(rows.shape[0]):
+    # Rows in parallel (distinct rows: each writes its own length); the touched rows of a
+    # write include hub entities of tens of thousands of entries (24 ms on one thread at
+    # 100k chunks).
+    for i in prange(rows.shape[0]):
         r = rows[i]
         lengths[r] = _advanced_row(
             indptr, indices, weights, new_pos, old_of[r], ip2, ix2, w2, r, ix2, w2, 0, False
@@ -564,7 +569,7 @@ def advance_csr(
         losing = new_pos[neighbours]
     else:
         losing = np.zeros(0, dtype=np.int64)
-    rows = np.concatenate([losing[losing >= 0], np.flatnonzero(np.diff(ip2))])
+    rows = sets.unique(np.concatenate([losing[losing >= 0], np.flatnonzero(np.diff(ip2))]))
     _advanced_lengths(indptr, indices, weights, new_pos, old_of, ip2, ix2, w2, rows, lengths)
     out_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=out_ptr[1:])

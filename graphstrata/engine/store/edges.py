@@ -54,9 +54,20 @@ class _PendingEdges:
     """Edges appended in parts (ends live when appended) and the sorted ids that died
     since: an edge with an end among them is gone."""
 
-    def __init__(self, parts: tuple[pa.Table, ...] = (), dead: np.ndarray | None = None):
+    def __init__(
+        self,
+        parts: tuple[pa.Table, ...] = (),
+        dead: np.ndarray | None = None,
+        kind_caches: tuple[dict[int, tuple[np.ndarray, np.ndarray]], ...] = (),
+    ):
         self.parts = tuple(p.cast(EDGE_SCHEMA) for p in parts if p.num_rows)
         self.dead = _EMPTY if dead is None or not self.parts else dead
+        # Per part, ``kind -> (src, dst)`` once read: a part never changes, and the next
+        # versions share it, so a kind of the large first part is split out once, not at
+        # every write (20-27 ms per write for the 1.4M structural edges at 100k chunks).
+        self._kinds = tuple(kind_caches[: len(self.parts)]) + tuple(
+            {} for _ in range(len(self.parts) - len(kind_caches))
+        )
 
     def filtered(self) -> pa.Table:
         """The live edges, in order (collapsed into one filtered part, kept)."""
@@ -67,16 +78,22 @@ class _PendingEdges:
             merged = pa.concat_tables(list(self.parts))
             self.parts = (_without(merged, self.dead).combine_chunks(),)
             self.dead = _EMPTY
+            self._kinds = ({},)
         return self.parts[0]
 
     def of_kind(self, kind: int) -> tuple[np.ndarray, np.ndarray]:
         """``(src, dst)`` of the live edges of ``kind``, in order."""
         srcs, dsts = [_EMPTY], [_EMPTY]
-        for part in self.parts:
-            at = np.flatnonzero(part.column("kind").to_numpy() == kind)
-            if at.size:
-                srcs.append(part.column("src").to_numpy()[at])
-                dsts.append(part.column("dst").to_numpy()[at])
+        for part, cache in zip(self.parts, self._kinds, strict=True):
+            found = cache.get(kind)
+            if found is None:
+                at = np.flatnonzero(part.column("kind").to_numpy() == kind)
+                found = (part.column("src").to_numpy()[at], part.column("dst").to_numpy()[at])
+                for array in found:
+                    array.flags.writeable = False  # shared by the versions that share the part
+                cache[kind] = found
+            srcs.append(found[0])
+            dsts.append(found[1])
         src, dst = np.concatenate(srcs), np.concatenate(dsts)
         if self.dead.size and src.size:
             alive = ~(contains(self.dead, src) | contains(self.dead, dst))
@@ -86,7 +103,7 @@ class _PendingEdges:
     def advanced(self, dead: np.ndarray, new: pa.Table) -> _PendingEdges:
         """After a commit that deleted ``dead`` (sorted) and appended ``new``."""
         gone = sets.union(self.dead, dead) if self.parts and dead.size else self.dead
-        out = _PendingEdges((*self.parts, new), gone)
+        out = _PendingEdges((*self.parts, new), gone, self._kinds)
         if len(out.parts) > MAX_LAZY_PARTS or out.dead.size > MAX_LAZY_DEAD:
             out.filtered()
         return out
