@@ -90,7 +90,7 @@ def _touched_nodes(
     """Live G2 nodes whose edges this operation changed: new nodes, the ends of new G2
     edges, and the committed neighbours of deleted nodes (edges die only with an end)."""
     parts = [g2_ids[~contains(prev[0], g2_ids)]] if prev is not None else [g2_ids]
-    dead = sets.unique(work.dead_array())
+    dead = work.dead_array()
     for kind in G2_EDGES:
         ns, nd = work.edges.of(kind)
         parts += [ns, nd]
@@ -112,7 +112,7 @@ def _changed_labels(
     joined or left (new nodes included) and those a deleted node was in."""
     moved = membership != init
     moved |= ~contains(prev[0], g2_ids)
-    dead = sets.unique(work.dead_array())
+    dead = work.dead_array()
     dead_labels = prev[1][contains(dead, prev[0])]
     return sets.unique(np.concatenate([membership[moved], init[moved], dead_labels]))
 

@@ -118,6 +118,6 @@ def settle(work: Work, names: Names, dead_units: np.ndarray, new: NewUnits) -> n
                     work.replaced.add(node)
     # Attributes of dropped entities go with them.
     a_src, a_dst = work.committed_edges(int(EdgeKind.ENTITY_ATTRIBUTE))
-    gone = contains(sets.unique(work.dead_array()), a_src)
+    gone = contains(work.dead_array(), a_src)
     work.dead.update(int(a) for a in a_dst[gone])
     return np.asarray(sorted(alive_entities), dtype=np.int64)

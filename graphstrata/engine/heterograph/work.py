@@ -167,12 +167,14 @@ class Work:
         return [int(i) for i in self.allocate(n).tolist()]
 
     def dead_array(self) -> np.ndarray:
-        """:attr:`dead` as an int64 array (unsorted)."""
-        return np.fromiter(self.dead, dtype=np.int64, count=len(self.dead)) if self.dead else EMPTY
+        """:attr:`dead` as an ascending int64 array (what ``core.ids.contains`` takes)."""
+        if not self.dead:
+            return EMPTY
+        return np.sort(np.fromiter(self.dead, dtype=np.int64, count=len(self.dead)))
 
     def live_edges(self, kinds: Sequence[int]) -> EdgeList:
         """Edges of ``kinds`` after this operation (committed ones with live ends + new)."""
-        dead = sets.unique(self.dead_array())
+        dead = self.dead_array()
         srcs, dsts = [], []
         for k in kinds:
             s, d = self.committed_edges(k)
@@ -196,7 +198,7 @@ class Work:
         (issue 17).
         """
         wanted = sets.unique(np.asarray(ids, np.int64))
-        dead = sets.unique(self.dead_array())
+        dead = self.dead_array()
         srcs, dsts = [EMPTY], [EMPTY]
         for s, d in (self.committed_edges(kind), self.edges.of(kind)):
             if not s.size or not wanted.size:
@@ -215,7 +217,7 @@ class Work:
         old = self.nodes.ids_of_kind(*kinds)
         new = np.sort(np.asarray([i for i, k in self.new_kind.items() if k in kinds], np.int64))
         if self.dead:
-            dead = sets.unique(self.dead_array())
+            dead = self.dead_array()
             old, new = old[~contains(dead, old)], new[~contains(dead, new)]
         ids = np.concatenate([old, new])
         # New ids are allocated above every committed one, so the two sorted parts
@@ -281,12 +283,6 @@ class Work:
         return out
 
     def cited_docs(self, ids: Iterable[int]) -> list[int]:
-        """Sorted union of the doc keys of ``ids``."""
-        ids = [int(i) for i in ids]
-        out = {d for i in ids if i in self.docs for d in self.docs[i]}
-        # A hub entity's attribute cites the docs of thousands of committed units: their
-        # doc lists are flattened in Arrow, not converted to Python lists one by one.
-        committed = [i for i in ids if i not in self.docs]
-        if committed:
-            out.update(sets.unique(self.nodes.doc_keys_of(committed)).tolist())
-        return sorted(out)
+        """Sorted union of the doc keys of ``ids`` (:meth:`cited_docs_by` with one owner)."""
+        ids = np.fromiter((int(i) for i in ids), np.int64)
+        return self.cited_docs_by(np.zeros(ids.size, np.int64), ids).get(0, [])
