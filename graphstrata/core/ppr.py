@@ -43,11 +43,28 @@ def _slot_of(node: int, shift: np.uint64, mask: np.int64) -> np.int64:
 _LOW = np.int64(0xFFFFFFFF)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _span(indptr: np.ndarray, xptr: np.ndarray, u: int, layer: int) -> tuple[int, int]:
+    # Entries of row ``u`` in one layer: 0 the base CSR (rows 0..len(indptr)-2), 1 the
+    # extra CSR (every row, or none when ``xptr`` is empty).
+    if layer == 0:
+        if u + 1 < indptr.shape[0]:
+            return indptr[u], indptr[u + 1]
+        return 0, 0
+    if u + 1 < xptr.shape[0]:
+        return xptr[u], xptr[u + 1]
+    return 0, 0
+
+
 @njit(cache=True, nogil=True)
 def _step(
     indptr: np.ndarray,
     indices: np.ndarray,
     weights: np.ndarray,
+    xptr: np.ndarray,
+    xix: np.ndarray,
+    xw: np.ndarray,
+    alive: np.ndarray,
     table: np.ndarray,
     shift: np.uint64,
     tab_mask: np.int64,
@@ -61,8 +78,11 @@ def _step(
     # One step nxt = alpha * p + (1 - alpha) * P^T cur over the reached nodes. Capacity
     # for every node this step can reach was reserved by the caller, so nothing is
     # reallocated here (reassigning arrays inside the loop costs Numba reference counting
-    # on every access). Seeds hold dense indices 0..len(pv)-1. Returns (count, edges).
+    # on every access). Seeds hold dense indices 0..len(pv)-1. A row is its base entries
+    # plus its extra entries, less those to nodes not ``alive`` (when ``alive`` is given).
+    # Returns (count, entries read).
     n_seed = pv.shape[0]
+    check = alive.shape[0] > 0
     for i in range(count):
         nxt[i] = alpha * pv[i] if i < n_seed else 0.0
     edges = 0
@@ -73,32 +93,41 @@ def _step(
         if x == 0.0:
             continue
         u = nodes[i]
-        a = indptr[u]
-        b = indptr[u + 1]
-        edges += b - a
         wsum = 0.0
-        for j in range(a, b):
-            wsum += weights[j]
+        for layer in range(2):
+            a, b = _span(indptr, xptr, u, layer)
+            ix = indices if layer == 0 else xix
+            w = weights if layer == 0 else xw
+            edges += b - a
+            for j in range(a, b):
+                if not check or alive[ix[j]]:
+                    wsum += w[j]
         if wsum <= 0.0:
             continue  # zero row of P: the mass stops here
         scale = one_minus * x / wsum
-        for j in range(a, b):
-            v = indices[j]
-            key = v << 32
-            h = _slot_of(v, shift, tab_mask)
-            while True:
-                e = table[h]
-                if e < 0 or (e & ~_LOW) == key:
-                    break
-                h = (h + 1) & tab_mask
-            if e < 0:
-                d = count
-                table[h] = key | d
-                nodes[d] = v
-                nxt[d] = scale * weights[j]
-                count += 1
-            else:
-                nxt[e & _LOW] += scale * weights[j]
+        for layer in range(2):
+            a, b = _span(indptr, xptr, u, layer)
+            ix = indices if layer == 0 else xix
+            w = weights if layer == 0 else xw
+            for j in range(a, b):
+                v = ix[j]
+                if check and not alive[v]:
+                    continue
+                key = v << 32
+                h = _slot_of(v, shift, tab_mask)
+                while True:
+                    e = table[h]
+                    if e < 0 or (e & ~_LOW) == key:
+                        break
+                    h = (h + 1) & tab_mask
+                if e < 0:
+                    d = count
+                    table[h] = key | d
+                    nodes[d] = v
+                    nxt[d] = scale * w[j]
+                    count += 1
+                else:
+                    nxt[e & _LOW] += scale * w[j]
     return count, edges
 
 
@@ -135,6 +164,10 @@ def _push(
     indptr: np.ndarray,
     indices: np.ndarray,
     weights: np.ndarray,
+    xptr: np.ndarray,
+    xix: np.ndarray,
+    xw: np.ndarray,
+    alive: np.ndarray,
     seeds: np.ndarray,
     seed_p: np.ndarray,
     alpha: float,
@@ -172,7 +205,9 @@ def _push(
         need = count
         for i in range(count):
             if cur[i] != 0.0:
-                need += indptr[nodes[i] + 1] - indptr[nodes[i]]
+                a, b = _span(indptr, xptr, nodes[i], 0)
+                c, d = _span(indptr, xptr, nodes[i], 1)
+                need += (b - a) + (d - c)
         if need > cap:
             cap = max(need, 2 * cap)
             nodes = _grow(nodes, count, cap)
@@ -184,8 +219,9 @@ def _push(
             tab_mask = np.int64((1 << bits) - 1)
             shift = np.uint64(64 - bits)
         count, e = _step(
-            indptr, indices, weights, table, shift, tab_mask, nodes, cur, nxt, pv, count, alpha
-        )
+            indptr, indices, weights, xptr, xix, xw, alive, table, shift, tab_mask, nodes, cur,
+            nxt, pv, count, alpha,
+        )  # fmt: skip
         edges += e
         cur, nxt = nxt, cur
     return nodes[:count], cur[:count], edges
@@ -219,6 +255,42 @@ def _seed_distribution(
     return 0, out_s, out_p
 
 
+_NO_PTR = np.zeros(0, dtype=np.int64)
+_NO_ALIVE = np.zeros(0, dtype=np.bool_)
+
+
+def _extra_layer(
+    extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None, n: int, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The extra CSR checked (O(1) on its entries) and cast for the kernel, and the node
+    count of both layers."""
+    if extra is None:
+        return _NO_PTR, _NO_PTR, np.zeros(0, dtype=dtype), n
+    xptr, xix, xw = (np.asarray(a) for a in extra)
+    if xptr.ndim != 1 or xptr.shape[0] < 1 or xptr.dtype.kind not in "iu":
+        raise ValueError("extra indptr must be a non-empty 1-d integer array")
+    if xix.ndim != 1 or xw.ndim != 1 or xix.shape != xw.shape:
+        raise ValueError("extra indices and weights must be 1-d of equal length")
+    if xix.size and xix.dtype.kind not in "iu":
+        raise ValueError("extra indices must be an integer array")
+    # Both layers' weights share one dtype (the kernel reads them through one variable).
+    return (
+        xptr.astype(np.int64, copy=False),
+        xix.astype(np.int64, copy=False),
+        xw.astype(dtype, copy=False),
+        max(n, xptr.shape[0] - 1),
+    )
+
+
+def _alive_mask(alive: np.ndarray | None, n: int) -> np.ndarray:
+    if alive is None:
+        return _NO_ALIVE
+    alive = np.asarray(alive)
+    if alive.dtype != np.bool_ or alive.shape != (n,):
+        raise ValueError(f"alive must be a bool array of shape ({n},)")
+    return alive
+
+
 def shallow_ppr_stats(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -227,12 +299,15 @@ def shallow_ppr_stats(
     seed_weights: np.ndarray | None = None,
     alpha: float = 0.5,
     iters: int = 2,
+    *,
+    extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    alive: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """:func:`shallow_ppr` that also returns the number of CSR entries read (edges touched).
 
     Parameters
     ----------
-    indptr, indices, weights, seeds, seed_weights, alpha, iters
+    indptr, indices, weights, seeds, seed_weights, alpha, iters, extra, alive
         As in :func:`shallow_ppr`.
 
     Returns
@@ -256,6 +331,8 @@ def shallow_ppr_stats(
     if weights.size and weights.dtype.kind != "f":
         raise ValueError(f"weights must be a float array, got {weights.dtype}")
     n = indptr.shape[0] - 1
+    xptr, xix, xw, n = _extra_layer(extra, n, weights.dtype)
+    live = _alive_mask(alive, n)
     if n >= 2**31:
         raise ValueError("graphs beyond 2**31 nodes are not supported")
     seeds = np.asarray(seeds)
@@ -280,11 +357,15 @@ def shallow_ppr_stats(
         raise ValueError("seed weights must be finite and >= 0")
     if seeds.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), 0
+    if live.size and not bool(live[seeds].all()):
+        raise ValueError("seeds must be alive nodes")
     if indptr.dtype != np.int64:
         indptr = indptr.astype(np.int64)
     if indices.dtype != np.int64:
         indices = indices.astype(np.int64)
-    nodes, scores, edges = _push(indptr, indices, weights, seeds, p, alpha, iters)
+    nodes, scores, edges = _push(
+        indptr, indices, weights, xptr, xix, xw, live, seeds, p, alpha, iters
+    )
     return nodes, scores, int(edges)
 
 
@@ -296,11 +377,19 @@ def shallow_ppr(
     seed_weights: np.ndarray | None = None,
     alpha: float = 0.5,
     iters: int = 2,
+    *,
+    extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    alive: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Personalized PageRank after ``iters`` steps of ``pi <- alpha p + (1 - alpha) P^T pi``.
 
     See the module docstring for the formula and the treatment of nodes without
     out-weight. Cost: O(edges of the nodes pushed from), independent of the graph size.
+
+    The graph may come in two layers, so that a growing graph is not copied on each change
+    (``engine/heterograph/walk_graph.py``): the adjacency is ``indptr/indices/weights``
+    plus ``extra`` (an entry in both sums), less every entry to a node that is not
+    ``alive``. The result equals the walk on that graph written as one CSR.
 
     Parameters
     ----------
@@ -315,6 +404,12 @@ def shallow_ppr(
         Restart probability, in [0, 1] (NodeRAG: 0.5).
     iters : int
         Number of steps, >= 0 (NodeRAG: 2).
+    extra : (indptr, indices, weights), optional
+        A second symmetric CSR over ``n >=`` the base's nodes (rows past the base's are
+        nodes only it has). Default: none.
+    alive : bool array [n], optional
+        The nodes that exist: entries to the others are skipped, and seeds must be alive.
+        Default: every node.
 
     Returns
     -------
@@ -325,7 +420,7 @@ def shallow_ppr(
         Their scores, >= 0, summing to at most 1.
     """
     nodes, scores, _ = shallow_ppr_stats(
-        indptr, indices, weights, seeds, seed_weights, alpha, iters
+        indptr, indices, weights, seeds, seed_weights, alpha, iters, extra=extra, alive=alive
     )
     return nodes, scores
 

@@ -134,11 +134,21 @@ def test_advanced_text_index_equals_a_fresh_one(tmp_path, sample_docs):
     assert advanced > 0
 
 
-def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs):
-    """The graph view's edges and CSR after each write (advanced by the delta: dropped
-    nodes renumbered out, new edges merged) are those a view built from scratch holds."""
+@pytest.mark.parametrize("compact", ["never", "always", "default"])
+def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypatch, compact):
+    """The graph view's edges and walk graph after each write (advanced by the delta:
+    dropped nodes renumbered out of the edges and dead in the CSR's layers, new edges
+    merged into its extra layer) are those a view built from scratch holds, and so are its
+    walks; with compaction on every write, never, and at the default shares."""
+    from graphstrata.core.layered import flatten
+    from graphstrata.engine.heterograph import walk_graph
     from graphstrata.engine.heterograph.component import HeterographComponent
+    from graphstrata.engine.heterograph.search import GraphParams
 
+    if compact != "default":
+        share = 0.0 if compact == "always" else 1e9
+        monkeypatch.setattr(walk_graph, "COMPACT_EXTRA_SHARE", share)
+        monkeypatch.setattr(walk_graph, "COMPACT_DEAD_SHARE", share)
     index = Index.create(tmp_path / "ix", IndexConfig(), embedder=HashingEmbedder(64))
     docs = list(sample_docs)
     index.insert(docs[:10])
@@ -150,6 +160,7 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs):
         ("insert", docs[13:16]),
     ]
     engine = index.engine
+    layered = 0
     for action, arg in steps:
         index.insert(arg) if action == "insert" else index.delete(arg)
         state = engine.state
@@ -157,13 +168,25 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs):
         want = HeterographComponent().view(
             state.snapshot, state.vectors, engine.config, state.doc_names
         )
-        for name in ("src", "dst", "weight", "kind", "indptr", "indices"):
+        for name in ("src", "dst", "weight", "kind"):
             np.testing.assert_array_equal(getattr(got.stored, name), getattr(want.stored, name))
-        np.testing.assert_array_equal(got.indptr, want.indptr)
-        np.testing.assert_array_equal(got.indices, want.indices)
-        np.testing.assert_allclose(got.weights, want.weights, rtol=1e-6)
+        assert want.stored.csr.extra_entries == 0 and want.stored.csr.dead == 0  # one layer
+        layered += got.stored.csr.extra_entries > 0 and got.stored.csr.dead > 0
+        for g, w in ((got.stored.csr, want.stored.csr), (got.graph, want.graph)):
+            flat, fresh = flatten(g), flatten(w)
+            np.testing.assert_array_equal(flat[0], fresh[0])
+            np.testing.assert_array_equal(flat[1], fresh[1])
+            np.testing.assert_allclose(flat[2], fresh[2], rtol=1e-6)
+        np.testing.assert_array_equal(got.stored.slot_ids[got.stored.slot_of_position], want.ids)
         np.testing.assert_array_equal(got.units_of, want.units_of)
         np.testing.assert_array_equal(got.chunk_of, want.chunk_of)
+        seeds = np.arange(0, want.ids.size, 7)
+        a = got.walk(seeds, np.ones(seeds.size), GraphParams())
+        b = want.walk(seeds, np.ones(seeds.size), GraphParams())
+        order_a, order_b = np.argsort(a[0]), np.argsort(b[0])
+        np.testing.assert_array_equal(a[0][order_a], b[0][order_b])
+        np.testing.assert_allclose(a[1][order_a], b[1][order_b], rtol=1e-5, atol=1e-12)
+    assert (layered > 0) == (compact == "never")
 
 
 def test_advanced_doc_names_equal_fresh_ones(tmp_path, sample_docs):

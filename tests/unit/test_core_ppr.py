@@ -270,3 +270,74 @@ def test_query_kernels_release_the_gil() -> None:
 
     for kernel in (ppr._seed_distribution, ppr._push, ppr._top_k_positions):
         assert kernel.targetoptions.get("nogil") is True, kernel
+
+
+def _layered_case(seed: int, n_base: int, n: int, e_base: int, e_extra: int, dead_share: float):
+    """A base CSR over ``n_base`` nodes, an extra CSR over ``n``, a random alive mask, and
+    the oracle: one CSR of both layers' edges between alive nodes."""
+    rng = np.random.default_rng(seed)
+    bs, bd = rng.integers(0, max(n_base, 1), e_base), rng.integers(0, max(n_base, 1), e_base)
+    xs, xd = rng.integers(0, n, e_extra), rng.integers(0, n, e_extra)
+    bw = rng.random(e_base).astype(np.float32) + 0.1
+    xw = rng.random(e_extra).astype(np.float32) + 0.1
+    r = min(e_extra // 4, e_base)
+    xs[:r], xd[:r] = bs[:r], bd[:r]  # edges in both layers
+    alive = rng.random(n) >= dead_share
+    base = csr_from_edges(bs, bd, bw, n_base)
+    extra = csr_from_edges(xs, xd, xw, n)
+    s, d, w = np.concatenate([bs, xs]), np.concatenate([bd, xd]), np.concatenate([bw, xw])
+    keep = alive[s] & alive[d]
+    whole = csr_from_edges(s[keep], d[keep], w[keep], n)
+    return base, extra, alive, whole
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("iters", [0, 1, 2, 3])
+def test_a_layered_graph_walks_as_its_edges_written_in_one_csr(seed: int, iters: int) -> None:
+    base, extra, alive, whole = _layered_case(seed, 60, 90, 300, 80, 0.15)
+    live = np.flatnonzero(alive)
+    rng = np.random.default_rng(seed + 100)
+    seeds = rng.choice(live, 6)
+    sw = rng.random(6)
+    got_n, got_s, _ = shallow_ppr_stats(*base, seeds, sw, 0.5, iters, extra=extra, alive=alive)
+    want_n, want_s, _ = shallow_ppr_stats(*whole, seeds, sw, 0.5, iters)
+    got, want = np.zeros(90), np.zeros(90)
+    got[got_n], want[want_n] = got_s, want_s
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-12)
+    assert alive[got_n].all()  # no dead node is reached
+    assert set(got_n.tolist()) == set(want_n.tolist())
+
+
+@pytest.mark.parametrize(
+    ("n_base", "n", "e_base", "e_extra", "dead"),
+    [
+        (0, 5, 0, 6, 0.0),
+        (1, 1, 1, 0, 0.0),
+        (8, 8, 10, 0, 0.5),
+        (8, 12, 0, 10, 0.0),
+        (4, 9, 5, 5, 0.0),
+    ],
+)
+def test_layered_edge_cases(n_base: int, n: int, e_base: int, e_extra: int, dead: float) -> None:
+    """No base (a graph grown from nothing), one node, no extra, an empty base layer, and
+    extra rows past the base (nodes only the extra layer has)."""
+    base, extra, alive, whole = _layered_case(3, n_base, n, e_base, e_extra, dead)
+    for seed in np.flatnonzero(alive)[:3].tolist():
+        got = shallow_ppr(*base, np.array([seed]), extra=extra, alive=alive)
+        want = shallow_ppr(*whole, np.array([seed]))
+        np.testing.assert_allclose(
+            np.bincount(got[0], got[1], n), np.bincount(want[0], want[1], n), rtol=1e-6
+        )
+
+
+def test_layered_inputs_are_checked() -> None:
+    base, extra, alive, _ = _layered_case(1, 10, 14, 20, 10, 0.3)
+    dead = int(np.flatnonzero(~alive)[0])
+    with pytest.raises(ValueError, match="seeds must be alive"):
+        shallow_ppr(*base, np.array([dead]), extra=extra, alive=alive)
+    with pytest.raises(ValueError, match="alive must be a bool array of shape"):
+        shallow_ppr(*base, np.array([0]), extra=extra, alive=alive[:-1])
+    with pytest.raises(ValueError, match="seeds must be node indices"):
+        shallow_ppr(*base, np.array([13]))  # a node only the extra layer has
+    with pytest.raises(ValueError, match="extra indices and weights"):
+        shallow_ppr(*base, np.array([0]), extra=(extra[0], extra[1], extra[2][:-1]))

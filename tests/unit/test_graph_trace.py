@@ -11,6 +11,7 @@ import pytest
 from graphstrata.bindings.api import Index
 from graphstrata.bindings.embedders import HashingEmbedder
 from graphstrata.core.graph import csr_from_edges
+from graphstrata.core.layered import LayeredCSR, flatten, plain
 from graphstrata.core.ppr import shallow_ppr
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.heterograph import GraphParams
@@ -146,19 +147,19 @@ def test_walk_edges_account_for_all_the_mass_that_reached_a_node(seed):
         (rng.choice(n, 3, replace=False), rng.uniform(0.5, 1.0, 3), 1.0),
         (rng.choice(n, 2, replace=False), rng.uniform(0.5, 1.0, 2), 0.5),
     ]
-    final = walk_distribution(indptr, indices, weights, walks, alpha, iters)
+    final = walk_distribution(plain(indptr, indices, weights), walks, alpha, iters)
     # The mixture equals the walks combined by their shares, as the search combines them.
     direct = np.zeros(n)
     for seeds, w, share in walks:
         touched, scores = shallow_ppr(indptr, indices, weights, seeds, w, alpha, iters)
         direct[touched] += share / 1.5 * scores
     np.testing.assert_allclose(final, direct, atol=1e-12)
-    restart = walk_distribution(indptr, indices, weights, walks, alpha, 0)
+    restart = walk_distribution(plain(indptr, indices, weights), walks, alpha, 0)
     assert abs(restart.sum() - 1.0) < 1e-12
-    earlier = [walk_distribution(indptr, indices, weights, walks, alpha, iters - 1)]
+    earlier = [walk_distribution(plain(indptr, indices, weights), walks, alpha, iters - 1)]
     targets = np.flatnonzero(final > 0)
     src, dst, w, flow, level = walk_edges(
-        indptr, indices, weights, earlier, alpha, targets, np.zeros(0, np.int64), n
+        plain(indptr, indices, weights), earlier, alpha, targets, np.zeros(0, np.int64), n
     )
     assert set(level.tolist()) <= {1}
     inflow = np.zeros(n)
@@ -167,7 +168,9 @@ def test_walk_edges_account_for_all_the_mass_that_reached_a_node(seed):
     row_of = {(int(indices[j]), v) for v in range(n) for j in range(indptr[v], indptr[v + 1])}
     assert all((int(a), int(b)) in row_of for a, b in zip(src, dst, strict=True))
     # A bound per node keeps the heaviest edges; seeds stop the trace back.
-    top = walk_edges(indptr, indices, weights, earlier * 2, alpha, targets[:2], targets[2:], 2)
+    top = walk_edges(
+        plain(indptr, indices, weights), earlier * 2, alpha, targets[:2], targets[2:], 2
+    )
     for v in targets[:2].tolist():
         mine = np.sort(flow[dst == v])[::-1][:2]
         np.testing.assert_allclose(np.sort(top[3][(top[1] == v) & (top[4] == 1)])[::-1], mine)
@@ -178,7 +181,9 @@ def test_walk_edges_account_for_all_the_mass_that_reached_a_node(seed):
 
 def test_walk_edges_of_no_step_and_seed_matches():
     indptr, indices, weights = _graph(10, 20, 3)
-    out = walk_edges(indptr, indices, weights, [], 0.5, np.arange(3), np.zeros(0, np.int64), 3)
+    out = walk_edges(
+        plain(indptr, indices, weights), [], 0.5, np.arange(3), np.zeros(0, np.int64), 3
+    )
     assert all(a.size == 0 for a in out)
     groups = [
         ("exact", np.array([1, 2]), np.array([1.0, 0.0]), 1.0),
@@ -201,3 +206,38 @@ def test_a_walk_without_seeds_has_an_empty_trace(built):
     )
     assert result.nodes == [] and result.report["entry_nodes"] == 0
     assert result.report["trace"] == {"entry_points": [], "walk_edges": []}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_trace_on_layers_equals_the_trace_on_the_flattened_graph(seed):
+    """Base + extra layers with dead nodes (as the view's walk graph after writes) trace the
+    same edges and flows as the one CSR they stand for, renumbered."""
+    n_base, n, alpha = 30, 40, 0.5
+    rng = np.random.default_rng(seed)
+    base = _graph(n_base, 90, seed)
+    xs, xd = rng.integers(0, n, 40), rng.integers(0, n, 40)
+    xs[:10], xd[:10] = base[1][:10], base[1][5:15]  # some pairs in both layers
+    extra = csr_from_edges(xs, xd, rng.uniform(0.1, 2.0, 40).astype(np.float32), n)
+    alive = rng.random(n) > 0.15
+    layered = LayeredCSR(*base, *extra, alive)
+    flat = plain(*flatten(layered))
+    pos = np.cumsum(alive) - 1
+    live = np.flatnonzero(alive)
+    walks = [(rng.choice(live, 3, replace=False), rng.uniform(0.5, 1.0, 3), 1.0)]
+    walks_flat = [(pos[s], w, share) for s, w, share in walks]
+    for t in range(3):
+        got = walk_distribution(layered, walks, alpha, t)
+        np.testing.assert_allclose(
+            got[live], walk_distribution(flat, walks_flat, alpha, t), atol=1e-9
+        )
+        assert not got[~alive].any()
+    earlier = [walk_distribution(layered, walks, alpha, 1)]
+    earlier_flat = [walk_distribution(flat, walks_flat, alpha, 1)]
+    final = walk_distribution(layered, walks, alpha, 2)
+    targets = np.flatnonzero(final > 0)
+    got = walk_edges(layered, earlier, alpha, targets, np.zeros(0, np.int64), 5)
+    want = walk_edges(flat, earlier_flat, alpha, pos[targets], np.zeros(0, np.int64), 5)
+    got_rows = sorted(zip(pos[got[0]].tolist(), pos[got[1]].tolist(), got[3].tolist()))
+    want_rows = sorted(zip(want[0].tolist(), want[1].tolist(), want[3].tolist()))
+    assert [r[:2] for r in got_rows] == [r[:2] for r in want_rows]
+    np.testing.assert_allclose([r[2] for r in got_rows], [r[2] for r in want_rows], rtol=1e-6)

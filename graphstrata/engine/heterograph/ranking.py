@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from graphstrata.core.layered import LayeredCSR, row, row_weights
 from graphstrata.core.ppr import shallow_ppr
 from graphstrata.engine.types import NodeKind
 
@@ -311,33 +312,39 @@ def seed_matches(
 
 
 def walk_distribution(
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    weights: np.ndarray,
+    graph: LayeredCSR,
     walks: Sequence[tuple[np.ndarray, np.ndarray, float]],
     alpha: float,
     iters: int,
 ) -> np.ndarray:
-    """The scores of a mixture of walks after ``iters`` steps, dense over every position.
+    """The scores of a mixture of walks after ``iters`` steps, dense over every node.
 
     ``walks`` are ``(seeds, seed weights, share)``; each walk is a shallow PPR whose seeds
     are normalized to sum 1, and the shares are normalized to sum 1 (the ``graph`` search's
     first walk has share 1, its bridge walk ``bridge_weight``). ``iters=0`` gives the
     restart distribution itself.
     """
-    out = np.zeros(indptr.shape[0] - 1, np.float64)
+    out = np.zeros(graph.n, np.float64)
     total = sum(share for seeds, _, share in walks if seeds.size and share > 0)
     for seeds, w, share in walks:
         if seeds.size and share > 0:
-            touched, scores = shallow_ppr(indptr, indices, weights, seeds, w, alpha, iters)
+            touched, scores = shallow_ppr(
+                graph.indptr,
+                graph.indices,
+                graph.weights,
+                seeds,
+                w,
+                alpha,
+                iters,
+                extra=graph.extra,
+                alive=graph.alive,
+            )
             out[touched] += (share / total) * scores
     return out
 
 
 def walk_edges(
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    weights: np.ndarray,
+    graph: LayeredCSR,
     earlier: Sequence[np.ndarray],
     alpha: float,
     targets: np.ndarray,
@@ -356,37 +363,36 @@ def walk_edges(
 
     Parameters
     ----------
-    indptr, indices, weights:
-        The walk's symmetric CSR.
+    graph:
+        The walk's graph (``core.layered``; a neighbour in both layers is one in-edge of
+        the summed weight, as in the flattened graph).
     earlier:
         ``pi_{t-1}, pi_{t-2}, ...`` (dense scores), one per level traced.
     alpha:
         The walk's restart probability.
     targets, stops:
-        Positions whose in-edges are traced; positions not traced further.
+        Nodes whose in-edges are traced; nodes not traced further.
     per_node:
         Edges kept per traced node.
 
     Returns
     -------
     src, dst, weight, flow, level
-        One row per edge: the position the mass left, where it went, ``w``, ``f`` and the
+        One row per edge: the node the mass left, where it went, ``w``, ``f`` and the
         level.
     """
     rows: list[tuple[int, int, float, float, int]] = []
     if not earlier or per_node <= 0:
         return _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_F, _EMPTY_I
-    csum = np.concatenate([[0.0], np.cumsum(weights, dtype=np.float64)])
-    out_weight = csum[indptr[1:]] - csum[indptr[:-1]]
+    out_weight = row_weights(graph)
     stop = set(np.asarray(stops, np.int64).tolist())
     frontier = list(dict.fromkeys(np.asarray(targets, np.int64).tolist()))
     seen = set(frontier)
     for level, prev in enumerate(earlier, start=1):
         following: list[int] = []
         for v in frontier:
-            a, b = int(indptr[v]), int(indptr[v + 1])
-            u = indices[a:b]
-            w = weights[a:b].astype(np.float64)
+            u, w32 = row(graph, v)
+            u, w = _summed(u, w32.astype(np.float64))
             flow = (1.0 - alpha) * prev[u] * w / np.maximum(out_weight[u], 1e-300)
             top = np.flatnonzero(flow > 0)
             top = top[np.argsort(-flow[top], kind="stable")[:per_node]]
@@ -402,6 +408,16 @@ def walk_edges(
     cols = list(zip(*rows, strict=True))
     ints = [np.asarray(cols[i], np.int64) for i in (0, 1, 4)]
     return ints[0], ints[1], np.asarray(cols[2]), np.asarray(cols[3]), ints[2]
+
+
+def _summed(u: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A row's neighbours once each, in order, their weights in both layers summed."""
+    if u.size < 2 or bool(np.all(u[1:] > u[:-1])):
+        return u, w
+    order = np.argsort(u, kind="stable")
+    us, ws = u[order], w[order]
+    first = np.concatenate([[True], us[1:] != us[:-1]])
+    return us[first], np.add.reduceat(ws, np.flatnonzero(first))
 
 
 def pair_kinds(

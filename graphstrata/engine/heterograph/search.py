@@ -58,6 +58,7 @@ import numpy as np
 
 from graphstrata.core import sets
 from graphstrata.core.graph import merge_edges
+from graphstrata.core.layered import LayeredCSR
 from graphstrata.core.ppr import shallow_ppr, top_k_by_kind
 from graphstrata.engine.component import ComponentView, Hit, Query
 from graphstrata.engine.config import HeterographConfig, IndexConfig
@@ -270,10 +271,21 @@ class HeterographView(ComponentView):
         t_src, t_dst = self._title_links()
         self.title_links = int(t_src.size)
         w_title = float(self.cfg.title_edge_weight)
-        csr = (self.stored.indptr, self.stored.indices, self.stored.weights)
+        #: The walk's graph, on the stored CSR's slots (``WalkEdges``): the title links join
+        #: its extra layer, so a version's links never copy the base.
+        self.graph: LayeredCSR = self.stored.csr
         if w_title > 0 and t_src.size:
-            csr = merge_edges(*csr, t_src, t_dst, np.full(t_src.size, w_title, np.float32), n)
-        self.indptr, self.indices, self.weights = csr
+            slot = self.stored.slot_of_position
+            extra = merge_edges(
+                *self.graph.extra,
+                slot[t_src],
+                slot[t_dst],
+                np.full(t_src.size, w_title, np.float32),
+                self.graph.n,
+            )
+            self.graph = self.graph._replace(
+                extra_indptr=extra[0], extra_indices=extra[1], extra_weights=extra[2]
+            )
 
     # ------------------------------------------------------------------ structures
     def _stored_edge_list(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -413,16 +425,19 @@ class HeterographView(ComponentView):
         """Shallow PPR from the seeds: (positions reached, their scores)."""
         if seeds.size == 0:
             return _EMPTY_I, _EMPTY_F
+        g = self.graph
         touched, scores = shallow_ppr(
-            self.indptr,
-            self.indices,
-            self.weights,
-            seeds,
+            g.indptr,
+            g.indices,
+            g.weights,
+            self.stored.slot_of_position[seeds],
             seed_weights,
             alpha=float(params.resolve("ppr_alpha", self.cfg.ppr_alpha)),
             iters=int(params.resolve("ppr_iters", self.cfg.ppr_iters)),
+            extra=g.extra,
+            alive=g.alive,
         )
-        return np.asarray(touched), np.asarray(scores, np.float64)
+        return self.stored.position_of_slot[touched], np.asarray(scores, np.float64)
 
     def top_by_kind(
         self, touched: np.ndarray, scores: np.ndarray, params: GraphParams
@@ -630,12 +645,19 @@ class HeterographView(ComponentView):
         """
         alpha = float(params.resolve("ppr_alpha", self.cfg.ppr_alpha))
         iters = int(params.resolve("ppr_iters", self.cfg.ppr_iters))
-        graph = (self.indptr, self.indices, self.weights)
-        restart = walk_distribution(*graph, walks, alpha, 0)
+        # The walks run on slots (``WalkEdges``); what is reported is on positions.
+        slot, position = self.stored.slot_of_position, self.stored.position_of_slot
+        on_slots = [(slot[seeds], w, share) for seeds, w, share in walks]
+        restart = walk_distribution(self.graph, on_slots, alpha, 0)
         levels = range(iters - 1, max(iters - 1 - TRACE_LEVELS, -1), -1)
-        earlier = [walk_distribution(*graph, walks, alpha, t) for t in levels]
+        earlier = [walk_distribution(self.graph, on_slots, alpha, t) for t in levels]
+        seed_slots = np.flatnonzero(restart > 0)
+        src, dst, w, flow, level = walk_edges(
+            self.graph, earlier, alpha, slot[returned], seed_slots, TRACE_EDGES
+        )
+        src, dst = position[src], position[dst]
+        restart = restart[slot]
         seeds = np.flatnonzero(restart > 0)
-        src, dst, w, flow, level = walk_edges(*graph, earlier, alpha, returned, seeds, TRACE_EDGES)
         found = seed_matches([*groups, *(("bridge", *walk) for walk in walks[1:])])
         seeds = seeds[np.argsort(-restart[seeds], kind="stable")]
         entry = [

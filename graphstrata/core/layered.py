@@ -1,0 +1,156 @@
+"""A symmetric CSR in two layers with dead nodes, so a growing graph is not copied per change.
+
+The walk graph of the heterograph view changes by a few thousand entries per write, but at
+100k chunks it holds 18.8M entries: rewriting it on every commit (``graph.advance_csr``:
+drop the dead nodes, renumber every entry, merge the new edges) cost ~0.1 s of each
+one-document write, the largest part that grew with the corpus (issue 17). A
+``LayeredCSR`` keeps
+
+- ``base``: the CSR of the last compaction, shared unchanged by the versions after it;
+- ``extra``: the CSR of the edges added since, over every node (rows past the base's are
+  nodes added since);
+- ``alive``: the nodes that still exist. An entry to a dead node is skipped where it is
+  read (``core.ppr``), so a deletion writes nothing into the rows that pointed at it.
+
+The adjacency it stands for is ``base + extra`` (equal entries sum, as in
+``graph.merge_edges``) less every entry of or to a dead node; :func:`flatten` writes it as
+one CSR over the alive nodes renumbered in order, which is also how the owner compacts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+
+from graphstrata.core.graph import advance_csr, csr_from_edges
+
+__all__ = ["LayeredCSR", "flatten", "plain", "row", "row_weights"]
+
+
+class LayeredCSR(NamedTuple):
+    """A symmetric CSR as base + extra layers over nodes that may be dead.
+
+    Attributes
+    ----------
+    indptr, indices, weights:
+        The base layer (``graph.csr_from_edges``), over nodes ``0..len(indptr)-2``.
+    extra_indptr, extra_indices, extra_weights:
+        The extra layer over every node ``0..n-1``.
+    alive:
+        bool [n]: the nodes that exist.
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    weights: np.ndarray
+    extra_indptr: np.ndarray
+    extra_indices: np.ndarray
+    extra_weights: np.ndarray
+    alive: np.ndarray
+
+    @property
+    def n(self) -> int:
+        """Node count, dead nodes included."""
+        return int(self.alive.shape[0])
+
+    @property
+    def extra(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(extra_indptr, extra_indices, extra_weights)``."""
+        return self.extra_indptr, self.extra_indices, self.extra_weights
+
+    @property
+    def extra_entries(self) -> int:
+        """Entries of the extra layer (dead ones included)."""
+        return int(self.extra_indices.shape[0])
+
+    @property
+    def dead(self) -> int:
+        """Dead nodes."""
+        return int(self.alive.shape[0] - np.count_nonzero(self.alive))
+
+
+def plain(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray) -> LayeredCSR:
+    """A one-layer graph: ``indptr/indices/weights`` with no extra entry and no dead node."""
+    n = int(indptr.shape[0] - 1)
+    empty = csr_from_edges(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), n)
+    return LayeredCSR(indptr, indices, weights, *empty, np.ones(n, dtype=bool))
+
+
+def row(graph: LayeredCSR, v: int) -> tuple[np.ndarray, np.ndarray]:
+    """The alive neighbours of ``v`` and the weights to them (both layers: a neighbour in
+    both appears twice, its weights summing to the entry of the flattened graph)."""
+    parts_u, parts_w = [], []
+    for ptr, ix, w in ((graph.indptr, graph.indices, graph.weights), graph.extra):
+        if v + 1 < ptr.shape[0]:
+            a, b = int(ptr[v]), int(ptr[v + 1])
+            parts_u.append(ix[a:b])
+            parts_w.append(w[a:b])
+    u = np.concatenate(parts_u).astype(np.int64, copy=False) if parts_u else np.zeros(0, np.int64)
+    w = np.concatenate(parts_w) if parts_w else np.zeros(0, np.float32)
+    keep = graph.alive[u]
+    return u[keep], w[keep]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _row_weights(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    xptr: np.ndarray,
+    xix: np.ndarray,
+    xw: np.ndarray,
+    alive: np.ndarray,
+) -> np.ndarray:
+    n = alive.shape[0]
+    n_base = indptr.shape[0] - 1
+    out = np.zeros(n, dtype=np.float64)
+    for v in prange(n):
+        if not alive[v]:
+            continue
+        total = 0.0
+        if v < n_base:
+            for j in range(indptr[v], indptr[v + 1]):
+                if alive[indices[j]]:
+                    total += weights[j]
+        for j in range(xptr[v], xptr[v + 1]):
+            if alive[xix[j]]:
+                total += xw[j]
+        out[v] = total
+    return out
+
+
+def row_weights(graph: LayeredCSR) -> np.ndarray:
+    """float64 [n]: the weight of each alive node's row over alive neighbours (0 for a dead
+    node): the normalizer of the walk's transition matrix."""
+    return _row_weights(*graph)
+
+
+def flatten(
+    graph: LayeredCSR, empty: Callable[[int, type], np.ndarray] = np.empty
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The graph as one CSR over its alive nodes, renumbered ``0..k-1`` in their order.
+
+    The extra layer's edges (each stored in both rows: read once, from the row of its
+    smaller end) are merged into the base with its dead nodes dropped
+    (``graph.advance_csr``, whose ``empty`` allocates the output): one pass over the base,
+    as a commit did before the layers.
+    """
+    n_base = int(graph.indptr.shape[0] - 1)
+    xptr, xix, xw = graph.extra
+    src = np.repeat(np.arange(graph.n, dtype=np.int64), np.diff(xptr))
+    once = (src <= xix) & graph.alive[src] & graph.alive[xix]
+    new_pos = np.cumsum(graph.alive) - 1
+    return advance_csr(
+        graph.indptr,
+        graph.indices,
+        graph.weights,
+        graph.alive[:n_base],
+        new_pos[src[once]],
+        new_pos[xix[once]],
+        xw[once],
+        int(np.count_nonzero(graph.alive)),
+        empty=empty,
+    )

@@ -1,0 +1,70 @@
+"""core.layered: a two-layer CSR with dead nodes against the dense matrix it stands for."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphstrata.core.graph import csr_from_edges
+from graphstrata.core.layered import LayeredCSR, flatten, plain, row, row_weights
+
+
+def _dense(ptr: np.ndarray, ix: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros((n, n))
+    for v in range(ptr.shape[0] - 1):
+        out[v, ix[ptr[v] : ptr[v + 1]]] += w[ptr[v] : ptr[v + 1]]
+    return out
+
+
+def _case(seed: int, n_base: int, n: int, e_base: int, e_extra: int, dead: float):
+    rng = np.random.default_rng(seed)
+    hi = max(n_base, 1)
+    base = csr_from_edges(
+        rng.integers(0, hi, e_base), rng.integers(0, hi, e_base), rng.random(e_base) + 0.1, n_base
+    )
+    xs, xd = rng.integers(0, n, e_extra), rng.integers(0, n, e_extra)
+    r = min(e_extra // 3, e_base)
+    xs[:r], xd[:r] = base[1][:r], base[1][::-1][:r]  # repeats of base entries' ends
+    extra = csr_from_edges(xs, xd, rng.random(e_extra) + 0.1, n)
+    alive = rng.random(n) >= dead
+    graph = LayeredCSR(*base, *extra, alive)
+    oracle = _dense(*base, n) + _dense(*extra, n)
+    oracle[~alive, :] = 0
+    oracle[:, ~alive] = 0
+    return graph, oracle
+
+
+CASES = [
+    (0, 40, 50, 150, 60, 0.2),
+    (1, 40, 40, 150, 0, 0.0),  # no extra entry
+    (2, 0, 12, 0, 20, 0.1),  # no base: a graph grown from nothing
+    (3, 1, 1, 1, 0, 0.0),  # one node with a self-loop
+    (4, 10, 15, 20, 10, 1.0),  # every node dead
+    (5, 20, 30, 0, 30, 0.3),  # an empty base layer
+]
+
+
+@pytest.mark.parametrize(("seed", "n_base", "n", "e_base", "e_extra", "dead"), CASES)
+def test_rows_weights_and_flattening_match_the_dense_matrix(seed, n_base, n, e_base, e_extra, dead):
+    graph, oracle = _case(seed, n_base, n, e_base, e_extra, dead)
+    np.testing.assert_allclose(row_weights(graph), oracle.sum(axis=1), rtol=1e-6)
+    for v in range(n):
+        u, w = row(graph, v)
+        got = np.zeros(n)
+        np.add.at(got, u, w)
+        np.testing.assert_allclose(got, oracle[v] if graph.alive[v] else got, rtol=1e-6)
+        assert graph.alive[u].all()
+    live = np.flatnonzero(graph.alive)
+    ptr, ix, w = flatten(graph)
+    assert ptr.shape[0] == live.size + 1
+    np.testing.assert_allclose(_dense(ptr, ix, w, live.size), oracle[np.ix_(live, live)], rtol=1e-6)
+    assert all(np.all(np.diff(ix[ptr[v] : ptr[v + 1]]) > 0) for v in range(live.size))
+    assert graph.n == n and graph.dead == n - live.size
+
+
+def test_a_plain_graph_is_its_one_layer():
+    base = csr_from_edges(np.array([0, 1, 2]), np.array([1, 2, 2]), np.ones(3), 4)
+    graph = plain(*base)
+    assert graph.extra_entries == 0 and graph.dead == 0 and graph.n == 4
+    for a, b in zip(flatten(graph), base, strict=True):
+        np.testing.assert_array_equal(a, b)
