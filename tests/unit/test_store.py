@@ -493,6 +493,7 @@ def test_gather_rows_equals_a_plain_take(seed):
         if columns is not None:
             want = want.select(columns)
         assert got.to_pylist() == want.to_pylist()
+        assert got.schema == want.schema and got.num_rows == len(at)
 
 
 def test_large_segments_are_mapped_arrow_and_read_like_parquet(tmp_path, monkeypatch):

@@ -70,8 +70,12 @@ def gather_rows(table: pa.Table, at: np.ndarray, columns: Sequence[str] | None =
     """
     table = table.select(list(columns)) if columns is not None else table
     at = np.asarray(at, np.int64)
+    if at.size == 0:
+        # Arrow's take of no row still concatenates every chunk: 13-26 ms at 100k chunks,
+        # paid by each write that asked for the texts of a kind it did not touch.
+        return table.slice(0, 0)
     batches = [b for b in table.to_batches() if b.num_rows]
-    if len(batches) <= 1 or at.size == 0:
+    if len(batches) <= 1:
         return table.take(pa.array(at))
     starts = np.cumsum([0] + [b.num_rows for b in batches])
     which = np.searchsorted(starts, at, side="right") - 1
