@@ -9,7 +9,9 @@ in a fresh subprocess, so its peak RSS is its own. Per size:
 * build: wall seconds per stage (the ``OperationReport`` stages, wall clock), total wall and
   process CPU seconds, bytes on disk;
 * one-document insert and delete into the built index (warm process: one insert and delete
-  of another document first): seconds, bytes written, the slowest stages;
+  of another document first): seconds, bytes written, the slowest stages; then the median
+  of ``SERIES`` one-document inserts and of their one-by-one deletes (a single write varies
+  by 20-40% from one document to the next);
 * ``Index.open`` seconds (a second open in the same process: imports are warm), and in a
   fresh process (imports apart): its open and the first query of each mode, which maps the
   caches (usearch bases, BM25 postings) and builds what stays lazy;
@@ -199,7 +201,14 @@ def measure(
     out["series_insert_bytes_p50"] = int(_percentile([float(b) for b in written], 50))
     if heterograph:
         out["leiden"] = leiden_quality(index)
-    index.delete([doc["doc_id"] for doc in series])
+    # The same documents deleted one by one: the median of a delete, as of an insert.
+    seconds, written = [], []
+    for doc in series:
+        rep = index.delete([doc["doc_id"]])
+        seconds.append(rep.seconds)
+        written.append(rep.bytes_written)
+    out["series_delete_s_p50"] = round(_percentile(seconds, 50), 3)
+    out["series_delete_bytes_p50"] = int(_percentile([float(b) for b in written], 50))
     del index
     out.update(open_in_fresh_process(path, queries[2 % len(queries)]))
     t = time.perf_counter()
@@ -485,6 +494,8 @@ COLUMNS: list[tuple[str, str]] = [
     ("delete_bytes", "delete bytes"),
     ("series_insert_s_p50", f"p50 of {SERIES} inserts s"),
     ("series_insert_bytes_p50", f"p50 of {SERIES} inserts bytes"),
+    ("series_delete_s_p50", f"p50 of {SERIES} deletes s"),
+    ("series_delete_bytes_p50", f"p50 of {SERIES} deletes bytes"),
     ("open_s", "open s"),
     ("fresh_open_s", "open s, fresh process"),
 ]
