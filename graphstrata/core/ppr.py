@@ -56,6 +56,57 @@ def _span(indptr: np.ndarray, xptr: np.ndarray, u: int, layer: int) -> tuple[int
     return 0, 0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _alive_sum(
+    ix: np.ndarray, w: np.ndarray, a: int, b: int, alive: np.ndarray, check: bool
+) -> float:
+    # The weight of entries a..b of one layer to alive nodes. Each layer's arrays are passed
+    # in, never reassigned inside a loop (Numba would count references on every access).
+    total = 0.0
+    for j in range(a, b):
+        if not check or alive[ix[j]]:
+            total += w[j]
+    return total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _spread(
+    ix: np.ndarray,
+    w: np.ndarray,
+    a: int,
+    b: int,
+    alive: np.ndarray,
+    check: bool,
+    scale: float,
+    table: np.ndarray,
+    shift: np.uint64,
+    tab_mask: np.int64,
+    nodes: np.ndarray,
+    nxt: np.ndarray,
+    count: int,
+) -> int:
+    # Push ``scale * w`` along entries a..b of one layer; returns the reached count.
+    for j in range(a, b):
+        v = ix[j]
+        if check and not alive[v]:
+            continue
+        key = v << 32
+        h = _slot_of(v, shift, tab_mask)
+        while True:
+            e = table[h]
+            if e < 0 or (e & ~_LOW) == key:
+                break
+            h = (h + 1) & tab_mask
+        if e < 0:
+            table[h] = key | count
+            nodes[count] = v
+            nxt[count] = scale * w[j]
+            count += 1
+        else:
+            nxt[e & _LOW] += scale * w[j]
+    return count
+
+
 @njit(cache=True, nogil=True)
 def _step(
     indptr: np.ndarray,
@@ -77,8 +128,7 @@ def _step(
 ) -> tuple[int, int]:
     # One step nxt = alpha * p + (1 - alpha) * P^T cur over the reached nodes. Capacity
     # for every node this step can reach was reserved by the caller, so nothing is
-    # reallocated here (reassigning arrays inside the loop costs Numba reference counting
-    # on every access). Seeds hold dense indices 0..len(pv)-1. A row is its base entries
+    # reallocated here. Seeds hold dense indices 0..len(pv)-1. A row is its base entries
     # plus its extra entries, less those to nodes not ``alive`` (when ``alive`` is given).
     # Returns (count, entries read).
     n_seed = pv.shape[0]
@@ -93,41 +143,22 @@ def _step(
         if x == 0.0:
             continue
         u = nodes[i]
-        wsum = 0.0
-        for layer in range(2):
-            a, b = _span(indptr, xptr, u, layer)
-            ix = indices if layer == 0 else xix
-            w = weights if layer == 0 else xw
-            edges += b - a
-            for j in range(a, b):
-                if not check or alive[ix[j]]:
-                    wsum += w[j]
+        a, b = _span(indptr, xptr, u, 0)
+        c, d = _span(indptr, xptr, u, 1)
+        edges += (b - a) + (d - c)
+        wsum = _alive_sum(indices, weights, a, b, alive, check)
+        if d > c:
+            wsum += _alive_sum(xix, xw, c, d, alive, check)
         if wsum <= 0.0:
             continue  # zero row of P: the mass stops here
         scale = one_minus * x / wsum
-        for layer in range(2):
-            a, b = _span(indptr, xptr, u, layer)
-            ix = indices if layer == 0 else xix
-            w = weights if layer == 0 else xw
-            for j in range(a, b):
-                v = ix[j]
-                if check and not alive[v]:
-                    continue
-                key = v << 32
-                h = _slot_of(v, shift, tab_mask)
-                while True:
-                    e = table[h]
-                    if e < 0 or (e & ~_LOW) == key:
-                        break
-                    h = (h + 1) & tab_mask
-                if e < 0:
-                    d = count
-                    table[h] = key | d
-                    nodes[d] = v
-                    nxt[d] = scale * w[j]
-                    count += 1
-                else:
-                    nxt[e & _LOW] += scale * w[j]
+        count = _spread(
+            indices, weights, a, b, alive, check, scale, table, shift, tab_mask, nodes, nxt, count
+        )
+        if d > c:
+            count = _spread(
+                xix, xw, c, d, alive, check, scale, table, shift, tab_mask, nodes, nxt, count
+            )
     return count, edges
 
 

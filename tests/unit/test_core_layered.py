@@ -68,3 +68,25 @@ def test_a_plain_graph_is_its_one_layer():
     assert graph.extra_entries == 0 and graph.dead == 0 and graph.n == 4
     for a, b in zip(flatten(graph), base, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_walk_layers_leave_out_what_adds_nothing():
+    """A walk gets no extra layer without extra entries or nodes past the base, and no alive
+    mask without a dead node; with them, it gets them and walks as the flattened graph."""
+    from graphstrata.core.ppr import shallow_ppr
+
+    base = csr_from_edges(np.array([0, 1, 2]), np.array([1, 2, 3]), np.ones(3), 4)
+    assert plain(*base).walk_layers() == (None, None)
+    grown = LayeredCSR(
+        *base, *csr_from_edges(np.zeros(0), np.zeros(0), np.zeros(0), 5), np.ones(5, bool)
+    )
+    extra, alive = grown.walk_layers()
+    assert extra is not None and alive is None  # node 4 exists only past the base
+    nodes, scores = shallow_ppr(*base, np.array([4]), extra=extra, alive=alive)
+    whole = csr_from_edges(np.array([0, 1, 2]), np.array([1, 2, 3]), np.ones(3), 5)
+    assert (nodes.tolist(), scores.tolist()) == tuple(
+        a.tolist() for a in shallow_ppr(*whole, np.array([4]))
+    )
+    graph, _ = _case(0, 40, 50, 150, 60, 0.2)
+    extra, alive = graph.walk_layers()
+    assert extra is not None and alive is graph.alive

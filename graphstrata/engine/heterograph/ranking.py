@@ -325,6 +325,7 @@ def walk_distribution(
     restart distribution itself.
     """
     out = np.zeros(graph.n, np.float64)
+    extra, alive = graph.walk_layers()
     total = sum(share for seeds, _, share in walks if seeds.size and share > 0)
     for seeds, w, share in walks:
         if seeds.size and share > 0:
@@ -336,8 +337,8 @@ def walk_distribution(
                 w,
                 alpha,
                 iters,
-                extra=graph.extra,
-                alive=graph.alive,
+                extra=extra,
+                alive=alive,
             )
             out[touched] += (share / total) * scores
     return out
