@@ -27,7 +27,7 @@ from numba import njit, prange
 
 from graphstrata.core.graph import advance_csr, csr_from_edges
 
-__all__ = ["LayeredCSR", "flatten", "plain", "row", "row_weights"]
+__all__ = ["LayeredCSR", "advanced_row_weights", "flatten", "plain", "row", "row_weights"]
 
 
 class LayeredCSR(NamedTuple):
@@ -137,6 +137,74 @@ def row_weights(graph: LayeredCSR) -> np.ndarray:
     """float64 [n]: the weight of each alive node's row over alive neighbours (0 for a dead
     node): the normalizer of the walk's transition matrix."""
     return _row_weights(*graph)
+
+
+def _entries_of_rows(
+    indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The columns and weights of the entries of ``rows`` (rows past ``indptr`` have none)."""
+    rows = rows[rows < indptr.shape[0] - 1]
+    starts, ends = indptr[rows], indptr[rows + 1]
+    lengths = ends - starts
+    total = int(lengths.sum())
+    at = np.arange(total, dtype=np.int64) + np.repeat(
+        starts - np.cumsum(lengths) + lengths, lengths
+    )
+    return indices[at], weights[at]
+
+
+def advanced_row_weights(
+    before: LayeredCSR,
+    weights_before: np.ndarray,
+    died: np.ndarray,
+    alive: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    weight: np.ndarray,
+) -> np.ndarray:
+    """:func:`row_weights` of the graph after a change, from those before it, in O(change).
+
+    Parameters
+    ----------
+    before:
+        The graph before the change.
+    weights_before:
+        Its :func:`row_weights`.
+    died:
+        Nodes alive before and dead after.
+    alive:
+        bool [n'] of the graph after (``n' >= before.n``; nodes past ``before.n`` are new).
+    src, dst, weight:
+        The edges the change added, between alive nodes (each counts in both rows, a
+        self-loop once, as ``graph.csr_from_edges`` stores it).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 [n']: each alive node's row weight over alive neighbours, 0 for a dead one.
+        Equal to :func:`row_weights` of the graph after, up to float rounding.
+    """
+    out = np.zeros(alive.shape[0], dtype=np.float64)
+    out[: weights_before.shape[0]] = weights_before
+    died = np.asarray(died, np.int64)
+    cols, ws = [], []
+    for layer in ((before.indptr, before.indices, before.weights), before.extra):
+        c, w = _entries_of_rows(*layer, died)  # symmetric: a dead node's row names who lose it
+        cols.append(c)
+        ws.append(w)
+    col, w = np.concatenate(cols), np.concatenate(ws).astype(np.float64)
+    keep = alive[col]
+    np.subtract.at(out, col[keep], w[keep])
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    weight = np.asarray(weight, np.float64)
+    np.add.at(out, src, weight)
+    loops = src == dst
+    np.add.at(out, dst[~loops], weight[~loops])
+    # A row whose every neighbour died is 0, not the rounding left by the subtractions.
+    touched = col[keep]
+    out[touched[out[touched] < 1e-9 * np.maximum(weights_before[touched], 1.0)]] = 0.0
+    out[died] = 0.0
+    return out
 
 
 def flatten(

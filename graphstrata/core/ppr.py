@@ -116,6 +116,7 @@ def _step(
     xix: np.ndarray,
     xw: np.ndarray,
     alive: np.ndarray,
+    row_sums: np.ndarray,
     table: np.ndarray,
     shift: np.uint64,
     tab_mask: np.int64,
@@ -132,7 +133,11 @@ def _step(
     # plus its extra entries, less those to nodes not ``alive`` (when ``alive`` is given).
     # Returns (count, entries read).
     n_seed = pv.shape[0]
-    check = alive.shape[0] > 0
+    # Given row sums (0 for a dead node), entries are not tested: mass sent to a dead node
+    # stops there (its row sum is 0) and the caller drops it; the alive nodes get exactly
+    # what they get on the graph without the dead.
+    summed = row_sums.shape[0] > 0
+    check = alive.shape[0] > 0 and not summed
     for i in range(count):
         nxt[i] = alpha * pv[i] if i < n_seed else 0.0
     edges = 0
@@ -146,9 +151,12 @@ def _step(
         a, b = _span(indptr, xptr, u, 0)
         c, d = _span(indptr, xptr, u, 1)
         edges += (b - a) + (d - c)
-        wsum = _alive_sum(indices, weights, a, b, alive, check)
-        if d > c:
-            wsum += _alive_sum(xix, xw, c, d, alive, check)
+        if summed:
+            wsum = row_sums[u]
+        else:
+            wsum = _alive_sum(indices, weights, a, b, alive, check)
+            if d > c:
+                wsum += _alive_sum(xix, xw, c, d, alive, check)
         if wsum <= 0.0:
             continue  # zero row of P: the mass stops here
         scale = one_minus * x / wsum
@@ -199,6 +207,7 @@ def _push(
     xix: np.ndarray,
     xw: np.ndarray,
     alive: np.ndarray,
+    row_sums: np.ndarray,
     seeds: np.ndarray,
     seed_p: np.ndarray,
     alpha: float,
@@ -250,8 +259,8 @@ def _push(
             tab_mask = np.int64((1 << bits) - 1)
             shift = np.uint64(64 - bits)
         count, e = _step(
-            indptr, indices, weights, xptr, xix, xw, alive, table, shift, tab_mask, nodes, cur,
-            nxt, pv, count, alpha,
+            indptr, indices, weights, xptr, xix, xw, alive, row_sums, table, shift, tab_mask,
+            nodes, cur, nxt, pv, count, alpha,
         )  # fmt: skip
         edges += e
         cur, nxt = nxt, cur
@@ -288,6 +297,7 @@ def _seed_distribution(
 
 _NO_PTR = np.zeros(0, dtype=np.int64)
 _NO_ALIVE = np.zeros(0, dtype=np.bool_)
+_NO_SUMS = np.zeros(0, dtype=np.float64)
 
 
 def _extra_layer(
@@ -313,6 +323,15 @@ def _extra_layer(
     )
 
 
+def _row_sums(row_sums: np.ndarray | None, n: int) -> np.ndarray:
+    if row_sums is None:
+        return _NO_SUMS
+    row_sums = np.asarray(row_sums)
+    if row_sums.dtype != np.float64 or row_sums.shape != (n,):
+        raise ValueError(f"row_sums must be a float64 array of shape ({n},)")
+    return row_sums
+
+
 def _alive_mask(alive: np.ndarray | None, n: int) -> np.ndarray:
     if alive is None:
         return _NO_ALIVE
@@ -333,12 +352,13 @@ def shallow_ppr_stats(
     *,
     extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     alive: np.ndarray | None = None,
+    row_sums: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """:func:`shallow_ppr` that also returns the number of CSR entries read (edges touched).
 
     Parameters
     ----------
-    indptr, indices, weights, seeds, seed_weights, alpha, iters, extra, alive
+    indptr, indices, weights, seeds, seed_weights, alpha, iters, extra, alive, row_sums
         As in :func:`shallow_ppr`.
 
     Returns
@@ -364,6 +384,7 @@ def shallow_ppr_stats(
     n = indptr.shape[0] - 1
     xptr, xix, xw, n = _extra_layer(extra, n, weights.dtype)
     live = _alive_mask(alive, n)
+    sums = _row_sums(row_sums, n)
     if n >= 2**31:
         raise ValueError("graphs beyond 2**31 nodes are not supported")
     seeds = np.asarray(seeds)
@@ -395,8 +416,11 @@ def shallow_ppr_stats(
     if indices.dtype != np.int64:
         indices = indices.astype(np.int64)
     nodes, scores, edges = _push(
-        indptr, indices, weights, xptr, xix, xw, live, seeds, p, alpha, iters
+        indptr, indices, weights, xptr, xix, xw, live, sums, seeds, p, alpha, iters
     )
+    if sums.size and live.size:  # the dead nodes that stopped mass are not results
+        keep = live[nodes]
+        nodes, scores = nodes[keep], scores[keep]
     return nodes, scores, int(edges)
 
 
@@ -411,6 +435,7 @@ def shallow_ppr(
     *,
     extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     alive: np.ndarray | None = None,
+    row_sums: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Personalized PageRank after ``iters`` steps of ``pi <- alpha p + (1 - alpha) P^T pi``.
 
@@ -441,6 +466,12 @@ def shallow_ppr(
     alive : bool array [n], optional
         The nodes that exist: entries to the others are skipped, and seeds must be alive.
         Default: every node.
+    row_sums : float64 array [n], optional
+        Each node's row weight over its alive neighbours, 0 for a dead node
+        (``core.layered.row_weights``, or kept up to date by the graph's owner). Given, the
+        walk neither sums rows nor tests entries: mass sent to a dead node stops there and
+        the node is dropped from the result, so the alive nodes' scores are unchanged and a
+        row is read once instead of twice. Default: summed per row pushed from.
 
     Returns
     -------
@@ -451,7 +482,16 @@ def shallow_ppr(
         Their scores, >= 0, summing to at most 1.
     """
     nodes, scores, _ = shallow_ppr_stats(
-        indptr, indices, weights, seeds, seed_weights, alpha, iters, extra=extra, alive=alive
+        indptr,
+        indices,
+        weights,
+        seeds,
+        seed_weights,
+        alpha,
+        iters,
+        extra=extra,
+        alive=alive,
+        row_sums=row_sums,
     )
     return nodes, scores
 

@@ -140,7 +140,7 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
     dropped nodes renumbered out of the edges and dead in the CSR's layers, new edges
     merged into its extra layer) are those a view built from scratch holds, and so are its
     walks; with compaction on every write, never, and at the default shares."""
-    from graphstrata.core.layered import flatten
+    from graphstrata.core.layered import flatten, row_weights
     from graphstrata.engine.heterograph import walk_graph
     from graphstrata.engine.heterograph.component import HeterographComponent
     from graphstrata.engine.heterograph.search import GraphParams
@@ -178,6 +178,8 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
             np.testing.assert_array_equal(flat[1], fresh[1])
             np.testing.assert_allclose(flat[2], fresh[2], rtol=1e-6)
         np.testing.assert_array_equal(got.stored.slot_ids[got.stored.slot_of_position], want.ids)
+        np.testing.assert_allclose(got.row_sums, row_weights(got.graph), rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(want.row_sums, row_weights(want.graph), rtol=1e-6, atol=1e-9)
         np.testing.assert_array_equal(got.units_of, want.units_of)
         np.testing.assert_array_equal(got.chunk_of, want.chunk_of)
         seeds = np.arange(0, want.ids.size, 7)

@@ -90,3 +90,27 @@ def test_walk_layers_leave_out_what_adds_nothing():
     graph, _ = _case(0, 40, 50, 150, 60, 0.2)
     extra, alive = graph.walk_layers()
     assert extra is not None and alive is graph.alive
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_row_weights_advanced_by_a_change_equal_those_recomputed(seed):
+    """Nodes die (some already dead, some neighbours of each other), nodes are added and
+    edges join the extra layer (self-loops and repeats of existing pairs included)."""
+    from graphstrata.core.graph import merge_edges
+    from graphstrata.core.layered import advanced_row_weights
+
+    graph, _ = _case(seed, 30, 40, 120, 40, 0.1)
+    rng = np.random.default_rng(seed + 50)
+    n_after = 40 + int(rng.integers(0, 6))
+    alive = np.concatenate([graph.alive, np.ones(n_after - 40, bool)])
+    died = rng.choice(np.flatnonzero(graph.alive), 5, replace=False)
+    alive[died] = False
+    live = np.flatnonzero(alive)
+    src, dst = rng.choice(live, 12), rng.choice(live, 12)
+    src[0] = dst[0]  # a self-loop
+    w = rng.random(12).astype(np.float32) + 0.1
+    extra = merge_edges(*graph.extra, src, dst, w, n_after)
+    after = LayeredCSR(graph.indptr, graph.indices, graph.weights, *extra, alive)
+    got = advanced_row_weights(graph, row_weights(graph), died, alive, src, dst, w)
+    np.testing.assert_allclose(got, row_weights(after), rtol=1e-6, atol=1e-9)
+    assert (got[~alive] == 0).all()

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphstrata.core.graph import csr_from_edges
+from graphstrata.core.layered import LayeredCSR, row_weights
 from graphstrata.core.ppr import shallow_ppr, shallow_ppr_stats, top_k_by_kind
 
 
@@ -299,13 +300,20 @@ def test_a_layered_graph_walks_as_its_edges_written_in_one_csr(seed: int, iters:
     rng = np.random.default_rng(seed + 100)
     seeds = rng.choice(live, 6)
     sw = rng.random(6)
-    got_n, got_s, _ = shallow_ppr_stats(*base, seeds, sw, 0.5, iters, extra=extra, alive=alive)
     want_n, want_s, _ = shallow_ppr_stats(*whole, seeds, sw, 0.5, iters)
-    got, want = np.zeros(90), np.zeros(90)
-    got[got_n], want[want_n] = got_s, want_s
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-12)
-    assert alive[got_n].all()  # no dead node is reached
-    assert set(got_n.tolist()) == set(want_n.tolist())
+    want = np.zeros(90)
+    want[want_n] = want_s
+    sums = row_weights(LayeredCSR(*base, *extra, alive))
+    for row_sums in (None, sums):  # rows summed by the walk, or given
+        got_n, got_s, _ = shallow_ppr_stats(
+            *base, seeds, sw, 0.5, iters, extra=extra, alive=alive, row_sums=row_sums
+        )
+        got = np.zeros(90)
+        got[got_n] = got_s
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-12)
+        assert alive[got_n].all()  # no dead node is returned
+        assert set(got_n.tolist()) == set(want_n.tolist())
+        assert np.unique(got_n).size == got_n.size
 
 
 @pytest.mark.parametrize(
@@ -339,5 +347,7 @@ def test_layered_inputs_are_checked() -> None:
         shallow_ppr(*base, np.array([0]), extra=extra, alive=alive[:-1])
     with pytest.raises(ValueError, match="seeds must be node indices"):
         shallow_ppr(*base, np.array([13]))  # a node only the extra layer has
+    with pytest.raises(ValueError, match="row_sums must be a float64 array of shape"):
+        shallow_ppr(*base, np.array([0]), extra=extra, alive=alive, row_sums=np.zeros(3))
     with pytest.raises(ValueError, match="extra indices and weights"):
         shallow_ppr(*base, np.array([0]), extra=(extra[0], extra[1], extra[2][:-1]))

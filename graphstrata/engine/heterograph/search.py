@@ -274,8 +274,14 @@ class HeterographView(ComponentView):
         #: The walk's graph, on the stored CSR's slots (``WalkEdges``): the title links join
         #: its extra layer, so a version's links never copy the base.
         self.graph: LayeredCSR = self.stored.csr
+        #: Row weights of ``graph`` (``WalkEdges.row_sums`` plus the title links).
+        self.row_sums = self.stored.row_sums
         if w_title > 0 and t_src.size:
             slot = self.stored.slot_of_position
+            self.row_sums = self.row_sums.copy()
+            w32 = float(np.float32(w_title))  # the weight the CSR holds
+            np.add.at(self.row_sums, slot[t_src], w32)
+            np.add.at(self.row_sums, slot[t_dst], w32)
             extra = merge_edges(
                 *self.graph.extra,
                 slot[t_src],
@@ -442,6 +448,7 @@ class HeterographView(ComponentView):
             iters=int(params.resolve("ppr_iters", self.cfg.ppr_iters)),
             extra=extra,
             alive=alive,
+            row_sums=self.row_sums,
         )
         positions = touched if same else self.stored.position_of_slot[touched]
         return positions, np.asarray(scores, np.float64)

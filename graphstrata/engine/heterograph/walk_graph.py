@@ -29,7 +29,13 @@ import pyarrow as pa
 
 from graphstrata.core.graph import csr_from_edges, merge_edges
 from graphstrata.core.ids import positions_in
-from graphstrata.core.layered import LayeredCSR, flatten, plain
+from graphstrata.core.layered import (
+    LayeredCSR,
+    advanced_row_weights,
+    flatten,
+    plain,
+    row_weights,
+)
 from graphstrata.engine.config import HeterographConfig
 from graphstrata.engine.heterograph.buffers import CSR_BUFFERS
 from graphstrata.engine.heterograph.schema import HETERO_EDGE_KINDS
@@ -68,6 +74,10 @@ class WalkEdges:
         Every walked edge on slots (``core.graph.csr_from_edges``; semantic edges scaled
         by ``semantic_edge_weight``), the deleted slots dead; the view adds its title
         links on top.
+    row_sums:
+        float64 per slot: the weight of its row over alive neighbours (0 when dead), kept
+        up to date by each commit (``core.layered.advanced_row_weights``), so the walk
+        reads each row once and never tests an entry for a dead node (``core.ppr``).
     """
 
     src: np.ndarray
@@ -76,6 +86,7 @@ class WalkEdges:
     kind: np.ndarray
     slot_ids: np.ndarray
     csr: LayeredCSR
+    row_sums: np.ndarray
 
     @property
     def edge_list(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -100,7 +111,8 @@ class WalkEdges:
         src, dst, weight, kind = _walked(ids, snapshot.edges, cfg)
         csr = csr_from_edges(src, dst, weight, int(ids.size))
         keep = kind != _SEMANTIC
-        return cls(src[keep], dst[keep], weight[keep], kind[keep], ids, plain(*csr))
+        graph = plain(*csr)
+        return cls(src[keep], dst[keep], weight[keep], kind[keep], ids, graph, row_weights(graph))
 
     def advanced(
         self, previous_ids: np.ndarray, snapshot: Snapshot, delta: Delta, cfg: HeterographConfig
@@ -127,7 +139,7 @@ class WalkEdges:
         keep = n_kind != _SEMANTIC
         if ids.size > k and self.slot_ids.size and ids[k] <= self.slot_ids[-1]:
             return WalkEdges.build(snapshot, cfg)  # a new id below a dead slot's
-        slot_ids, csr = self._csr_advanced(ids, alive, n_src, n_dst, n_weight)
+        slot_ids, csr, row_sums = self._csr_advanced(ids, alive, n_src, n_dst, n_weight)
         return WalkEdges(
             np.concatenate([new_pos[self.src[stay]], n_src[keep]]),
             np.concatenate([new_pos[self.dst[stay]], n_dst[keep]]),
@@ -135,6 +147,7 @@ class WalkEdges:
             np.concatenate([self.kind[stay], n_kind[keep]]),
             slot_ids,
             csr,
+            row_sums,
         )
 
     def _csr_advanced(
@@ -144,7 +157,7 @@ class WalkEdges:
         src: np.ndarray,
         dst: np.ndarray,
         weight: np.ndarray,
-    ) -> tuple[np.ndarray, LayeredCSR]:
+    ) -> tuple[np.ndarray, LayeredCSR, np.ndarray]:
         """The CSR with the live nodes not ``survived`` (bool per previous position) dead,
         the ids past the survivors new, and the new edges (on the new positions) merged
         into its extra layer; compacted past the shares."""
@@ -154,19 +167,23 @@ class WalkEdges:
         alive = np.concatenate([old.alive, np.ones(added.size, dtype=bool)])
         # Slots of the old live nodes, then of the new: the new positions in slot terms.
         live_before = self.slot_of_position
-        alive[live_before[~survived]] = False
+        died = live_before[~survived]
+        alive[died] = False
         slot_of = np.concatenate(
             [live_before[survived], np.arange(self.slot_ids.size, slot_ids.size, dtype=np.int64)]
         )
-        extra = merge_edges(*old.extra, slot_of[src], slot_of[dst], weight, int(slot_ids.size))
+        s, d = slot_of[src], slot_of[dst]
+        extra = merge_edges(*old.extra, s, d, weight, int(slot_ids.size))
         csr = LayeredCSR(old.indptr, old.indices, old.weights, *extra, alive)
         base_entries = max(int(old.indices.shape[0]), 1)
         if (
             csr.extra_entries > COMPACT_EXTRA_SHARE * base_entries
             or csr.dead > COMPACT_DEAD_SHARE * csr.n
         ):
-            return ids, plain(*flatten(csr, empty=CSR_BUFFERS.empty))
-        return slot_ids, csr
+            graph = plain(*flatten(csr, empty=CSR_BUFFERS.empty))
+            return ids, graph, row_weights(graph)
+        sums = advanced_row_weights(old, self.row_sums, died, alive, s, d, weight)
+        return slot_ids, csr, sums
 
 
 def semantic_edges(
