@@ -448,7 +448,7 @@ class HeterographView(ComponentView):
             iters=int(params.resolve("ppr_iters", self.cfg.ppr_iters)),
             extra=extra,
             alive=alive,
-            row_sums=self.row_sums,
+            row_sums=None if extra is None and alive is None else self.row_sums,
         )
         positions = touched if same else self.stored.position_of_slot[touched]
         return positions, np.asarray(scores, np.float64)
