@@ -119,6 +119,77 @@ def _step_plain(
 
 
 @njit(cache=True, nogil=True)
+def _spread(
+    ix: np.ndarray,
+    w: np.ndarray,
+    a: int,
+    b: int,
+    scale: float,
+    table: np.ndarray,
+    shift: np.uint64,
+    tab_mask: np.int64,
+    nodes: np.ndarray,
+    nxt: np.ndarray,
+    count: int,
+) -> int:
+    # Push ``scale * w`` along entries a..b of one layer; returns the reached count.
+    for j in range(a, b):
+        v = ix[j]
+        key = v << 32
+        h = _slot_of(v, shift, tab_mask)
+        while True:
+            e = table[h]
+            if e < 0 or (e & ~_LOW) == key:
+                break
+            h = (h + 1) & tab_mask
+        if e < 0:
+            table[h] = key | count
+            nodes[count] = v
+            nxt[count] = scale * w[j]
+            count += 1
+        else:
+            nxt[e & _LOW] += scale * w[j]
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _spread_alive(
+    ix: np.ndarray,
+    w: np.ndarray,
+    a: int,
+    b: int,
+    alive: np.ndarray,
+    scale: float,
+    table: np.ndarray,
+    shift: np.uint64,
+    tab_mask: np.int64,
+    nodes: np.ndarray,
+    nxt: np.ndarray,
+    count: int,
+) -> int:
+    # :func:`_spread` skipping the entries to dead nodes.
+    for j in range(a, b):
+        v = ix[j]
+        if not alive[v]:
+            continue
+        key = v << 32
+        h = _slot_of(v, shift, tab_mask)
+        while True:
+            e = table[h]
+            if e < 0 or (e & ~_LOW) == key:
+                break
+            h = (h + 1) & tab_mask
+        if e < 0:
+            table[h] = key | count
+            nodes[count] = v
+            nxt[count] = scale * w[j]
+            count += 1
+        else:
+            nxt[e & _LOW] += scale * w[j]
+    return count
+
+
+@njit(cache=True, nogil=True)
 def _step(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -181,42 +252,18 @@ def _step(
         if wsum <= 0.0:
             continue  # zero row of P: the mass stops here
         scale = one_minus * x / wsum
-        for j in range(a, b):
-            v = indices[j]
-            if check and not alive[v]:
-                continue
-            key = v << 32
-            h = _slot_of(v, shift, tab_mask)
-            while True:
-                e = table[h]
-                if e < 0 or (e & ~_LOW) == key:
-                    break
-                h = (h + 1) & tab_mask
-            if e < 0:
-                table[h] = key | count
-                nodes[count] = v
-                nxt[count] = scale * weights[j]
-                count += 1
-            else:
-                nxt[e & _LOW] += scale * weights[j]
-        for j in range(c, d):
-            v = xix[j]
-            if check and not alive[v]:
-                continue
-            key = v << 32
-            h = _slot_of(v, shift, tab_mask)
-            while True:
-                e = table[h]
-                if e < 0 or (e & ~_LOW) == key:
-                    break
-                h = (h + 1) & tab_mask
-            if e < 0:
-                table[h] = key | count
-                nodes[count] = v
-                nxt[count] = scale * xw[j]
-                count += 1
-            else:
-                nxt[e & _LOW] += scale * xw[j]
+        if check:
+            count = _spread_alive(
+                indices, weights, a, b, alive, scale, table, shift, tab_mask, nodes, nxt, count
+            )
+            count = _spread_alive(
+                xix, xw, c, d, alive, scale, table, shift, tab_mask, nodes, nxt, count
+            )
+        else:
+            count = _spread(
+                indices, weights, a, b, scale, table, shift, tab_mask, nodes, nxt, count
+            )
+            count = _spread(xix, xw, c, d, scale, table, shift, tab_mask, nodes, nxt, count)
     return count, edges
 
 
