@@ -46,7 +46,8 @@ from graphstrata.core import budget as budget_mod  # noqa: E402
 from graphstrata.core import ppr as ppr_mod  # noqa: E402
 from graphstrata.core.budget import pack  # noqa: E402
 from graphstrata.core.graph import csr_from_edges  # noqa: E402
-from graphstrata.core.ppr import shallow_ppr, shallow_ppr_stats, top_k_by_kind  # noqa: E402
+from graphstrata.core.ppr import shallow_ppr, shallow_ppr_stats  # noqa: E402
+from graphstrata.core.topk import top_k_by_kind  # noqa: E402
 
 #: The compiled entry points a graph query crosses (module, attribute): the public
 #: wrappers look these up at call time, so swapping the attribute swaps the kernel.

@@ -304,7 +304,8 @@ def before_view(index: Any) -> Any:
     """
     from graphstrata.core.budget import pack
     from graphstrata.core.graph import csr_from_edges
-    from graphstrata.core.ppr import shallow_ppr, top_k_by_kind
+    from graphstrata.core.ppr import shallow_ppr
+    from graphstrata.core.topk import top_k_by_kind
     from graphstrata.engine.component import ComponentView
     from graphstrata.engine.heterograph.parse import normalize_name, parse_query_entities
     from graphstrata.engine.heterograph.ranking import follow, sorted_links

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from graphstrata.core.graph import csr_from_edges
 from graphstrata.core.layered import LayeredCSR, row_weights
-from graphstrata.core.ppr import shallow_ppr, shallow_ppr_stats, top_k_by_kind
+from graphstrata.core.ppr import shallow_ppr, shallow_ppr_stats
+from graphstrata.core.topk import top_k_by_kind
 
 
 def dense_ppr(indptr, indices, weights, seeds, seed_weights, alpha, iters):
@@ -267,9 +268,10 @@ def test_top_k_by_kind_any_integer_kinds(dtype) -> None:
 
 def test_query_kernels_release_the_gil() -> None:
     # the server calls these from a thread pool (benchmarks/concurrent_graph.py)
-    from graphstrata.core import ppr
+    from graphstrata.core import ppr, topk
 
-    for kernel in (ppr._seed_distribution, ppr._push, ppr._top_k_positions):
+    kernels = (ppr._seed_distribution, ppr._push, ppr._step, ppr._step_plain, ppr._spread)
+    for kernel in (*kernels, ppr._spread_alive, topk._top_k_positions):
         assert kernel.targetoptions.get("nogil") is True, kernel
 
 

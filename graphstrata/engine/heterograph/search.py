@@ -59,7 +59,8 @@ import numpy as np
 from graphstrata.core import sets
 from graphstrata.core.graph import merge_edges
 from graphstrata.core.layered import LayeredCSR
-from graphstrata.core.ppr import shallow_ppr, top_k_by_kind
+from graphstrata.core.ppr import shallow_ppr
+from graphstrata.core.topk import top_k_by_kind
 from graphstrata.engine.component import ComponentView, Hit, Query
 from graphstrata.engine.config import HeterographConfig, IndexConfig
 from graphstrata.engine.heterograph.names import NameIndex
