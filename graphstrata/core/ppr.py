@@ -164,7 +164,9 @@ def _spread_alive(
     nxt: np.ndarray,
     count: int,
 ) -> int:
-    # :func:`_spread` skipping the entries to dead nodes.
+    # :func:`_spread` skipping the entries to dead nodes. Two functions, not one with a
+    # flag: a loop-invariant ``if check and not alive[v]`` per entry was not hoisted, and a
+    # layered walk measured 24% slower than the flattened graph against 4-10% so.
     for j in range(a, b):
         v = ix[j]
         if not alive[v]:
