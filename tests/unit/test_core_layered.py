@@ -114,3 +114,16 @@ def test_row_weights_advanced_by_a_change_equal_those_recomputed(seed):
     got = advanced_row_weights(graph, row_weights(graph), died, alive, src, dst, w)
     np.testing.assert_allclose(got, row_weights(after), rtol=1e-6, atol=1e-9)
     assert (got[~alive] == 0).all()
+
+
+def test_row_weights_advanced_by_nothing_or_on_an_empty_graph_are_unchanged():
+    from graphstrata.core.layered import advanced_row_weights
+
+    graph, _ = _case(2, 30, 40, 120, 40, 0.1)
+    before = row_weights(graph)
+    none = np.zeros(0, np.int64)
+    same = advanced_row_weights(graph, before, none, graph.alive, none, none, np.zeros(0))
+    np.testing.assert_array_equal(same, before)
+    empty = plain(*csr_from_edges(none, none, np.zeros(0), 0))
+    got = advanced_row_weights(empty, row_weights(empty), none, np.ones(2, bool), [0], [1], [2.0])
+    np.testing.assert_array_equal(got, [2.0, 2.0])  # two new nodes and the edge between them
