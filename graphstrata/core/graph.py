@@ -16,7 +16,7 @@ from numba import get_num_threads, njit, prange
 
 from graphstrata.core import sets
 
-__all__ = ["advance_csr", "csr_from_edges", "merge_edges"]
+__all__ = ["advance_csr", "csr_from_edges", "merge_edges", "row_entries"]
 
 _INSERTION_MAX = 32  # rows up to this length are sorted by insertion (no allocation)
 
@@ -508,6 +508,20 @@ def _advanced_fill(
             )  # fmt: skip
 
 
+def row_entries(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """int64: the entry positions of the rows ``rows`` of a CSR, row after row.
+
+    Rows past the CSR (``>= len(indptr) - 1``) have none.
+    """
+    rows = np.asarray(rows, np.int64)
+    rows = rows[rows < indptr.shape[0] - 1]
+    starts = indptr[rows]
+    lengths = indptr[rows + 1] - starts
+    # Entry k of the output lies at its row's start plus its rank within the row.
+    first = np.cumsum(lengths) - lengths
+    return np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - first, lengths)
+
+
 def advance_csr(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -561,14 +575,7 @@ def advance_csr(
     old_of[: kept.size] = kept
     lengths = np.zeros(n, dtype=np.int64)
     lengths[: kept.size] = np.diff(indptr)[kept]
-    dropped = np.flatnonzero(~keep)
-    if dropped.size:
-        starts, ends = indptr[dropped], indptr[dropped + 1]
-        cut = np.repeat(ends - np.cumsum(ends - starts), ends - starts)
-        neighbours = indices[np.arange(int((ends - starts).sum()), dtype=np.int64) + cut]
-        losing = new_pos[neighbours]
-    else:
-        losing = np.zeros(0, dtype=np.int64)
+    losing = new_pos[indices[row_entries(indptr, np.flatnonzero(~keep))]]
     rows = sets.unique(np.concatenate([losing[losing >= 0], np.flatnonzero(np.diff(ip2))]))
     _advanced_lengths(indptr, indices, weights, new_pos, old_of, ip2, ix2, w2, rows, lengths)
     out_ptr = np.zeros(n + 1, dtype=np.int64)

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from graphstrata.core.graph import advance_csr, csr_from_edges
+from graphstrata.core.graph import advance_csr, csr_from_edges, row_entries
 
 __all__ = ["LayeredCSR", "advanced_row_weights", "flatten", "plain", "row", "row_weights"]
 
@@ -75,8 +75,9 @@ class LayeredCSR(NamedTuple):
         self,
     ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, np.ndarray | None]:
         """``(extra, alive)`` for ``core.ppr.shallow_ppr``, each None when it has nothing to
-        add (no extra entry and no node past the base; no dead node): the kernel then skips
-        its checks, as on a graph never written to (5-15% of a walk at 100k chunks)."""
+        add (no extra entry and no node past the base; no dead node). With both None the
+        kernel takes its one-layer step, 15-20% faster at 100k chunks. O(n) (the dead
+        count): tens of microseconds at 100k chunks, against tens of milliseconds a walk."""
         grown = self.n > self.indptr.shape[0] - 1
         extra = self.extra if self.extra_entries or grown else None
         alive = self.alive if self.dead else None
@@ -139,20 +140,6 @@ def row_weights(graph: LayeredCSR) -> np.ndarray:
     return _row_weights(*graph)
 
 
-def _entries_of_rows(
-    indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The columns and weights of the entries of ``rows`` (rows past ``indptr`` have none)."""
-    rows = rows[rows < indptr.shape[0] - 1]
-    starts, ends = indptr[rows], indptr[rows + 1]
-    lengths = ends - starts
-    total = int(lengths.sum())
-    at = np.arange(total, dtype=np.int64) + np.repeat(
-        starts - np.cumsum(lengths) + lengths, lengths
-    )
-    return indices[at], weights[at]
-
-
 def advanced_row_weights(
     before: LayeredCSR,
     weights_before: np.ndarray,
@@ -188,10 +175,10 @@ def advanced_row_weights(
     out[: weights_before.shape[0]] = weights_before
     died = np.asarray(died, np.int64)
     cols, ws = [], []
-    for layer in ((before.indptr, before.indices, before.weights), before.extra):
-        c, w = _entries_of_rows(*layer, died)  # symmetric: a dead node's row names who lose it
-        cols.append(c)
-        ws.append(w)
+    for ptr, ix, wt in ((before.indptr, before.indices, before.weights), before.extra):
+        at = row_entries(ptr, died)  # symmetric: a dead node's row names who lose it
+        cols.append(ix[at])
+        ws.append(wt[at])
     col, w = np.concatenate(cols), np.concatenate(ws).astype(np.float64)
     keep = alive[col]
     np.subtract.at(out, col[keep], w[keep])

@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from graphstrata.core.layered import LayeredCSR, row_weights
+
 __all__ = ["shallow_ppr", "shallow_ppr_stats"]
 
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads consecutive ids
@@ -54,6 +56,40 @@ def _span(indptr: np.ndarray, xptr: np.ndarray, u: int, layer: int) -> tuple[int
 
 
 @njit(cache=True, nogil=True)
+def _spread(
+    ix: np.ndarray,
+    w: np.ndarray,
+    a: int,
+    b: int,
+    scale: float,
+    table: np.ndarray,
+    shift: np.uint64,
+    tab_mask: np.int64,
+    nodes: np.ndarray,
+    nxt: np.ndarray,
+    count: int,
+) -> int:
+    # Push ``scale * w`` along entries a..b of one layer; returns the reached count.
+    for j in range(a, b):
+        v = ix[j]
+        key = v << 32
+        h = _slot_of(v, shift, tab_mask)
+        while True:
+            e = table[h]
+            if e < 0 or (e & ~_LOW) == key:
+                break
+            h = (h + 1) & tab_mask
+        if e < 0:
+            table[h] = key | count
+            nodes[count] = v
+            nxt[count] = scale * w[j]
+            count += 1
+        else:
+            nxt[e & _LOW] += scale * w[j]
+    return count
+
+
+@njit(cache=True, nogil=True)
 def _step_plain(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -70,7 +106,8 @@ def _step_plain(
 ) -> tuple[int, int]:
     # :func:`_step` on a one-layer graph without dead nodes, kept apart: the layered
     # step's extra bounds and branches cost 15-20% of a walk at 100k chunks even when
-    # there is nothing in them.
+    # there is nothing in them, and pushing through :func:`_spread` instead of this
+    # loop written out cost 8-11% more (measured against the code before the layers).
     # One step nxt = alpha * p + (1 - alpha) * P^T cur over the reached nodes. Capacity
     # for every node this step can reach was reserved by the caller, so nothing is
     # reallocated here (reassigning arrays inside the loop costs Numba reference counting
@@ -116,79 +153,6 @@ def _step_plain(
 
 
 @njit(cache=True, nogil=True)
-def _spread(
-    ix: np.ndarray,
-    w: np.ndarray,
-    a: int,
-    b: int,
-    scale: float,
-    table: np.ndarray,
-    shift: np.uint64,
-    tab_mask: np.int64,
-    nodes: np.ndarray,
-    nxt: np.ndarray,
-    count: int,
-) -> int:
-    # Push ``scale * w`` along entries a..b of one layer; returns the reached count.
-    for j in range(a, b):
-        v = ix[j]
-        key = v << 32
-        h = _slot_of(v, shift, tab_mask)
-        while True:
-            e = table[h]
-            if e < 0 or (e & ~_LOW) == key:
-                break
-            h = (h + 1) & tab_mask
-        if e < 0:
-            table[h] = key | count
-            nodes[count] = v
-            nxt[count] = scale * w[j]
-            count += 1
-        else:
-            nxt[e & _LOW] += scale * w[j]
-    return count
-
-
-@njit(cache=True, nogil=True)
-def _spread_alive(
-    ix: np.ndarray,
-    w: np.ndarray,
-    a: int,
-    b: int,
-    alive: np.ndarray,
-    scale: float,
-    table: np.ndarray,
-    shift: np.uint64,
-    tab_mask: np.int64,
-    nodes: np.ndarray,
-    nxt: np.ndarray,
-    count: int,
-) -> int:
-    # :func:`_spread` skipping the entries to dead nodes. Two functions, not one with a
-    # flag: a loop-invariant ``if check and not alive[v]`` per entry was not hoisted, and a
-    # layered walk measured 24% slower than the flattened graph against 4-10% so.
-    for j in range(a, b):
-        v = ix[j]
-        if not alive[v]:
-            continue
-        key = v << 32
-        h = _slot_of(v, shift, tab_mask)
-        while True:
-            e = table[h]
-            if e < 0 or (e & ~_LOW) == key:
-                break
-            h = (h + 1) & tab_mask
-        if e < 0:
-            table[h] = key | count
-            nodes[count] = v
-            nxt[count] = scale * w[j]
-            count += 1
-        else:
-            nxt[e & _LOW] += scale * w[j]
-    return count
-
-
-@njit(cache=True, nogil=True)
 def _step(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -196,7 +160,6 @@ def _step(
     xptr: np.ndarray,
     xix: np.ndarray,
     xw: np.ndarray,
-    alive: np.ndarray,
     row_sums: np.ndarray,
     table: np.ndarray,
     shift: np.uint64,
@@ -208,21 +171,13 @@ def _step(
     count: int,
     alpha: float,
 ) -> tuple[int, int]:
-    # One step nxt = alpha * p + (1 - alpha) * P^T cur over the reached nodes. Capacity
-    # for every node this step can reach was reserved by the caller, so nothing is
-    # reallocated here. Seeds hold dense indices 0..len(pv)-1. A row is its base entries
-    # plus its extra entries, less those to nodes not ``alive`` (when ``alive`` is given).
-    # Given row sums (0 for a dead node), entries are not tested: mass sent to a dead node
-    # stops there (its row sum is 0) and the caller drops it; the alive nodes get exactly
-    # what they get on the graph without the dead. The two layers' loops are written out
-    # one after the other, not through a helper or an array variable switched between
-    # layers: either cost a fifth of the walk (Numba's reference counting of the arrays).
-    # Returns (count, entries read).
+    # :func:`_step_plain` on base + extra layers, with each row's weight given (0 for a
+    # dead node): entries are not tested for dead nodes, so mass sent to a dead node stops
+    # there and the caller drops it; the alive nodes get exactly what they get on the
+    # graph without the dead. Returns (count, entries read).
     n_seed = pv.shape[0]
     n_base = indptr.shape[0] - 1
     n_extra = xptr.shape[0] - 1
-    summed = row_sums.shape[0] > 0
-    check = alive.shape[0] > 0 and not summed
     for i in range(count):
         nxt[i] = alpha * pv[i] if i < n_seed else 0.0
     edges = 0
@@ -238,31 +193,11 @@ def _step(
         c = xptr[u] if u < n_extra else 0
         d = xptr[u + 1] if u < n_extra else 0
         edges += (b - a) + (d - c)
-        if summed:
-            wsum = row_sums[u]
-        else:
-            wsum = 0.0
-            for j in range(a, b):
-                if not check or alive[indices[j]]:
-                    wsum += weights[j]
-            for j in range(c, d):
-                if not check or alive[xix[j]]:
-                    wsum += xw[j]
-        if wsum <= 0.0:
-            continue  # zero row of P: the mass stops here
-        scale = one_minus * x / wsum
-        if check:
-            count = _spread_alive(
-                indices, weights, a, b, alive, scale, table, shift, tab_mask, nodes, nxt, count
-            )
-            count = _spread_alive(
-                xix, xw, c, d, alive, scale, table, shift, tab_mask, nodes, nxt, count
-            )
-        else:
-            count = _spread(
-                indices, weights, a, b, scale, table, shift, tab_mask, nodes, nxt, count
-            )
-            count = _spread(xix, xw, c, d, scale, table, shift, tab_mask, nodes, nxt, count)
+        if row_sums[u] <= 0.0:
+            continue  # zero row of P (or a dead node): the mass stops here
+        scale = one_minus * x / row_sums[u]
+        count = _spread(indices, weights, a, b, scale, table, shift, tab_mask, nodes, nxt, count)
+        count = _spread(xix, xw, c, d, scale, table, shift, tab_mask, nodes, nxt, count)
     return count, edges
 
 
@@ -302,7 +237,6 @@ def _push(
     xptr: np.ndarray,
     xix: np.ndarray,
     xw: np.ndarray,
-    alive: np.ndarray,
     row_sums: np.ndarray,
     seeds: np.ndarray,
     seed_p: np.ndarray,
@@ -314,7 +248,7 @@ def _push(
     # are sized for the worst case of that step (count + degrees of the nodes pushed from),
     # so memory stays proportional to the edges touched.
     s = seeds.shape[0]
-    layered = xptr.shape[0] > 0 or alive.shape[0] > 0 or row_sums.shape[0] > 0
+    layered = row_sums.shape[0] > 0
     cap = max(s, 16)
     nodes = np.empty(cap, dtype=np.int64)
     bits = _table_bits(cap)
@@ -341,10 +275,14 @@ def _push(
     for _ in range(iters):
         need = count
         for i in range(count):
-            if cur[i] != 0.0:
+            if cur[i] == 0.0:
+                continue
+            if layered:
                 a, b = _span(indptr, xptr, nodes[i], 0)
                 c, d = _span(indptr, xptr, nodes[i], 1)
                 need += (b - a) + (d - c)
+            else:
+                need += indptr[nodes[i] + 1] - indptr[nodes[i]]
         if need > cap:
             cap = max(need, 2 * cap)
             nodes = _grow(nodes, count, cap)
@@ -357,8 +295,8 @@ def _push(
             shift = np.uint64(64 - bits)
         if layered:
             count, e = _step(
-                indptr, indices, weights, xptr, xix, xw, alive, row_sums, table, shift,
-                tab_mask, nodes, cur, nxt, pv, count, alpha,
+                indptr, indices, weights, xptr, xix, xw, row_sums, table, shift, tab_mask,
+                nodes, cur, nxt, pv, count, alpha,
             )  # fmt: skip
         else:
             count, e = _step_plain(
@@ -407,23 +345,39 @@ def _extra_layer(
     extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None, n: int, dtype: np.dtype
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The extra CSR checked (O(1) on its entries) and cast for the kernel, and the node
-    count of both layers."""
+    count of both layers (the extra layer covers every node of the base and may add)."""
     if extra is None:
         return _NO_PTR, _NO_PTR, np.zeros(0, dtype=dtype), n
     xptr, xix, xw = (np.asarray(a) for a in extra)
-    if xptr.ndim != 1 or xptr.shape[0] < 1 or xptr.dtype.kind not in "iu":
-        raise ValueError("extra indptr must be a non-empty 1-d integer array")
+    if xptr.ndim != 1 or xptr.shape[0] < n + 1 or xptr.dtype.kind not in "iu":
+        raise ValueError(f"extra indptr must be a 1-d integer array of at least {n + 1} items")
     if xix.ndim != 1 or xw.ndim != 1 or xix.shape != xw.shape:
         raise ValueError("extra indices and weights must be 1-d of equal length")
     if xix.size and xix.dtype.kind not in "iu":
         raise ValueError("extra indices must be an integer array")
-    # Both layers' weights share one dtype (the kernel reads them through one variable).
+    # One weight dtype for both layers: one compiled push per dtype, not per pair.
     return (
         xptr.astype(np.int64, copy=False),
         xix.astype(np.int64, copy=False),
         xw.astype(dtype, copy=False),
-        max(n, xptr.shape[0] - 1),
+        xptr.shape[0] - 1,
     )
+
+
+def _layered_row_weights(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    xptr: np.ndarray,
+    xix: np.ndarray,
+    xw: np.ndarray,
+    live: np.ndarray,
+    n: int,
+) -> np.ndarray:
+    """``core.layered.row_weights`` of the checked layers (absent ones filled in)."""
+    xptr = xptr if xptr.size else np.zeros(n + 1, np.int64)
+    live = live if live.size else np.ones(n, np.bool_)
+    return row_weights(LayeredCSR(indptr, indices, weights, xptr, xix, xw, live))
 
 
 def _row_sums(row_sums: np.ndarray | None, n: int) -> np.ndarray:
@@ -518,8 +472,11 @@ def shallow_ppr_stats(
         indptr = indptr.astype(np.int64)
     if indices.dtype != np.int64:
         indices = indices.astype(np.int64)
+    if (xptr.size or live.size) and not sums.size:
+        # O(entries): a caller that walks one graph many times keeps them (``WalkEdges``).
+        sums = _layered_row_weights(indptr, indices, weights, xptr, xix, xw, live, n)
     nodes, scores, edges = _push(
-        indptr, indices, weights, xptr, xix, xw, live, sums, seeds, p, alpha, iters
+        indptr, indices, weights, xptr, xix, xw, sums, seeds, p, alpha, iters
     )
     if sums.size and live.size:  # the dead nodes that stopped mass are not results
         keep = live[nodes]
@@ -571,10 +528,11 @@ def shallow_ppr(
         Default: every node.
     row_sums : float64 array [n], optional
         Each node's row weight over its alive neighbours, 0 for a dead node
-        (``core.layered.row_weights``, or kept up to date by the graph's owner). Given, the
-        walk neither sums rows nor tests entries: mass sent to a dead node stops there and
-        the node is dropped from the result, so the alive nodes' scores are unchanged and a
-        row is read once instead of twice. Default: summed per row pushed from.
+        (``core.layered.row_weights``, or kept up to date by the graph's owner). With two
+        layers or dead nodes the walk reads rows through them: it never tests an entry,
+        mass sent to a dead node stops there and the node is dropped from the result, so
+        the alive nodes' scores are those of the graph without the dead. Default: summed per
+        row pushed from on a plain graph; computed here (O(entries)) for a layered one.
 
     Returns
     -------

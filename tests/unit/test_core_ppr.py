@@ -271,7 +271,7 @@ def test_query_kernels_release_the_gil() -> None:
     from graphstrata.core import ppr, topk
 
     kernels = (ppr._seed_distribution, ppr._push, ppr._step, ppr._step_plain, ppr._spread)
-    for kernel in (*kernels, ppr._spread_alive, topk._top_k_positions):
+    for kernel in (*kernels, topk._top_k_positions):
         assert kernel.targetoptions.get("nogil") is True, kernel
 
 

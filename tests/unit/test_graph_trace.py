@@ -11,7 +11,7 @@ import pytest
 from graphstrata.bindings.api import Index
 from graphstrata.bindings.embedders import HashingEmbedder
 from graphstrata.core.graph import csr_from_edges
-from graphstrata.core.layered import LayeredCSR, flatten, plain
+from graphstrata.core.layered import LayeredCSR, flatten, plain, row_weights
 from graphstrata.core.ppr import shallow_ppr
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.heterograph import GraphParams
@@ -138,6 +138,10 @@ def _graph(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return csr_from_edges(src.astype(np.int64), dst.astype(np.int64), weight, n)
 
 
+def _with_sums(graph: LayeredCSR) -> tuple[LayeredCSR, np.ndarray]:
+    return graph, row_weights(graph)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_walk_edges_account_for_all_the_mass_that_reached_a_node(seed):
     n, alpha, iters = 40, 0.5, 3
@@ -147,19 +151,26 @@ def test_walk_edges_account_for_all_the_mass_that_reached_a_node(seed):
         (rng.choice(n, 3, replace=False), rng.uniform(0.5, 1.0, 3), 1.0),
         (rng.choice(n, 2, replace=False), rng.uniform(0.5, 1.0, 2), 0.5),
     ]
-    final = walk_distribution(plain(indptr, indices, weights), walks, alpha, iters)
+    final = walk_distribution(*_with_sums(plain(indptr, indices, weights)), walks, alpha, iters)
     # The mixture equals the walks combined by their shares, as the search combines them.
     direct = np.zeros(n)
     for seeds, w, share in walks:
         touched, scores = shallow_ppr(indptr, indices, weights, seeds, w, alpha, iters)
         direct[touched] += share / 1.5 * scores
     np.testing.assert_allclose(final, direct, atol=1e-12)
-    restart = walk_distribution(plain(indptr, indices, weights), walks, alpha, 0)
+    restart = walk_distribution(*_with_sums(plain(indptr, indices, weights)), walks, alpha, 0)
     assert abs(restart.sum() - 1.0) < 1e-12
-    earlier = [walk_distribution(plain(indptr, indices, weights), walks, alpha, iters - 1)]
+    earlier = [
+        walk_distribution(*_with_sums(plain(indptr, indices, weights)), walks, alpha, iters - 1)
+    ]
     targets = np.flatnonzero(final > 0)
     src, dst, w, flow, level = walk_edges(
-        plain(indptr, indices, weights), earlier, alpha, targets, np.zeros(0, np.int64), n
+        *_with_sums(plain(indptr, indices, weights)),
+        earlier,
+        alpha,
+        targets,
+        np.zeros(0, np.int64),
+        n,
     )
     assert set(level.tolist()) <= {1}
     inflow = np.zeros(n)
@@ -169,7 +180,12 @@ def test_walk_edges_account_for_all_the_mass_that_reached_a_node(seed):
     assert all((int(a), int(b)) in row_of for a, b in zip(src, dst, strict=True))
     # A bound per node keeps the heaviest edges; seeds stop the trace back.
     top = walk_edges(
-        plain(indptr, indices, weights), earlier * 2, alpha, targets[:2], targets[2:], 2
+        *_with_sums(plain(indptr, indices, weights)),
+        earlier * 2,
+        alpha,
+        targets[:2],
+        targets[2:],
+        2,
     )
     for v in targets[:2].tolist():
         mine = np.sort(flow[dst == v])[::-1][:2]
@@ -182,7 +198,12 @@ def test_walk_edges_account_for_all_the_mass_that_reached_a_node(seed):
 def test_walk_edges_of_no_step_and_seed_matches():
     indptr, indices, weights = _graph(10, 20, 3)
     out = walk_edges(
-        plain(indptr, indices, weights), [], 0.5, np.arange(3), np.zeros(0, np.int64), 3
+        *_with_sums(plain(indptr, indices, weights)),
+        [],
+        0.5,
+        np.arange(3),
+        np.zeros(0, np.int64),
+        3,
     )
     assert all(a.size == 0 for a in out)
     groups = [
@@ -221,22 +242,23 @@ def test_a_trace_on_layers_equals_the_trace_on_the_flattened_graph(seed):
     alive = rng.random(n) > 0.15
     layered = LayeredCSR(*base, *extra, alive)
     flat = plain(*flatten(layered))
+    layered_sums, flat_sums = row_weights(layered), row_weights(flat)
     pos = np.cumsum(alive) - 1
     live = np.flatnonzero(alive)
     walks = [(rng.choice(live, 3, replace=False), rng.uniform(0.5, 1.0, 3), 1.0)]
     walks_flat = [(pos[s], w, share) for s, w, share in walks]
     for t in range(3):
-        got = walk_distribution(layered, walks, alpha, t)
+        got = walk_distribution(layered, layered_sums, walks, alpha, t)
         np.testing.assert_allclose(
-            got[live], walk_distribution(flat, walks_flat, alpha, t), atol=1e-9
+            got[live], walk_distribution(flat, flat_sums, walks_flat, alpha, t), atol=1e-9
         )
         assert not got[~alive].any()
-    earlier = [walk_distribution(layered, walks, alpha, 1)]
-    earlier_flat = [walk_distribution(flat, walks_flat, alpha, 1)]
-    final = walk_distribution(layered, walks, alpha, 2)
+    earlier = [walk_distribution(layered, layered_sums, walks, alpha, 1)]
+    earlier_flat = [walk_distribution(flat, flat_sums, walks_flat, alpha, 1)]
+    final = walk_distribution(layered, layered_sums, walks, alpha, 2)
     targets = np.flatnonzero(final > 0)
-    got = walk_edges(layered, earlier, alpha, targets, np.zeros(0, np.int64), 5)
-    want = walk_edges(flat, earlier_flat, alpha, pos[targets], np.zeros(0, np.int64), 5)
+    got = walk_edges(layered, layered_sums, earlier, alpha, targets, np.zeros(0, np.int64), 5)
+    want = walk_edges(flat, flat_sums, earlier_flat, alpha, pos[targets], np.zeros(0, np.int64), 5)
     got_rows = sorted(zip(pos[got[0]].tolist(), pos[got[1]].tolist(), got[3].tolist()))
     want_rows = sorted(zip(want[0].tolist(), want[1].tolist(), want[3].tolist()))
     assert [r[:2] for r in got_rows] == [r[:2] for r in want_rows]

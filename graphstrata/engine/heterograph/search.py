@@ -59,7 +59,6 @@ import numpy as np
 from graphstrata.core import sets
 from graphstrata.core.graph import merge_edges
 from graphstrata.core.layered import LayeredCSR
-from graphstrata.core.ppr import shallow_ppr
 from graphstrata.core.topk import top_k_by_kind
 from graphstrata.engine.component import ComponentView, Hit, Query
 from graphstrata.engine.config import HeterographConfig, IndexConfig
@@ -74,6 +73,7 @@ from graphstrata.engine.heterograph.ranking import (
     bridge_seeds,
     follow,
     kinds_of_letters,
+    layered_walk,
     maximal_keys,
     merge_seeds,
     minmax,
@@ -293,7 +293,6 @@ class HeterographView(ComponentView):
             self.graph = self.graph._replace(
                 extra_indptr=extra[0], extra_indices=extra[1], extra_weights=extra[2]
             )
-        self._walk_layers = self.graph.walk_layers()
         # Slots are the positions until a write leaves a dead slot (then the walk's few
         # hundred thousand reached slots are mapped back: ~2 ms a query at 100k chunks).
         self._slots_are_positions = self.graph.dead == 0 and self.graph.n == n
@@ -436,20 +435,14 @@ class HeterographView(ComponentView):
         """Shallow PPR from the seeds: (positions reached, their scores)."""
         if seeds.size == 0:
             return _EMPTY_I, _EMPTY_F
-        g = self.graph
-        extra, alive = self._walk_layers
         same = self._slots_are_positions
-        touched, scores = shallow_ppr(
-            g.indptr,
-            g.indices,
-            g.weights,
+        touched, scores = layered_walk(
+            self.graph,
+            self.row_sums,
             seeds if same else self.stored.slot_of_position[seeds],
             seed_weights,
-            alpha=float(params.resolve("ppr_alpha", self.cfg.ppr_alpha)),
-            iters=int(params.resolve("ppr_iters", self.cfg.ppr_iters)),
-            extra=extra,
-            alive=alive,
-            row_sums=None if extra is None and alive is None else self.row_sums,
+            float(params.resolve("ppr_alpha", self.cfg.ppr_alpha)),
+            int(params.resolve("ppr_iters", self.cfg.ppr_iters)),
         )
         positions = touched if same else self.stored.position_of_slot[touched]
         return positions, np.asarray(scores, np.float64)
@@ -663,12 +656,12 @@ class HeterographView(ComponentView):
         # The walks run on slots (``WalkEdges``); what is reported is on positions.
         slot, position = self.stored.slot_of_position, self.stored.position_of_slot
         on_slots = [(slot[seeds], w, share) for seeds, w, share in walks]
-        restart = walk_distribution(self.graph, on_slots, alpha, 0)
+        restart = walk_distribution(self.graph, self.row_sums, on_slots, alpha, 0)
         levels = range(iters - 1, max(iters - 1 - TRACE_LEVELS, -1), -1)
-        earlier = [walk_distribution(self.graph, on_slots, alpha, t) for t in levels]
+        earlier = [walk_distribution(self.graph, self.row_sums, on_slots, alpha, t) for t in levels]
         seed_slots = np.flatnonzero(restart > 0)
         src, dst, w, flow, level = walk_edges(
-            self.graph, earlier, alpha, slot[returned], seed_slots, TRACE_EDGES
+            self.graph, self.row_sums, earlier, alpha, slot[returned], seed_slots, TRACE_EDGES
         )
         src, dst = position[src], position[dst]
         restart = restart[slot]
