@@ -46,9 +46,10 @@ _KINDS = np.asarray(HETERO_EDGE_KINDS, dtype=np.uint8)
 _SEMANTIC = np.uint8(EdgeKind.SEMANTIC)
 
 #: The CSR is compacted when its extra layer holds more entries than this share of the
-#: base: the merge of the extra layer on each commit is O(its entries), and at 1/16 it
-#: stays under a tenth of the base pass it replaces. A one-document write adds ~2-6k
-#: entries at 100k chunks (1.2M allowed), so compaction comes every few hundred writes.
+#: base: the merge of the extra layer on each commit is O(its entries). Three one-document
+#: insert/delete pairs at 100k chunks left 6.4-7.4k extra entries (1.2M allowed) and
+#: 355-394 dead slots (80k allowed): at those rates, a compaction every ~1,000 writes
+#: (extrapolated, not run that long).
 COMPACT_EXTRA_SHARE = 1 / 16
 #: ... or when more than this share of its slots are dead (each is a row the walk skips
 #: and an id the slot lookups keep).
