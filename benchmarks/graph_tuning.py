@@ -307,8 +307,8 @@ def before_view(index: Any) -> Any:
     from graphstrata.core.ppr import shallow_ppr
     from graphstrata.core.topk import top_k_by_kind
     from graphstrata.engine.component import ComponentView
+    from graphstrata.engine.heterograph.links import SlotLinks
     from graphstrata.engine.heterograph.parse import normalize_name, parse_query_entities
-    from graphstrata.engine.heterograph.ranking import follow, sorted_links
     from graphstrata.engine.heterograph.schema import (
         HETERO_EDGE_KINDS,
         HETERO_KINDS,
@@ -337,9 +337,9 @@ def before_view(index: Any) -> Any:
             kind = kind[sel]
             self.csr = csr_from_edges(src, dst, weight, int(self.ids.size))
             attr = kind == int(EdgeKind.ENTITY_ATTRIBUTE)
-            self.attr = sorted_links(src[attr], dst[attr])
+            self.attr = SlotLinks.of(src[attr], dst[attr])
             title = kind == int(EdgeKind.ELEMENT_TITLE)
-            self.title = sorted_links(dst[title], src[title])
+            self.title = SlotLinks.of(dst[title], src[title])
             names: dict[str, list[int]] = {}
             texts = snap.nodes.texts
             for p in np.nonzero(np.isin(self.kinds, np.asarray([N, O], np.uint8)))[0].tolist():
@@ -382,8 +382,8 @@ def before_view(index: Any) -> Any:
             score[touched] = scores
             picked = np.unique(np.concatenate([uniq, cross]))
             kinds = self.kinds[picked]
-            via_n, from_n = follow(*self.attr, picked[kinds == N])
-            via_o, from_o = follow(*self.title, picked[kinds == O])
+            via_n, from_n = self.attr.follow(picked[kinds == N], None)
+            via_o, from_o = self.title.follow(picked[kinds == O], None)
             linked = np.concatenate([via_n, via_o])
             np.maximum.at(score, linked, score[np.concatenate([from_n, from_o])])
             cand = np.unique(np.concatenate([picked, linked]))

@@ -168,8 +168,6 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
         want = HeterographComponent().view(
             state.snapshot, state.vectors, engine.config, state.doc_names
         )
-        for name in ("src", "dst", "weight", "kind"):
-            np.testing.assert_array_equal(getattr(got.stored, name), getattr(want.stored, name))
         assert want.stored.csr.extra_entries == 0 and want.stored.csr.dead == 0  # one layer
         layered += got.stored.csr.extra_entries > 0 and got.stored.csr.dead > 0
         for g, w in ((got.stored.csr, want.stored.csr), (got.graph, want.graph)):
@@ -180,8 +178,16 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
         np.testing.assert_array_equal(got.stored.slot_ids[got.stored.slot_of_position], want.ids)
         np.testing.assert_allclose(got.row_sums, row_weights(got.graph), rtol=1e-6, atol=1e-9)
         np.testing.assert_allclose(want.row_sums, row_weights(want.graph), rtol=1e-6, atol=1e-9)
-        np.testing.assert_array_equal(got.units_of, want.units_of)
-        np.testing.assert_array_equal(got.chunk_of, want.chunk_of)
+        everyone = np.arange(want.ids.size)
+        np.testing.assert_array_equal(got.units_of(everyone), want.units_of(everyone))
+        np.testing.assert_array_equal(got.chunk_of(everyone), want.chunk_of(everyone))
+        for name in ("chunk_units", "unit_entities", "entity_attributes", "title_elements"):
+            # the same (origin, target) pairs, links to deleted nodes dropped
+            pairs = [
+                sorted(zip(*view.follow(getattr(view.links, name), everyone)[::-1], strict=True))
+                for view in (got, want)
+            ]
+            assert pairs[0] == pairs[1], name
         seeds = np.arange(0, want.ids.size, 7)
         a = got.walk(seeds, np.ones(seeds.size), GraphParams())
         b = want.walk(seeds, np.ones(seeds.size), GraphParams())

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graphstrata.core import graph
 from graphstrata.core.graph import advance_csr, csr_from_edges, merge_edges
 
 
@@ -106,6 +107,47 @@ def test_merge_edges_equals_rebuild() -> None:
     same = merge_edges(*base, [], [], [], 103)
     np.testing.assert_array_equal(same[0][:101], base[0])
     assert same[0].shape == (104,) and same[0][-1] == base[0][-1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_merge_of_few_edges_equals_the_general_merge(seed: int) -> None:
+    # Few new edges against many rows take the entry-by-entry merge (_merge_entries); it
+    # must give the general merge's CSR exactly (same float32 sums), and scipy's.
+    rng = np.random.default_rng(seed)
+    n_old, n = 3000, 3000 + 40
+    src, dst, w = random_edges(rng, n_old, 2000)
+    base = csr_from_edges(src, dst, w, n_old)
+    s2, d2, w2 = random_edges(rng, n, 60)
+    # repeats of old edges (both directions), duplicates among the new, self-loops,
+    # rows past the old graph and a hub row
+    s2 = np.concatenate([s2, src[:10], dst[10:15], s2[:5], [7, 3005, 9, 9, 9]])
+    d2 = np.concatenate([d2, dst[:10], src[10:15], d2[:5], [7, 3010, 1, 2, 3]])
+    w2 = np.concatenate([w2, w[:15], w2[:5], [0.5, 1.5, 2.0, 2.0, 2.0]]).astype(np.float32)
+    assert graph._FEW_EDGES_SHARE * s2.size <= n  # the entry-by-entry path
+    few = merge_edges(*base, s2, d2, w2, n)
+    general = graph._merge_sorted(*base, n_old, *csr_from_edges(s2, d2, w2, n), n)
+    for a, b in zip(few, general, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    full = scipy_csr(np.r_[src, s2], np.r_[dst, d2], np.r_[w, w2], n)
+    assert_csr_equal(few, full)
+
+
+def test_merge_of_few_edges_edge_cases() -> None:
+    # into an empty graph, into a graph of one node, nothing into a large graph
+    empty = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+    assert_csr_equal(
+        merge_edges(*empty, [0, 5], [5, 5], [1.0, 2.0], 40),
+        scipy_csr([0, 5], [5, 5], [1.0, 2.0], 40),
+    )
+    one = csr_from_edges([0], [0], [1.0], 1)
+    assert_csr_equal(
+        merge_edges(*one, [0], [0], [0.5], 20), scipy_csr([0, 0], [0, 0], [1.0, 0.5], 20)
+    )
+    big = csr_from_edges([0, 1], [1, 2], [1.0, 1.0], 100)
+    same = merge_edges(*big, [], [], [], 100)
+    for a, b in zip(same, big, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_merge_edges_rejects_bad_input() -> None:

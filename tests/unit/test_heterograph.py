@@ -311,7 +311,7 @@ def _packer(budget: int, tokens: list[int], kinds: list[str], chunk_of: list[int
         budget,
         np.asarray(tokens),
         np.asarray([K[k] for k in kinds], np.uint8),
-        np.asarray(chunk_of),
+        np.asarray(chunk_of).__getitem__,
         K["T"],
         (K["A"], K["H"], K["R"]),
         share,
@@ -372,7 +372,7 @@ def test_graph_search_returns_chunks_and_never_a_unit_of_a_returned_chunk(built)
         chunks = {h.id for h in result.nodes if h.kind == "T"}
         units = np.asarray([h.id for h in result.nodes if h.kind == "S"], np.int64)
         if units.size:
-            parents = view.ids[view.chunk_of[nodes.rows(units)]]
+            parents = view.ids[view.chunk_of(nodes.rows(units))]
             assert not set(parents.tolist()) & chunks
 
 

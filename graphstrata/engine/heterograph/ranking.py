@@ -8,7 +8,7 @@ each is tested on its own (docs/architecture.md, "Search modes and parameters").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -24,7 +24,6 @@ __all__ = [
     "TITLE_LINK",
     "Packer",
     "bridge_seeds",
-    "follow",
     "kinds_of_letters",
     "layered_walk",
     "maximal_keys",
@@ -32,10 +31,12 @@ __all__ = [
     "minmax",
     "pair_kinds",
     "seed_matches",
-    "sorted_links",
     "walk_distribution",
     "walk_edges",
 ]
+
+#: ``(targets, origins)`` of the links of one kind leaving some positions.
+Follow = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 #: Edge kind reported for a title link (an entity and a chunk of the document titled with its
 #: name): an edge of the walk's graph that the search adds, not an ``EdgeKind`` of the store.
@@ -55,25 +56,6 @@ def kinds_of_letters(letters: str, allowed: tuple[int, ...]) -> tuple[int, ...]:
     if unknown:
         raise ValueError(f"kinds {unknown!r} not among {sorted(by_letter)}")
     return tuple(dict.fromkeys(by_letter[c] for c in letters))
-
-
-def sorted_links(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A link table sorted by source position, for range lookups by ``searchsorted``."""
-    order = np.argsort(src, kind="stable")
-    return src[order], dst[order]
-
-
-def follow(
-    sorted_src: np.ndarray, dst: np.ndarray, positions: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(targets, origins)``: every link leaving ``positions``, with the position it left."""
-    lo = np.searchsorted(sorted_src, positions, side="left")
-    hi = np.searchsorted(sorted_src, positions, side="right")
-    counts = hi - lo
-    if counts.sum() == 0:
-        return _EMPTY_I, _EMPTY_I
-    idx = np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)])
-    return dst[idx].astype(np.int64), np.repeat(positions, counts).astype(np.int64)
 
 
 def minmax(scores: np.ndarray) -> np.ndarray:
@@ -145,9 +127,11 @@ class Packer:
     ----------
     budget:
         Tokens allowed in all.
-    tokens, kinds, chunk_of:
-        Per dense position: token count, node kind, and the chunk of a semantic unit (-1
-        for every other node).
+    tokens, kinds:
+        Per dense position: token count and node kind.
+    chunk_of:
+        The chunk position of each semantic unit of some positions (-1 for every other
+        node).
     text_kind:
         The chunk kind (T).
     structured:
@@ -161,7 +145,7 @@ class Packer:
         budget: int,
         tokens: np.ndarray,
         kinds: np.ndarray,
-        chunk_of: np.ndarray,
+        chunk_of: Callable[[np.ndarray], np.ndarray],
         text_kind: int,
         structured: tuple[int, ...],
         structured_share: float = 1.0,
@@ -186,7 +170,7 @@ class Packer:
         packed = 0
         kinds = self.kinds[positions].tolist()
         tokens = self.tokens[positions].tolist()
-        chunks = self.chunk_of[positions].tolist()
+        chunks = self.chunk_of(positions).tolist()
         for p, kind, t, c, s in zip(
             positions.tolist(), kinds, tokens, chunks, scores.tolist(), strict=True
         ):
@@ -228,9 +212,9 @@ class Packer:
 def bridge_seeds(
     kinds: np.ndarray,
     text_kind: int,
-    chunk_links: tuple[np.ndarray, np.ndarray],
-    unit_links: tuple[np.ndarray, np.ndarray],
-    units_of: np.ndarray,
+    units_of_chunks: Follow,
+    entities_of_units: Follow,
+    units_of: Callable[[np.ndarray], np.ndarray],
     sources: np.ndarray,
     strength: np.ndarray,
     exclude: np.ndarray,
@@ -246,10 +230,11 @@ def bridge_seeds(
     ----------
     kinds, text_kind:
         Node kind per position, and the chunk kind (T).
-    chunk_links, unit_links:
-        Chunk -> unit and unit -> entity link tables (``sorted_links``).
+    units_of_chunks, entities_of_units:
+        ``(targets, origins)`` of the chunk -> unit and unit -> entity links leaving some
+        positions (``HeterographView.follow``).
     units_of:
-        Units mentioning each position.
+        Units mentioning each of some positions.
     sources, strength:
         Chunks and units (dense positions) and how strongly each was retrieved.
     exclude:
@@ -265,22 +250,22 @@ def bridge_seeds(
     if sources.size == 0:
         return _EMPTY_I, _EMPTY_F
     is_chunk = kinds[sources] == np.uint8(text_kind)
-    units_of_chunks, from_chunk = follow(*chunk_links, sources[is_chunk])
+    chunk_units, from_chunk = units_of_chunks(sources[is_chunk])
     strength_of = dict(
         zip(sources.tolist(), np.asarray(strength, np.float64).tolist(), strict=True)
     )
-    units = np.concatenate([sources[~is_chunk], units_of_chunks])
+    units = np.concatenate([sources[~is_chunk], chunk_units])
     unit_strength = np.asarray(
         [strength_of[p] for p in sources[~is_chunk].tolist()]
         + [strength_of[p] for p in from_chunk.tolist()],
         np.float64,
     )
-    entities, from_unit = follow(*unit_links, units)
+    entities, from_unit = entities_of_units(units)
     if entities.size == 0:
         return _EMPTY_I, _EMPTY_F
     unit_index = {p: i for i, p in enumerate(units.tolist())}
     power = unit_strength[[unit_index[p] for p in from_unit.tolist()]]
-    mentions = units_of[entities]
+    mentions = units_of(entities)
     keep = ~np.isin(entities, exclude) & (mentions >= 2) & (mentions <= max_units)
     entities, power = entities[keep], power[keep]
     if entities.size == 0:
@@ -288,7 +273,7 @@ def bridge_seeds(
     uniq, inverse = np.unique(entities, return_inverse=True)
     best = np.zeros(uniq.size, np.float64)
     np.maximum.at(best, inverse, power)
-    return uniq, best / np.log1p(units_of[uniq].astype(np.float64))
+    return uniq, best / np.log1p(units_of(uniq).astype(np.float64))
 
 
 # ------------------------------------------------------------------------------ trace

@@ -62,6 +62,7 @@ from graphstrata.core.layered import LayeredCSR
 from graphstrata.core.topk import top_k_by_kind
 from graphstrata.engine.component import ComponentView, Hit, Query
 from graphstrata.engine.config import HeterographConfig, IndexConfig
+from graphstrata.engine.heterograph.links import SlotLinks, StructuralLinks
 from graphstrata.engine.heterograph.names import NameIndex
 from graphstrata.engine.heterograph.parse import (
     normalize_name,
@@ -71,7 +72,6 @@ from graphstrata.engine.heterograph.parse import (
 from graphstrata.engine.heterograph.ranking import (
     Packer,
     bridge_seeds,
-    follow,
     kinds_of_letters,
     layered_walk,
     maximal_keys,
@@ -79,7 +79,6 @@ from graphstrata.engine.heterograph.ranking import (
     minmax,
     pair_kinds,
     seed_matches,
-    sorted_links,
     walk_distribution,
     walk_edges,
 )
@@ -92,13 +91,13 @@ from graphstrata.engine.heterograph.schema import (
     S,
     T,
 )
-from graphstrata.engine.heterograph.walk_graph import WalkEdges, semantic_edges
+from graphstrata.engine.heterograph.walk_graph import WalkEdges, walked_edges
 from graphstrata.engine.params import ModeParams, QueryError, range_check
 from graphstrata.engine.prompts import query_entities_request
 from graphstrata.engine.search import DocNames, make_hits, vector_candidates
 from graphstrata.engine.search.sparse_index import SparseIndex
 from graphstrata.engine.store import Delta, Snapshot
-from graphstrata.engine.types import EdgeKind, NodeKind
+from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
 #: Kinds whose text a graph search may return, as the dtype of ``nodes.kind``.
@@ -252,19 +251,11 @@ class HeterographView(ComponentView):
         #: The stored edges the walk uses, and their CSR without title links (advanced by
         #: a commit).
         self.stored = stored if stored is not None else WalkEdges.build(snapshot, self.cfg)
-        src, dst, kind = self.stored.src, self.stored.dst, self.stored.kind
-        self.units_of = np.bincount(dst[kind == int(EdgeKind.UNIT_ENTITY)], minlength=n)
-        #: Chunk position of each position (a semantic unit's chunk; -1 for other kinds).
-        self.chunk_of = np.full(n, -1, np.int64)
-        cu = kind == int(EdgeKind.CHUNK_UNIT)  # T -> S
-        self.chunk_of[dst[cu]] = src[cu]
-        attr = kind == int(EdgeKind.ENTITY_ATTRIBUTE)  # N -> A
-        self._attr_src, self._attr_dst = sorted_links(src[attr], dst[attr])
-        unit = kind == int(EdgeKind.UNIT_ENTITY)  # S -> N
-        self._unit_src, self._unit_dst = sorted_links(src[unit], dst[unit])
-        self._chunk_src, self._chunk_dst = sorted_links(src[cu], dst[cu])  # T -> S
-        title = kind == int(EdgeKind.ELEMENT_TITLE)  # H -> O, looked up from O
-        self._title_src, self._title_dst = sorted_links(dst[title], src[title])
+        #: The typed links the search follows, on the walk's slots (``links``).
+        self.links: StructuralLinks = self.stored.links
+        # Slots are the positions until a write leaves a dead slot (then the walk's few
+        # hundred thousand reached slots are mapped back: ~2 ms a query at 100k chunks).
+        self._slots_are_positions = self.stored.csr.dead == 0 and self.stored.csr.n == n
         #: Names of entities, element titles and document titles (advanced by a commit).
         self.names = names if names is not None else NameIndex.build(snapshot)
         self._text_like = (self.kinds == np.uint8(T)) | (self.kinds == np.uint8(S))
@@ -293,18 +284,31 @@ class HeterographView(ComponentView):
             self.graph = self.graph._replace(
                 extra_indptr=extra[0], extra_indices=extra[1], extra_weights=extra[2]
             )
-        # Slots are the positions until a write leaves a dead slot (then the walk's few
-        # hundred thousand reached slots are mapped back: ~2 ms a query at 100k chunks).
-        self._slots_are_positions = self.graph.dead == 0 and self.graph.n == n
 
     # ------------------------------------------------------------------ structures
-    def _stored_edge_list(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Every stored walked edge ``(src, dst, weight, kind)`` on positions: the view's
-        structural edges and the snapshot's semantic ones (read on request)."""
-        semantic = semantic_edges(self.snapshot, self.cfg)
-        return tuple(  # type: ignore[return-value]
-            np.concatenate([a, b]) for a, b in zip(self.stored.edge_list, semantic, strict=True)
-        )
+    def _slots(self, positions: np.ndarray) -> np.ndarray:
+        """The walk's slots of ``positions``."""
+        return positions if self._slots_are_positions else self.stored.slot_of_position[positions]
+
+    def units_of(self, positions: np.ndarray) -> np.ndarray:
+        """How many live units mention each of ``positions`` (int64)."""
+        return self.links.units_of[self._slots(positions)]
+
+    def chunk_of(self, positions: np.ndarray) -> np.ndarray:
+        """The chunk position of each unit of ``positions`` (-1 for other kinds)."""
+        chunk = self.links.chunk_of[self._slots(positions)]
+        if self._slots_are_positions:
+            return chunk
+        return np.where(chunk >= 0, self.stored.position_of_slot[np.maximum(chunk, 0)], -1)
+
+    def follow(self, links: SlotLinks, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(targets, origins)`` positions: every link of ``links`` leaving ``positions``
+        to a live node, with the position it left."""
+        if self._slots_are_positions:
+            return links.follow(positions, None)
+        targets, origins = links.follow(self.stored.slot_of_position[positions], self.graph.alive)
+        position = self.stored.position_of_slot
+        return position[targets], position[origins]
 
     def _title_links(self) -> tuple[np.ndarray, np.ndarray]:
         """(entity, chunk) pairs: an entity named like a document's title, and its chunks."""
@@ -404,7 +408,7 @@ class HeterographView(ComponentView):
         positions = np.concatenate(pos) if pos else _EMPTY_I
         if positions.size == 0:
             return _EMPTY_I, _EMPTY_F
-        units = np.where(self.kinds[positions] == np.uint8(N), self.units_of[positions], 1)
+        units = np.where(self.kinds[positions] == np.uint8(N), self.units_of(positions), 1)
         return positions, 1.0 / np.log1p(np.maximum(units, 1).astype(np.float64))
 
     def _vector_lists(self, query: Query, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -492,12 +496,17 @@ class HeterographView(ComponentView):
         The bridge of a multi-hop question is named in the first hop's text (the designer in
         the bridge's article) and mentioned again elsewhere, but not everywhere.
         """
-        chunk_links = (self._chunk_src, self._chunk_dst)
-        unit_links = (self._unit_src, self._unit_dst)
         return bridge_seeds(
-            self.kinds, T, chunk_links, unit_links, self.units_of, sources, strength, exclude,
+            self.kinds,
+            T,
+            lambda p: self.follow(self.links.chunk_units, p),
+            lambda p: self.follow(self.links.unit_entities, p),
+            self.units_of,
+            sources,
+            strength,
+            exclude,
             max_units,
-        )  # fmt: skip
+        )
 
     def _ranked_text(
         self, touched: np.ndarray, scores: np.ndarray, gamma: float, limit: int
@@ -575,8 +584,8 @@ class HeterographView(ComponentView):
         # higher.
         picked = sets.unique(np.concatenate([seeds, cross]))
         kinds = self.kinds[picked]
-        via_n, from_n = follow(self._attr_src, self._attr_dst, picked[kinds == N])
-        via_o, from_o = follow(self._title_src, self._title_dst, picked[kinds == O])
+        via_n, from_n = self.follow(self.links.entity_attributes, picked[kinds == N])
+        via_o, from_o = self.follow(self.links.title_elements, picked[kinds == O])
         linked = np.concatenate([via_n, via_o])
         np.maximum.at(score, linked, score[np.concatenate([from_n, from_o])])
         other = sets.unique(np.concatenate([picked, linked]))
@@ -676,7 +685,7 @@ class HeterographView(ComponentView):
         columns = (
             self.ids[src],
             self.ids[dst],
-            pair_kinds(*self._stored_edge_list(), src, dst),
+            pair_kinds(*walked_edges(self.snapshot, self.cfg), src, dst),
             w,
             flow,
         )

@@ -2,10 +2,7 @@
 
 A view maps node ids to dense positions of its version's sorted node table. Node ids are
 allocated above every committed one and never reused, so after a commit the surviving
-nodes keep their order and the new ones come after them: the previous version's
-structural edges renumber by a prefix count, the dead ones drop out, and the delta's edges
-join at the end, in the order a fresh read of the snapshot gives (``Snapshot.advanced``
-appends them the same way).
+nodes keep their order and the new ones come after them.
 
 The walk's CSR is not renumbered: it lives on *slots*, the ids of the last compaction plus
 those added since, in id order, dead ones included (``core.layered``). A commit marks its
@@ -15,8 +12,8 @@ or the dead slots pass a share of it (``COMPACT_EXTRA_SHARE``, ``COMPACT_DEAD_SH
 when one pass writes base and extra into a new base on positions again
 (``core.layered.flatten``, into recycled memory: ``buffers``). Renumbering the whole CSR
 on every commit cost ~0.1 s of a one-document write at 100k chunks, a third of the write
-time that grew with the corpus (issue 17). A test checks the advanced graph, flattened,
-equals a fresh one.
+time that grew with the corpus (issue 17). The typed links the search follows live on the same slots
+(``links``). A test checks the advanced graph, flattened, and the links equal fresh ones.
 """
 
 from __future__ import annotations
@@ -38,12 +35,12 @@ from graphstrata.core.layered import (
 )
 from graphstrata.engine.config import HeterographConfig
 from graphstrata.engine.heterograph.buffers import CSR_BUFFERS
+from graphstrata.engine.heterograph.links import StructuralLinks
 from graphstrata.engine.heterograph.schema import HETERO_EDGE_KINDS
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.types import EdgeKind
 
 _KINDS = np.asarray(HETERO_EDGE_KINDS, dtype=np.uint8)
-_SEMANTIC = np.uint8(EdgeKind.SEMANTIC)
 
 #: The CSR is compacted when its extra layer holds more entries than this share of the
 #: base: the merge of the extra layer on each commit is O(its entries). Three one-document
@@ -58,16 +55,10 @@ COMPACT_DEAD_SHARE = 1 / 8
 
 @dataclass(frozen=True)
 class WalkEdges:
-    """One version's heterograph edges on dense positions, and the walk's CSR on slots.
+    """One version's walk CSR and typed links, on slots.
 
     Attributes
     ----------
-    src, dst, weight, kind:
-        The walked edges of every kind but ``SEMANTIC`` (edges of weight 0 left out), in
-        the snapshot's edge order, on positions: what the view derives its links from.
-        Semantic edges are most of the graph (85% at 10k chunks) and only the walk needs
-        them, so they live in the CSR alone and are not renumbered edge by edge on every
-        commit.
     slot_ids:
         Ascending ids of the CSR's nodes: every live node and the nodes deleted since the
         last compaction. After a build or a compaction they are the positions.
@@ -79,20 +70,14 @@ class WalkEdges:
         float64 per slot: the weight of its row over alive neighbours (0 when dead), kept
         up to date by each commit (``core.layered.advanced_row_weights``), so the walk
         reads each row once and never tests an entry for a dead node (``core.ppr``).
+    links:
+        The typed links the search follows, on the same slots (``links``).
     """
 
-    src: np.ndarray
-    dst: np.ndarray
-    weight: np.ndarray
-    kind: np.ndarray
     slot_ids: np.ndarray
     csr: LayeredCSR
     row_sums: np.ndarray
-
-    @property
-    def edge_list(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(src, dst, weight, kind)``."""
-        return self.src, self.dst, self.weight, self.kind
+    links: StructuralLinks
 
     @cached_property
     def slot_of_position(self) -> np.ndarray:
@@ -109,11 +94,11 @@ class WalkEdges:
     def build(cls, snapshot: Snapshot, cfg: HeterographConfig) -> WalkEdges:
         """Every walked edge of ``snapshot``."""
         ids = snapshot.nodes.ids
-        src, dst, weight, kind = _walked(ids, snapshot.edges, cfg)
+        src, dst, weight, kind = walked_edges(snapshot, cfg)
         csr = csr_from_edges(src, dst, weight, int(ids.size))
-        keep = kind != _SEMANTIC
         graph = plain(*csr)
-        return cls(src[keep], dst[keep], weight[keep], kind[keep], ids, graph, row_weights(graph))
+        links = StructuralLinks.build(src, dst, kind, int(ids.size))
+        return cls(ids, graph, row_weights(graph), links)
 
     def advanced(
         self, previous_ids: np.ndarray, snapshot: Snapshot, delta: Delta, cfg: HeterographConfig
@@ -129,39 +114,27 @@ class WalkEdges:
         k = int(alive.sum())
         if not np.array_equal(ids[:k], previous_ids[alive]):
             return WalkEdges.build(snapshot, cfg)
-        new_pos = np.cumsum(alive) - 1
-        stay = alive[self.src] & alive[self.dst]
+        if ids.size > k and self.slot_ids.size and ids[k] <= self.slot_ids[-1]:
+            return WalkEdges.build(snapshot, cfg)  # a new id below a dead slot's
         edges = delta.edges
         if edges.num_rows:
             s, d = edges.column("src").to_numpy(), edges.column("dst").to_numpy()
             live = snapshot.nodes.contains(s) & snapshot.nodes.contains(d)
             edges = edges.filter(pa.array(live))
-        n_src, n_dst, n_weight, n_kind = _walked(ids, edges, cfg)
-        keep = n_kind != _SEMANTIC
-        if ids.size > k and self.slot_ids.size and ids[k] <= self.slot_ids[-1]:
-            return WalkEdges.build(snapshot, cfg)  # a new id below a dead slot's
-        slot_ids, csr, row_sums = self._csr_advanced(ids, alive, n_src, n_dst, n_weight)
-        return WalkEdges(
-            np.concatenate([new_pos[self.src[stay]], n_src[keep]]),
-            np.concatenate([new_pos[self.dst[stay]], n_dst[keep]]),
-            np.concatenate([self.weight[stay], n_weight[keep]]),
-            np.concatenate([self.kind[stay], n_kind[keep]]),
-            slot_ids,
-            csr,
-            row_sums,
-        )
+        return self._advanced(ids, alive, *_walked(ids, edges, cfg))
 
-    def _csr_advanced(
+    def _advanced(
         self,
         ids: np.ndarray,
         survived: np.ndarray,
         src: np.ndarray,
         dst: np.ndarray,
         weight: np.ndarray,
-    ) -> tuple[np.ndarray, LayeredCSR, np.ndarray]:
-        """The CSR with the live nodes not ``survived`` (bool per previous position) dead,
-        the ids past the survivors new, and the new edges (on the new positions) merged
-        into its extra layer; compacted past the shares."""
+        kind: np.ndarray,
+    ) -> WalkEdges:
+        """The CSR and links with the live nodes not ``survived`` (bool per previous
+        position) dead, the ids past the survivors new, and the new edges (on the new
+        positions) merged into their extra layers; compacted past the shares."""
         old = self.csr
         added = ids[int(np.count_nonzero(survived)) :]
         slot_ids = np.concatenate([self.slot_ids, added])
@@ -174,6 +147,7 @@ class WalkEdges:
             [live_before[survived], np.arange(self.slot_ids.size, slot_ids.size, dtype=np.int64)]
         )
         s, d = slot_of[src], slot_of[dst]
+        links = self.links.added(int(slot_ids.size), died, s, d, kind)
         extra = merge_edges(*old.extra, s, d, weight, int(slot_ids.size))
         csr = LayeredCSR(old.indptr, old.indices, old.weights, *extra, alive)
         base_entries = max(int(old.indices.shape[0]), 1)
@@ -182,17 +156,18 @@ class WalkEdges:
             or csr.dead > COMPACT_DEAD_SHARE * csr.n
         ):
             graph = plain(*flatten(csr, empty=CSR_BUFFERS.empty))
-            return ids, graph, row_weights(graph)
+            position = np.where(alive, np.cumsum(alive) - 1, -1)
+            return WalkEdges(ids, graph, row_weights(graph), links.renumbered(position, alive))
         sums = advanced_row_weights(old, self.row_sums, died, alive, s, d, weight)
-        return slot_ids, csr, sums
+        return WalkEdges(slot_ids, csr, sums, links)
 
 
-def semantic_edges(
-    snapshot: Snapshot, cfg: HeterographConfig
+def walked_edges(
+    snapshot: Snapshot, cfg: HeterographConfig, kinds: np.ndarray = _KINDS
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The walked semantic edges of ``snapshot`` on positions (``(src, dst, weight, kind)``,
-    read from its edge table: for the rare reader that needs them one by one)."""
-    return _walked(snapshot.nodes.ids, snapshot.edges, cfg, np.asarray([_SEMANTIC], np.uint8))
+    """The walked edges (of ``kinds``; default all) of ``snapshot`` on positions, as
+    ``(src, dst, weight, kind)`` read from its edge table, in its order."""
+    return _walked(snapshot.nodes.ids, snapshot.edges, cfg, kinds)
 
 
 def _walked(
