@@ -15,6 +15,7 @@ import numpy as np
 from numba import get_num_threads, njit, prange
 
 from graphstrata.core import sets
+from graphstrata.core.csr_entries import merge_entries, sorted_entries
 
 __all__ = ["advance_csr", "csr_from_edges", "merge_edges", "row_entries"]
 
@@ -410,8 +411,8 @@ def merge_edges(
         raise ValueError(f"n_nodes ({n_nodes}) is smaller than the existing graph ({n_old})")
     src, dst, weight, n = _check_edges(src, dst, weight, n_nodes)
     if _FEW_EDGES_SHARE * src.shape[0] <= n:
-        rows, cols, vals = _sorted_entries(src, dst, weight)
-        return _merge_entries(indptr, indices, weights, n_old, rows, cols, vals, n)
+        rows, cols, vals = sorted_entries(src, dst, weight)
+        return merge_entries(indptr, indices, weights, n_old, rows, cols, vals, n)
     ip2, ix2, w2 = csr_from_edges(src, dst, weight, n)
     return _merge_sorted(indptr, indices, weights, n_old, ip2, ix2, w2, n)
 
@@ -421,89 +422,6 @@ def merge_edges(
 #: ``n``) then merging it (two more) cost 13 ms of a one-document write at 100k chunks
 #: (1.1M slots, ~1k new edges), against one pass for the entry-by-entry merge (issue 17).
 _FEW_EDGES_SHARE = 16
-
-
-def _sorted_entries(
-    src: np.ndarray, dst: np.ndarray, weight: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The directed entries of undirected edges (a self-loop once), sorted by row then
-    column, equal ones summed in edge order: the rows :func:`csr_from_edges` builds, as
-    entries."""
-    mirror = src != dst
-    rows = np.concatenate([src, dst[mirror]])
-    cols = np.concatenate([dst, src[mirror]])
-    vals = np.concatenate([weight, weight[mirror]])
-    edge = np.concatenate([np.arange(src.shape[0]), np.flatnonzero(mirror)])
-    order = np.lexsort((edge, cols, rows))
-    return _sum_equal_entries(rows[order], cols[order], vals[order])
-
-
-@njit(cache=True, nogil=True)
-def _sum_equal_entries(
-    rows: np.ndarray, cols: np.ndarray, vals: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    # Sorted entries with equal (row, col) summed in their order, as _sort_merge_row does.
-    k = -1
-    out_r = np.empty_like(rows)
-    out_c = np.empty_like(cols)
-    out_v = np.empty_like(vals)
-    for i in range(rows.shape[0]):
-        if k >= 0 and rows[i] == out_r[k] and cols[i] == out_c[k]:
-            out_v[k] += vals[i]
-        else:
-            k += 1
-            out_r[k], out_c[k], out_v[k] = rows[i], cols[i], vals[i]
-    return out_r[: k + 1], out_c[: k + 1], out_v[: k + 1]
-
-
-@njit(cache=True, nogil=True)
-def _merge_entries(
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    weights: np.ndarray,
-    n_old: int,
-    rows: np.ndarray,
-    cols: np.ndarray,
-    vals: np.ndarray,
-    n: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    # The CSR with sorted, distinct entries (rows, cols, vals) merged in; an entry already
-    # in the CSR sums (old + new, as _fill_union). One pass over the rows.
-    e = rows.shape[0]
-    present = 0
-    for j in range(e):
-        r = rows[j]
-        if r < n_old:
-            a, b = indptr[r], indptr[r + 1]
-            at = a + np.searchsorted(indices[a:b], cols[j])
-            if at < b and indices[at] == cols[j]:
-                present += 1
-    nnz = indices.shape[0] + e - present
-    out_ptr = np.empty(n + 1, dtype=np.int64)
-    out_ix = np.empty(nnz, dtype=np.int64)
-    out_w = np.empty(nnz, dtype=np.float32)
-    o = 0
-    j = 0
-    for i in range(n):
-        out_ptr[i] = o
-        a, b = (indptr[i], indptr[i + 1]) if i < n_old else (0, 0)
-        while j < e and rows[j] == i:
-            if a < b and indices[a] < cols[j]:
-                out_ix[o], out_w[o] = indices[a], weights[a]
-                a += 1
-            elif a < b and indices[a] == cols[j]:
-                out_ix[o], out_w[o] = indices[a], weights[a] + vals[j]
-                a += 1
-                j += 1
-            else:
-                out_ix[o], out_w[o] = cols[j], vals[j]
-                j += 1
-            o += 1
-        for t in range(a, b):
-            out_ix[o], out_w[o] = indices[t], weights[t]
-            o += 1
-    out_ptr[n] = o
-    return out_ptr, out_ix, out_w
 
 
 @njit(cache=True, nogil=True)

@@ -23,6 +23,10 @@ def _random_cases():
     out = []
     for n, m, span in [(1, 1, 2), (50, 7, 10), (1000, 300, 400), (5000, 5000, 10**12)]:
         out.append((rng.integers(-span, span, n), rng.integers(-span, span, m)))
+    # past sets._TABLE_UNIQUE_MIN and dense: unique marks a table over the span
+    out.append((rng.integers(-900, 900, 3000), rng.integers(-900, 900, 2000)))
+    out.append((rng.integers(0, 256, 5000).astype(np.uint8), np.arange(7, dtype=np.uint8)))
+    out.append((rng.integers(10**6, 10**6 + 50, 4000).astype(np.int32), np.zeros(0, np.int32)))
     return out
 
 

@@ -345,10 +345,31 @@ class NodeTable:
         if rows.num_rows:
             held = pa.concat_tables([held, rows])
         if held.num_rows == n and (n == 0 or bool(np.all(new_order == np.arange(n)))):
-            return NodeTable(held, None, fixed)  # only new ids, appended in order
-        out = NodeTable(held, new_order, fixed)
-        if held.num_rows > 2 * n + 4096 or held.column("id").num_chunks > MAX_CHUNKS:
-            out._own_rows()
+            out = NodeTable(held, None, fixed)  # only new ids, appended in order
+        else:
+            out = NodeTable(held, new_order, fixed)
+            if held.num_rows > 2 * n + 4096 or held.column("id").num_chunks > MAX_CHUNKS:
+                out._own_rows()
+        out._of_kinds = self._kinds_advanced(leaving, row_ids, fixed["kind"][is_new], by_id)
+        return out
+
+    def _kinds_advanced(
+        self, leaving: np.ndarray, row_ids: np.ndarray, new_kinds: np.ndarray, by_id: np.ndarray
+    ) -> dict[tuple[int, ...], np.ndarray]:
+        """This table's ``ids_of_kind`` results moved to the merged table: without the
+        ``leaving`` ids, with the rows (``row_ids``, their kinds ``new_kinds`` in ``by_id``
+        order) of those kinds. A mask over every row's kind per set of kinds was 8-17 ms a
+        set at 100k chunks (1.1M nodes), several sets a write (issue 17)."""
+        out = {}
+        sorted_rows = row_ids[by_id]
+        for key, old in self._of_kinds.items():
+            at = np.searchsorted(old, leaving)
+            hit = at[at < old.size]
+            gone = np.delete(old, hit[old[hit] == leaving[at < old.size]])
+            add = sorted_rows[np.isin(new_kinds, np.asarray(key, np.uint8))]
+            ids = np.insert(gone, np.searchsorted(gone, add), add) if add.size else gone
+            ids.flags.writeable = False
+            out[key] = ids
         return out
 
 
