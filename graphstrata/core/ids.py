@@ -41,6 +41,10 @@ def _merged_positions(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
+#: The position table holds int32: below this many ids.
+_INT32_POSITIONS = 2**31
+
+
 def _use_table(span: int, n_values: int) -> bool:
     return span <= TABLE_SPAN_FACTOR * n_values
 
@@ -55,6 +59,22 @@ def _member(sorted_ids: np.ndarray, values: np.ndarray, lo: int, span: int) -> n
         v = values[i] - lo
         if 0 <= v < span:
             out[i] = present[v]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _table_positions(sorted_ids: np.ndarray, values: np.ndarray, lo: int, span: int) -> np.ndarray:
+    # One compiled pass each over the ids and the values, through an int32 table: the
+    # NumPy version (a filled int64 table, a clipped copy of the values, a gather) took
+    # 10-11 ms for 924k random edge ends in 532k ids spanning 1.3M, the same loop over an
+    # int64 table as long, this one 3.1 ms (fewer cache misses; issue 17).
+    table = np.full(span, -1, dtype=np.int32)  # half the cache lines of int64
+    for i in range(sorted_ids.shape[0]):
+        table[sorted_ids[i] - lo] = i
+    out = np.empty(values.shape[0], dtype=np.int64)
+    for i in range(values.shape[0]):
+        v = values[i] - lo
+        out[i] = table[v] if 0 <= v < span else -1
     return out
 
 
@@ -103,11 +123,9 @@ def find_positions(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     # Ascending values walk the ids in order, so a binary search per value stays in cache:
     # measured 1M sorted values in 1.15M ids 24-29 ms searched against 34-135 ms by table
     # (allocating the table dominates).
-    if not ascending and _use_table(span, values.size):
-        # Slots 0 and span + 1 stay -1: they catch the values outside [lo, hi].
-        table = np.full(span + 2, -1, np.int64)
-        table[sorted_ids - lo + 1] = np.arange(sorted_ids.size, dtype=np.int64)
-        return table[np.clip(values - lo + 1, 0, span + 1)]
+    if not ascending and _use_table(span, values.size) and sorted_ids.size < _INT32_POSITIONS:
+        flat = np.ascontiguousarray(values).reshape(-1)
+        return _table_positions(sorted_ids, flat, lo, span).reshape(values.shape)
     if ascending and values.size * MERGE_SHARE >= sorted_ids.size:
         return _merged_positions(sorted_ids, values.reshape(-1)).reshape(values.shape)
     pos = np.minimum(np.searchsorted(sorted_ids, values), sorted_ids.size - 1).astype(np.int64)
