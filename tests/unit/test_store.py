@@ -426,14 +426,12 @@ def _node_rows(ids, versions):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_merged_node_tables_equal_the_oracle(seed, monkeypatch):
+def test_merged_node_tables_equal_the_oracle(seed):
     """``NodeTable.merged`` over random commits (new ids, rewritten ids, tombstones, empty
-    commits) refers to the rows it keeps, copies them into one table past its limits, and
-    reads back like a dict of id -> newest row."""
-    from graphstrata.engine.store import tables
+    commits) refers to the rows it keeps, combines the chunks it appended, copies the rows
+    into one table past its garbage limit, and reads back like a dict of id -> newest row."""
     from graphstrata.engine.store.tables import live_nodes
 
-    monkeypatch.setattr(tables, "MAX_CHUNKS", 3)  # cross the chunk limit within the test
     rng = np.random.default_rng(seed)
     first = sorted(set(rng.integers(0, 40, int(rng.integers(0, 12))).tolist()))
     table = live_nodes(_node_rows(first, [1] * len(first)), np.zeros(0, np.int64))
@@ -469,7 +467,8 @@ def test_merged_node_tables_equal_the_oracle(seed, monkeypatch):
         newer = table.newer_than(version - 2)
         assert newer.column("id").to_pylist() == [i for i in ids if want[i] > version - 2]
         held, _ = table._held
-        assert held.column("id").num_chunks <= 3 + 1
+        # appended chunks are combined as they pile up: O(log rows) chunks
+        assert held.column("id").num_chunks <= 2 + int(np.log2(max(held.num_rows, 1)))
         if version % 4 == 0:  # the copy into one table reads the same
             assert table.table.column("text").to_pylist() == texts
             assert table._held[1] is None
@@ -541,3 +540,25 @@ def test_doc_lists_column_equals_python_lists():
     want = pa.array([list(map(int, d)) for d in docs], type=pa.list_(pa.int64()))
     assert doc_lists(docs).equals(want)
     assert doc_lists([]).equals(pa.array([], type=pa.list_(pa.int64())))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_merged_tail_keeps_the_rows_and_few_chunks(seed):
+    """Appending chunks one by one through ``_merged_tail`` keeps every row in order and
+    O(log rows) chunks; no chunk, one chunk and empty chunks pass through."""
+    import pyarrow as pa
+
+    from graphstrata.engine.store.tables import _merged_tail
+
+    rng = np.random.default_rng(seed)
+    table = pa.table({"id": pa.array([], pa.int64())})
+    assert _merged_tail(table).num_rows == 0
+    want: list[int] = []
+    for _ in range(200):
+        part = rng.integers(0, 1000, int(rng.integers(0, 40))).tolist()
+        want += part
+        table = _merged_tail(
+            pa.concat_tables([table, pa.table({"id": pa.array(part, pa.int64())})])
+        )
+        assert table.column("id").to_pylist() == want
+        assert table.column("id").num_chunks <= 3 + int(np.log2(max(len(want), 1)))

@@ -262,7 +262,10 @@ class Work:
         """
         owners = np.asarray(owners, np.int64)
         ids = np.asarray(ids, np.int64)
-        fresh = np.fromiter((int(i) in self.docs for i in ids.tolist()), bool, ids.size)
+        # Membership in the operation's rewritten docs by one vectorized lookup: a Python
+        # test per id was 16 ms of a write at 100k chunks (hubs' supporters, issue 17).
+        rewritten = np.fromiter(self.docs, np.int64, count=len(self.docs))
+        fresh = contains(np.sort(rewritten), ids)
         keys, by = [EMPTY], [EMPTY]
         if (~fresh).any():
             flat, parent = self.nodes.doc_lists_at(self.nodes.rows(ids[~fresh]))
