@@ -145,7 +145,7 @@ class StructuralLinks:
             np.subtract.at(units_of, mentioned, 1)
         at = {k: kind == k for k in (_CHUNK_UNIT, _UNIT_ENTITY, _ENTITY_ATTRIBUTE, _ELEMENT_TITLE)}
         cu, ue = at[_CHUNK_UNIT], at[_UNIT_ENTITY]
-        units_of += np.bincount(dst[ue], minlength=n)
+        np.add.at(units_of, dst[ue], 1)  # O(new links), not a count over every slot
         chunk_of[dst[cu]] = src[cu]
         title = at[_ELEMENT_TITLE]
         return StructuralLinks(
