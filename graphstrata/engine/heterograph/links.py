@@ -6,8 +6,8 @@ entities, entity -> its attributes, title -> its element) and reads two per-node
 (``walk_graph``), not on positions: a commit appends its new links to a small sorted extra
 part and updates the columns from its new edges and the units it deleted, and a link to a
 dead slot is dropped when it is followed. Rebuilding them on positions from every
-structural edge took ~25 ms of each write at 100k chunks: renumbering ~1.4M edges, then a
-sort per kind (issue 17). They are written on positions again when the CSR is compacted.
+structural edge took ~25 ms of each write at 100k chunks under line_profiler: renumbering
+~1.4M edges, then a sort per kind (issue 17). They are written on positions again when the CSR is compacted.
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ class SlotLinks:
         """These links and ``src[i] -> dst[i]`` (merged into the extra part: O(extra))."""
         if not src.size:
             return self
+        if not self.src.size and not self.extra_src.size:
+            return SlotLinks.of(src, dst)  # a build: everything in the base
         extra = _by_source(
             np.concatenate([self.extra_src, src]), np.concatenate([self.extra_dst, dst])
         )
@@ -123,7 +125,7 @@ class StructuralLinks:
     @classmethod
     def build(cls, src: np.ndarray, dst: np.ndarray, kind: np.ndarray, n: int) -> StructuralLinks:
         """From walked edges ``src -> dst`` of ``kind`` between ``n`` live slots."""
-        return cls.empty(n).added(n, _EMPTY, src, dst, kind).compacted()
+        return cls.empty(n).added(n, _EMPTY, src, dst, kind)
 
     @classmethod
     def empty(cls, n: int) -> StructuralLinks:
@@ -156,11 +158,6 @@ class StructuralLinks:
             units_of,
             chunk_of,
         )
-
-    def compacted(self) -> StructuralLinks:
-        """The same links, each kind in one sorted base."""
-        identity = np.arange(self.units_of.size, dtype=np.int64)
-        return self.renumbered(identity, np.ones(identity.size, bool))
 
     def renumbered(self, new_of_slot: np.ndarray, alive: np.ndarray) -> StructuralLinks:
         """On the slots ``new_of_slot`` maps (the ``alive`` ones, in order), links to the

@@ -379,8 +379,8 @@ class NodeTable:
     ) -> dict[tuple[int, ...], np.ndarray]:
         """This table's ``ids_of_kind`` results moved to the merged table: without the
         ``leaving`` ids, with the rows (``row_ids``, their kinds ``new_kinds`` in ``by_id``
-        order) of those kinds. A mask over every row's kind per set of kinds was 8-17 ms a
-        set at 100k chunks (1.1M nodes), several sets a write (issue 17)."""
+        order) of those kinds: O(ids of the set) per set instead of a mask over every row's
+        kind (np.isin over 1.1M kinds: 17 ms in a microbenchmark; issue 17)."""
         out = {}
         sorted_rows = row_ids[by_id]
         for key, old in self._of_kinds.items():
