@@ -5,7 +5,8 @@ opened nodes against the rest of the communities next to them, each of which bec
 node of a small contracted graph. Building that graph is one pass over the nodes and one
 over the edges; these kernels do each pass once, in compiled loops, where the NumPy version
 made about fifteen whole-array passes (masks, gathers, bincounts) per run: 55 ms of a 100k-
-chunk write, twice per write (issue 17). The contracted graph itself is tiny; what it
+chunk write, twice per write (issue 17). The contracted graph itself is tiny (edges
+between two fixed communities are left out, see :func:`contract_communities`); what it
 costs is reading the whole edge list, which stays O(E) until G2 is kept on positions
 across versions.
 
@@ -39,8 +40,8 @@ class Contraction(NamedTuple):
     loops : float64 [r+f]
         Summed weight of the edges inside each contracted node (its self-loop).
     cross_lo, cross_hi : int64 [c]
-        Ends (lower first) of the edges between two contracted nodes, in edge order,
-        duplicates not merged.
+        Ends (lower first) of the edges between two contracted nodes of which at least one
+        is opened, in edge order, duplicates not merged.
     cross_w : float64 [c]
         Their weights.
     strength : float64 [r+f]
@@ -95,13 +96,15 @@ def _node_map(labels: np.ndarray, opened: np.ndarray, fixed_node: np.ndarray) ->
 
 @njit(cache=True, nogil=True)
 def _contracted_edges(
-    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, node_map: np.ndarray, m: int
+    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, node_map: np.ndarray, r: int, m: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    # Contracted nodes below r are the opened ones; an edge between two fixed communities
+    # (both ends >= r) is left out (see contract_communities).
     loops = np.zeros(m, dtype=np.float64)
     n_cross = 0
     for e in range(src.shape[0]):
         a, b = node_map[src[e]], node_map[dst[e]]
-        if a >= 0 and b >= 0 and a != b:
+        if a >= 0 and b >= 0 and a != b and (a < r or b < r):
             n_cross += 1
     lo = np.empty(n_cross, dtype=np.int64)
     hi = np.empty(n_cross, dtype=np.int64)
@@ -113,7 +116,7 @@ def _contracted_edges(
             continue
         if a == b:
             loops[a] += weight[e]
-        else:
+        elif a < r or b < r:
             lo[c], hi[c], w[c] = min(a, b), max(a, b), weight[e]
             c += 1
     return loops, lo, hi, w
@@ -140,8 +143,18 @@ def contract_communities(
 
     Every opened node stays a node; the unopened members of each community that holds an
     opened node or an end of an edge touching one become one node (a fixed community);
-    every other node is left out. Edges between two contracted nodes are kept (ends mapped),
-    edges inside one are summed into its self-loop, edges with an end left out are dropped.
+    every other node is left out. Edges between an opened node and another contracted node
+    are kept (ends mapped), edges inside one are summed into its self-loop, edges with an end
+    left out are dropped, and so are edges between two fixed communities.
+
+    Leaving out the edges between fixed communities keeps every move of an opened node
+    scored exactly (all its edges are there, and the strengths are the whole graph's); what
+    it gives up is merging two fixed communities with each other, which in a converged
+    partition only the opened nodes' change could make worth it. Where a hub entity is
+    opened, the fixed communities are its hundreds of neighbouring communities, and their
+    pairwise edges were nearly all of the contracted graph: 27k of 27.2k edges over 297
+    nodes in a 100k-chunk write, against ~0.3k without them; the modularity after 26 writes
+    is in ``benchmarks/results/scale.md`` (issue 17).
 
     Parameters
     ----------
@@ -175,7 +188,7 @@ def contract_communities(
     fixed_node[fixed_labels] = region.size + np.arange(fixed_labels.size, dtype=np.int64)
     node_map = _node_map(labels, opened, fixed_node)
     m = int(region.size + fixed_labels.size)
-    loops, lo, hi, w = _contracted_edges(src, dst, weight, node_map, m)
+    loops, lo, hi, w = _contracted_edges(src, dst, weight, node_map, int(region.size), m)
     return Contraction(
         node_map=node_map,
         region=region,

@@ -9,6 +9,8 @@ searchsorted on the 50k-chunk heterograph's edges per commit (issue 17).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -157,3 +159,75 @@ def positions_in(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     if values.size and int(out.min()) < 0:
         raise KeyError(f"ids not present: {values[out < 0][:10].tolist()}")
     return out
+
+
+class EdgesWithin(NamedTuple):
+    """The edges of :func:`edges_within` on positions.
+
+    Attributes
+    ----------
+    src, dst : int64 [k]
+        Positions of both ends of each edge whose ends are both present, in edge order.
+    cut : int64 [c]
+        Position of the present end of each edge with exactly one end present, in edge
+        order (duplicates kept).
+    degree : int64 [n]
+        How many of the kept edges each position is an end of (a self-loop counts twice).
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    cut: np.ndarray
+    degree: np.ndarray
+
+
+@njit(cache=True, nogil=True)
+def _edges_on_positions(
+    a_of: np.ndarray, b_of: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    # a_of, b_of: position of each edge end, -1 where absent.
+    ps = np.empty(a_of.shape[0], dtype=np.int64)
+    pd = np.empty(a_of.shape[0], dtype=np.int64)
+    cut = np.empty(a_of.shape[0], dtype=np.int64)
+    degree = np.zeros(n, dtype=np.int64)
+    k = 0
+    c = 0
+    for e in range(a_of.shape[0]):
+        a, b = a_of[e], b_of[e]
+        if a >= 0 and b >= 0:
+            ps[k], pd[k] = a, b
+            degree[a] += 1
+            degree[b] += 1
+            k += 1
+        elif a >= 0 or b >= 0:
+            cut[c] = max(a, b)
+            c += 1
+    return ps[:k], pd[:k], cut[:c], degree
+
+
+def edges_within(sorted_ids: np.ndarray, src: np.ndarray, dst: np.ndarray) -> EdgesWithin:
+    """The edges between ids of ``sorted_ids``, on their positions.
+
+    The ends are looked up (:func:`find_positions`), then one compiled pass keeps the
+    edges and counts the degrees: what a dead-end filter (two membership tests), a gather,
+    two position lookups and two weighted bincounts did for Leiden's 924k edges in 12.6 ms
+    of a one-document write at 100k chunks (issue 17).
+
+    Parameters
+    ----------
+    sorted_ids : int64 array [n]
+        Ascending, unique ids.
+    src, dst : integer arrays [m]
+        Edge ends (any ids).
+
+    Returns
+    -------
+    EdgesWithin
+    """
+    sorted_ids = np.ascontiguousarray(sorted_ids, np.int64)
+    src = np.ascontiguousarray(src, np.int64).reshape(-1)
+    dst = np.ascontiguousarray(dst, np.int64).reshape(-1)
+    if src.shape != dst.shape:
+        raise ValueError(f"src and dst differ in length: {src.size} and {dst.size}")
+    a_of, b_of = find_positions(sorted_ids, src), find_positions(sorted_ids, dst)
+    return EdgesWithin(*_edges_on_positions(a_of, b_of, int(sorted_ids.size)))

@@ -14,7 +14,8 @@ from graphstrata.core.contraction import (
 
 
 def _oracle(src, dst, weight, strength, labels, opened):
-    """The NumPy contraction of engine.heterograph.graph._contracted_run before the kernels."""
+    """The NumPy contraction of engine.heterograph.graph._contracted_run before the kernels,
+    less the edges between two fixed communities."""
     region = np.flatnonzero(opened)
     near = opened[src] | opened[dst]
     candidates = np.unique(np.concatenate([labels[region], labels[src[near]], labels[dst[near]]]))
@@ -31,10 +32,11 @@ def _oracle(src, dst, weight, strength, labels, opened):
     a, b, w = a[kept], b[kept], weight[kept]
     inside = a == b
     loops = np.bincount(a[inside], weights=w[inside], minlength=m).astype(np.float64)
-    lo, hi = np.minimum(a[~inside], b[~inside]), np.maximum(a[~inside], b[~inside])
+    cross = ~inside & ((a < region.size) | (b < region.size))  # no fixed-fixed edges
+    lo, hi = np.minimum(a[cross], b[cross]), np.maximum(a[cross], b[cross])
     part = np.bincount(node_map[node_map >= 0], strength[node_map >= 0], m)
     members = size[fixed_labels] - opened_size[fixed_labels]
-    return node_map, region, fixed_labels, members, loops, lo, hi, w[~inside], part
+    return node_map, region, fixed_labels, members, loops, lo, hi, w[cross], part
 
 
 def _graph(rng, n, e, n_labels, p_open):
@@ -92,6 +94,25 @@ def test_edge_cases():
     _check(src, dst, np.ones(2), np.ones(5), labels, opened)
     c = contract_communities(src, dst, np.ones(2), np.ones(5), labels, opened)
     assert c.region.tolist() == [4] and c.fixed_labels.size == 0
+
+
+def test_edges_between_fixed_communities_are_left_out():
+    # Node 0 (opened) is tied to communities 1 and 2, which are tied to each other: both
+    # become fixed nodes, their edge is dropped, the opened node's edges are kept.
+    labels = np.array([0, 1, 1, 2, 2], np.int64)
+    src = np.array([0, 0, 1, 2, 3], np.int64)
+    dst = np.array([1, 3, 3, 1, 4], np.int64)
+    w = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    strength = np.bincount(src, w, 5) + np.bincount(dst, w, 5)
+    opened = np.array([True, False, False, False, False])
+    _check(src, dst, w, strength, labels, opened)
+    c = contract_communities(src, dst, w, strength, labels, opened)
+    assert c.fixed_labels.tolist() == [1, 2]
+    assert list(zip(c.cross_lo.tolist(), c.cross_hi.tolist(), c.cross_w.tolist())) == [
+        (0, 1, 1.0),
+        (0, 2, 2.0),
+    ]
+    assert c.loops.tolist() == [0.0, 8.0, 16.0]
 
 
 def test_apply_and_frontier():

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from graphstrata.core.matching import linked_labels
 from graphstrata.engine.heterograph.graph import stable_labels
-from graphstrata.engine.heterograph.groups import _closure, match_communities
+from graphstrata.engine.heterograph.groups import match_communities
 
 
 def _stable_oracle(membership: np.ndarray, previous: np.ndarray) -> np.ndarray:
@@ -139,7 +140,7 @@ def test_a_match_restricted_to_the_changed_communities_equals_the_whole_one_ther
     membership, group_of, eligible, keys = _random_state(rng)
     changed = np.unique(rng.choice(membership, size=min(membership.size, 3)))
     empty_groups = np.setdiff1d(keys, group_of[group_of >= 0])
-    labels, closure_keys = _closure(membership, group_of, eligible, changed, empty_groups)
+    labels, closure_keys = linked_labels(membership, group_of, eligible, changed, empty_groups)
     match = match_communities(membership, group_of, eligible, keys, 0.4, changed=changed)
     kept, regenerate, dropped = _match_oracle(membership, group_of, eligible, keys, 0.4)
     in_labels, in_keys = set(labels.tolist()), set(closure_keys.tolist())

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from graphstrata.core.ids import contains, find_positions, positions_in
+from graphstrata.core.ids import contains, edges_within, find_positions, positions_in
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -106,3 +106,49 @@ def test_ascending_values_merged_or_searched_give_the_same_positions(n_values):
     dup = np.repeat(values, 2)
     np.testing.assert_array_equal(find_positions(ids, dup), np.repeat(want, 2))
     assert find_positions(ids, np.array([ids[-1] + 1, ids[-1] + 2] * 3000)).max() == -1
+
+
+def _edges_within_oracle(ids, src, dst):
+    where = {int(x): i for i, x in enumerate(ids.tolist())}
+    ps, pd, cut = [], [], []
+    degree = [0] * len(where)
+    for u, v in zip(src.tolist(), dst.tolist(), strict=True):
+        a, b = where.get(u, -1), where.get(v, -1)
+        if a >= 0 and b >= 0:
+            ps.append(a)
+            pd.append(b)
+            degree[a] += 1
+            degree[b] += 1
+        elif a >= 0 or b >= 0:
+            cut.append(max(a, b))
+    return ps, pd, cut, degree
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_edges_within_equals_the_oracle(seed):
+    rng = np.random.default_rng(seed)
+    span = int(rng.choice([5, 300, 10**9]))
+    ids = np.unique(rng.integers(-span, span, int(rng.integers(0, 200))))
+    m = int(rng.integers(0, 500))
+    # Ends drawn from the ids and from outside them (below, inside the span, above).
+    pool = np.concatenate([ids, rng.integers(-2 * span, 2 * span, 50)])
+    src, dst = rng.choice(pool, m), rng.choice(pool, m)
+    got = edges_within(ids, src, dst)
+    want = _edges_within_oracle(ids, src, dst)
+    assert [x.tolist() for x in got] == [list(w) for w in want]
+    assert all(x.dtype == np.int64 for x in got)
+
+
+def test_edges_within_edge_cases():
+    none = np.zeros(0, np.int64)
+    got = edges_within(none, np.asarray([1]), np.asarray([2]))
+    assert [x.tolist() for x in got] == [[], [], [], []]
+    got = edges_within(np.asarray([7]), none, none)
+    assert [x.tolist() for x in got] == [[], [], [], [0]]
+    # A self-loop counts twice; duplicates are kept; an edge to an absent id is cut; an
+    # edge between two absent ids is gone.
+    ids = np.asarray([3, 8])
+    got = edges_within(ids, np.asarray([3, 3, 3, 8, 5]), np.asarray([3, 8, 8, 9, 6]))
+    assert [x.tolist() for x in got] == [[0, 0, 0], [0, 1, 1], [1], [4, 2]]
+    with pytest.raises(ValueError):
+        edges_within(ids, np.asarray([3]), np.asarray([3, 8]))

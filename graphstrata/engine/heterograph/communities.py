@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from graphstrata.core import sets
-from graphstrata.core.ids import contains, positions_in
+from graphstrata.core.ids import EdgesWithin, contains, edges_within, find_positions
+from graphstrata.core.matching import label_sizes
 from graphstrata.engine.component import ChangeSet, MeteredLLM
-from graphstrata.engine.heterograph.graph import group_by, initial_membership, leiden_local
+from graphstrata.engine.heterograph.graph import group_by, leiden_local
 from graphstrata.engine.heterograph.groups import ElementGroups, match_communities
 from graphstrata.engine.heterograph.parse import Element, parse_elements
 from graphstrata.engine.heterograph.schema import (
@@ -84,37 +85,55 @@ class Communities:
     stats: dict[str, Any]
 
 
-def _touched_nodes(
-    work: Work, g2_ids: np.ndarray, prev: tuple[np.ndarray, np.ndarray] | None
-) -> np.ndarray:
-    """Live G2 nodes whose edges this operation changed: new nodes, the ends of new G2
-    edges, and the committed neighbours of deleted nodes (edges die only with an end)."""
-    parts = [g2_ids[~contains(prev[0], g2_ids)]] if prev is not None else [g2_ids]
-    dead = work.dead_array()
-    for kind in G2_EDGES:
-        ns, nd = work.edges.of(kind)
-        parts += [ns, nd]
-        if dead.size:
-            s, d = work.committed_edges(kind)
-            parts += [d[contains(dead, s)], s[contains(dead, d)]]
-    touched = sets.unique(np.concatenate(parts))
-    return touched[contains(g2_ids, touched)]
+def _g2_edges(work: Work, g2_ids: np.ndarray) -> EdgesWithin:
+    """The G2 edges after this operation on positions of ``g2_ids``, by kind, committed
+    before new. An edge leaves with either end (``cut``: the live end of an edge whose other
+    end this operation deleted; G2 edges join G2 nodes, so an end not in ``g2_ids`` is
+    dead)."""
+    parts = [p for kind in G2_EDGES for p in (work.committed_edges(kind), work.edges.of(kind))]
+    src = np.concatenate([p[0] for p in parts])
+    dst = np.concatenate([p[1] for p in parts])
+    return edges_within(g2_ids, src, dst)
+
+
+def _touched(work: Work, g2_ids: np.ndarray, is_new: np.ndarray, cut: np.ndarray) -> np.ndarray:
+    """Positions of the live G2 nodes whose edges this operation changed: new nodes, the
+    ends of new G2 edges, and the live ends of edges that died with a deleted node."""
+    new_ends = [e for kind in G2_EDGES for e in work.edges.of(kind)]
+    found = find_positions(g2_ids, np.concatenate(new_ends))
+    return sets.unique(np.concatenate([np.flatnonzero(is_new), found[found >= 0], cut]))
 
 
 def _changed_labels(
-    work: Work,
-    g2_ids: np.ndarray,
-    membership: np.ndarray,
-    init: np.ndarray,
-    prev: tuple[np.ndarray, np.ndarray],
+    work: Work, membership: np.ndarray, init: np.ndarray, is_new: np.ndarray
 ) -> np.ndarray:
     """Sorted labels of the communities whose members this operation changed: those a node
     joined or left (new nodes included) and those a deleted node was in."""
-    moved = membership != init
-    moved |= ~contains(prev[0], g2_ids)
-    dead = work.dead_array()
-    dead_labels = prev[1][contains(dead, prev[0])]
+    moved = (membership != init) | is_new
+    dead_labels = work.node_state_on(ST_LEIDEN, G2_KINDS, work.dead_array())
+    dead_labels = EMPTY if dead_labels is None else dead_labels[dead_labels >= 0]
     return sets.unique(np.concatenate([membership[moved], init[moved], dead_labels]))
+
+
+def _initial_labels(work: Work, g2_ids: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """The committed partition on ``g2_ids``, with a fresh singleton label for each node it
+    does not hold (as :func:`~graphstrata.engine.heterograph.graph.initial_membership`;
+    None without a committed partition), and which nodes those are."""
+    labels = work.node_state_on(ST_LEIDEN, G2_KINDS, g2_ids)
+    if labels is None:
+        return None, np.ones(g2_ids.size, bool)
+    dead_labels = work.node_state_on(ST_LEIDEN, G2_KINDS, work.dead_array())
+    is_new = labels < 0
+    # Fresh labels start above every label of a committed live node: those kept and those
+    # this operation deletes (stored ids of nodes deleted earlier do not count).
+    top = max(
+        int(labels.max()) if labels.size else -1,
+        int(dead_labels.max()) if dead_labels is not None and dead_labels.size else -1,
+    )
+    if top < 0:  # no committed live node has a label
+        return None, np.ones(g2_ids.size, bool)
+    labels[is_new] = np.arange(top + 1, top + 1 + int(is_new.sum()), dtype=np.int64)
+    return labels, is_new
 
 
 def _stale_groups(work: Work, groups: ElementGroups, removed_doc_keys: np.ndarray) -> np.ndarray:
@@ -149,28 +168,29 @@ def communities(
     """
     cfg = work.config
     g2_ids = work.live_ids(*G2_KINDS)
-    src, dst = work.live_edges(G2_EDGES)
-    prev = work.node_state(ST_LEIDEN, G2_KINDS)
-    init = initial_membership(g2_ids, *prev) if prev is not None else None
+    edges = _g2_edges(work, g2_ids)
+    init, is_new = _initial_labels(work, g2_ids)
     membership, region = leiden_local(
         int(g2_ids.size),
-        positions_in(g2_ids, src),
-        positions_in(g2_ids, dst),
-        np.ones(src.size, np.float64),
+        edges.src,
+        edges.dst,
+        np.ones(edges.src.size, np.float64),
         seed=int(cfg.seed),
         initial=init,
-        touched=positions_in(g2_ids, _touched_nodes(work, g2_ids, prev)),
+        touched=_touched(work, g2_ids, is_new, edges.cut),
         backend=LEIDEN_BACKEND,
         max_region_share=LOCAL_LEIDEN_MAX_SHARE if cfg.local_leiden and not whole_graph else 0.0,
+        strength=edges.degree.astype(np.float64),
     )
     is_content = contains(work.live_ids(S, A), g2_ids)
-    labels, units = sets.unique_inverse(membership[is_content])
-    eligible = labels[np.bincount(units, minlength=labels.size) >= MIN_COMMUNITY_UNITS]
+    n_labels = int(membership.max()) + 1 if membership.size else 0
+    content_sizes = label_sizes(membership[is_content], n_labels)
+    eligible = np.flatnonzero(content_sizes >= MIN_COMMUNITY_UNITS).astype(np.int64)
     committed = ElementGroups.committed(work, g2_ids)
     stale = _stale_groups(work, committed, change.removed_doc_keys)
     changed = None
-    if init is not None and prev is not None and not region.full and not whole_graph:
-        changed = _changed_labels(work, g2_ids, membership, init, prev)
+    if init is not None and not region.full and not whole_graph:
+        changed = _changed_labels(work, membership, init, is_new)
     match = match_communities(
         membership,
         committed.group_of,
@@ -207,7 +227,7 @@ def communities(
         "leiden_region_nodes": region.region_nodes,
         "leiden_fixed_communities": region.fixed_communities,
         "leiden_full": region.full,
-        "communities": int(np.count_nonzero(np.bincount(membership))) if membership.size else 0,
+        "communities": int(np.count_nonzero(label_sizes(membership, n_labels))),
         "eligible": int(eligible.size),
         "matched": match.matched,
         "kept": len(match.kept),

@@ -275,6 +275,7 @@ def leiden_local(
     touched: np.ndarray,
     backend: str = "igraph",
     max_region_share: float = 0.5,
+    strength: np.ndarray | None = None,
 ) -> tuple[np.ndarray, LocalRegion]:
     """Leiden re-optimising only the nodes a change touched, then the neighbours of those
     that moved (a dynamic frontier).
@@ -282,14 +283,15 @@ def leiden_local(
     The touched nodes are opened up (they move one by one, starting in their previous
     communities). The rest of each community they are in or next to becomes one node of a
     contracted graph, with its internal weight as a self-loop and its edges to the opened
-    nodes summed; communities further away are left out. Node strengths and the resolution
+    nodes summed; communities further away, and the edges between two of these fixed
+    communities, are left out (:func:`~graphstrata.core.contraction.contract_communities`). Node strengths and the resolution
     are those of the whole graph (:func:`leiden`'s ``strength`` and ``resolution``), so a
     move's modularity gain is the one a full run would score. A move can only reach a
     community next to the mover, so leaving the far ones out changes no decision of the
     first pass. Then the neighbours of the nodes that moved are opened and the run repeated
     (``FRONTIER_ROUNDS`` runs at most; none when nothing moved), as Dynamic-frontier Leiden
     (Sahu 2024) widens its frontier. What the local run cannot do is split the untouched
-    rest of a community, or merge two communities far from the change. Its cost is the
+    rest of a community, or merge two communities other than through an opened node. Its cost is the
     change's neighbourhood, not the corpus: opening every neighbour of a touched hub entity
     at once opened 21k-27k nodes per insert at 100k chunks, the frontier 50-90 (issue 17;
     quality against a full run in ``benchmarks/results/scale.md``).
@@ -308,6 +310,9 @@ def leiden_local(
         When the opened nodes are more than this share of the nodes, the whole graph is
         run instead (the contraction would save little); 0 always runs it whole. A
         backend other than igraph also runs the whole graph.
+    strength:
+        float64 per node: its strength in this graph (a self-loop counted twice), when the
+        caller has it; default summed from the edges.
 
     Returns
     -------
@@ -327,7 +332,9 @@ def leiden_local(
     initial = np.asarray(initial, np.int64)
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
     weight = np.asarray(weight, np.float64)
-    strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
+    if strength is None:
+        strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
+    strength = np.asarray(strength, np.float64)
     opened = np.zeros(n, bool)
     opened[touched] = True
     ever_opened = opened.copy()

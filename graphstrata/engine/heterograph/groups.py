@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphstrata.core import sets
-from graphstrata.core.ids import contains, find_positions
-from graphstrata.core.matching import greedy_pairs
+from graphstrata.core.ids import contains
+from graphstrata.core.matching import greedy_pairs, label_sizes, linked_labels
 from graphstrata.engine.heterograph.graph import pair_counts
 from graphstrata.engine.heterograph.schema import (
     G2_KINDS,
@@ -53,13 +53,9 @@ class ElementGroups:
     def committed(cls, work: Work, g2_ids: np.ndarray) -> ElementGroups:
         """The committed groups, on the G2 nodes ``g2_ids`` of the operation's result (new
         nodes belong to none; nodes the operation deletes are not in ``g2_ids``)."""
-        group_of = np.full(g2_ids.size, -1, np.int64)
-        stored = work.node_state(ST_GROUP_OF, G2_KINDS)
-        if stored is not None and g2_ids.size:
-            ids, keys = stored
-            pos = find_positions(g2_ids, ids)
-            found = pos >= 0
-            group_of[pos[found]] = keys[found]
+        group_of = work.node_state_on(ST_GROUP_OF, G2_KINDS, g2_ids)
+        if group_of is None:
+            group_of = np.full(g2_ids.size, -1, np.int64)
         nodes = work.node_state(ST_GROUP_NODE, (H, O))
         if nodes is None:  # written before the per-node mapping: two parallel arrays
             nids, nkeys = work.state(ST_GROUP_NODE_IDS), work.state(ST_GROUP_NODE_KEYS)
@@ -72,7 +68,8 @@ class ElementGroups:
 
     def keys(self) -> np.ndarray:
         """Sorted keys of every group (with elements, or members, or both)."""
-        return sets.union(self.node_keys, self.group_of[self.group_of >= 0])
+        n = 1 + max((int(x.max()) for x in (self.group_of, self.node_keys) if x.size), default=-1)
+        return sets.union(self.node_keys, np.flatnonzero(label_sizes(self.group_of, n)))
 
     def nodes_of(self, keys: np.ndarray) -> np.ndarray:
         """The H and O ids of the groups ``keys`` (ascending)."""
@@ -102,50 +99,6 @@ class CommunityMatch:
     matched: int
 
 
-def _count_each(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """How often each of ``wanted`` (non-negative) occurs in ``values``."""
-    if wanted.size == 0:
-        return np.zeros(0, np.int64)
-    # One counting pass (labels and keys are dense: at most one per node); a membership
-    # test, a sort and two searches took 7 ms per write at 100k chunks.
-    counts = np.bincount(values[values >= 0], minlength=int(wanted.max()) + 1)
-    return counts[wanted]
-
-
-def _labels_where(mask_values: np.ndarray, of: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Sorted distinct ``mask_values[i]`` over the nodes whose ``of[i]`` is in ``wanted``
-    (sorted)."""
-    if wanted.size == 0:
-        return EMPTY
-    return sets.unique(mask_values[contains(wanted, of)])
-
-
-def _closure(
-    membership: np.ndarray,
-    group_of: np.ndarray,
-    eligible: np.ndarray,
-    changed: np.ndarray,
-    start_keys: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The eligible communities and the groups connected to ``changed`` by shared members.
-
-    Starts from the changed communities (eligible or not: one that stopped being eligible
-    still releases its group) and ``start_keys``, and adds the groups of their members and
-    the eligible communities of those groups' members until nothing is added.
-    """
-    labels = sets.intersection(changed, eligible)
-    keys = sets.union(start_keys, _labels_where(group_of, membership, changed))
-    keys = keys[keys >= 0]
-    while True:
-        more_labels = sets.intersection(_labels_where(membership, group_of, keys), eligible)
-        labels_next = sets.union(labels, more_labels)
-        keys_next = sets.union(keys, _labels_where(group_of, membership, labels_next))
-        keys_next = keys_next[keys_next >= 0]
-        if labels_next.size == labels.size and keys_next.size == keys.size:
-            return labels, keys
-        labels, keys = labels_next, keys_next
-
-
 def match_communities(
     membership: np.ndarray,
     group_of: np.ndarray,
@@ -164,7 +117,8 @@ def match_communities(
     nobody keeps are dropped.
 
     With ``changed``, only the communities and groups connected to the changed
-    communities through shared members are paired (:func:`_closure`). A greedy pairing
+    communities through shared members are paired
+    (:func:`~graphstrata.core.matching.linked_labels`). A greedy pairing
     decides each connected part on its own, so these get the result a pairing of
     everything gives them; the rest keep the pairing they had, which a pairing of
     everything would only revise where an earlier write left a community without elements
@@ -194,12 +148,15 @@ def match_communities(
     """
     membership = np.asarray(membership, np.int64)
     group_of = np.asarray(group_of, np.int64)
+    group_keys = np.asarray(group_keys, np.int64)
     stale = sets.unique(np.asarray(stale, np.int64))
+    n_keys = 1 + max((int(x.max()) for x in (group_of, group_keys, stale) if x.size), default=-1)
+    key_sizes = label_sizes(group_of, n_keys)
     if changed is None:
         labels, keys = eligible, group_keys
     else:
-        empty_groups = sets.difference(group_keys, group_of[group_of >= 0])
-        labels, keys = _closure(
+        empty_groups = group_keys[key_sizes[group_keys] == 0]
+        labels, keys = linked_labels(
             membership, group_of, eligible, changed, sets.union(stale, empty_groups)
         )
     sel = contains(labels, membership) & contains(keys, group_of)
@@ -208,7 +165,8 @@ def match_communities(
     pl, pk, common = pl[rank], pk[rank], common[rank]
     taken = greedy_pairs(pl, pk)
     pl, pk, common = pl[taken], pk[taken], common[taken]
-    union = _count_each(membership, pl) + _count_each(group_of, pk) - common
+    n_labels = int(membership.max()) + 1 if membership.size else 0
+    union = label_sizes(membership, n_labels)[pl] + key_sizes[pk] - common
     keep = ~contains(stale, pk) & (1.0 - common / np.maximum(union, 1) <= change_share)
     kept = dict(zip(pl[keep].tolist(), pk[keep].tolist(), strict=True))
     paired = dict(zip(pl.tolist(), pk.tolist(), strict=True))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphstrata.core import sets
-from graphstrata.core.ids import contains
+from graphstrata.core.ids import contains, find_positions
 from graphstrata.engine.config import HeterographConfig
 from graphstrata.engine.heterograph.graph import group_by
 from graphstrata.engine.heterograph.schema import NAME
@@ -145,16 +145,39 @@ class Work:
 
     def node_state(self, name: str, kinds: Sequence[int]) -> EdgeList | None:
         """``(ids, values)`` of a per-node state for the committed live nodes of ``kinds``
-        (ids ascending; ``None`` when never stored).
+        (ids ascending; ``None`` when never stored)."""
+        stored = self._stored_node_state(name, kinds)
+        if stored is None:
+            return None
+        ids, values = stored
+        live = contains(self.nodes.ids_of_kind(*kinds), ids)
+        return ids[live], values[live]
 
-        An index written before per-node state (``Delta.put_node_state``) kept it as an array
-        aligned with those nodes: read as such while it matches their number.
+    def node_state_on(
+        self, name: str, kinds: Sequence[int], ids: np.ndarray, fill: int = -1
+    ) -> np.ndarray | None:
+        """The values of a per-node state for ``ids`` (ascending), ``fill`` for an id
+        without one (``None`` when never stored).
+
+        One lookup of ``ids`` in the stored ids: no pass to drop the stored ids of nodes
+        deleted since, which :meth:`node_state` makes (issue 17).
         """
+        stored = self._stored_node_state(name, kinds)
+        if stored is None:
+            return None
+        if not stored[0].size:
+            return np.full(np.shape(ids), fill, np.int64)
+        pos = find_positions(stored[0], ids)
+        return np.where(pos >= 0, stored[1][np.maximum(pos, 0)], np.int64(fill))
+
+    def _stored_node_state(self, name: str, kinds: Sequence[int]) -> EdgeList | None:
+        # The committed mapping, ids ascending; it may hold ids of nodes deleted since. An
+        # index written before per-node state (``Delta.put_node_state``) kept it as an
+        # array aligned with the live nodes of ``kinds``: read as such while it matches
+        # their number.
         stored = self.snapshot.node_state(NAME, name)
         if stored is not None:
-            ids, values = stored
-            live = contains(self.nodes.ids_of_kind(*kinds), ids)
-            return ids[live], values[live]
+            return stored
         aligned = self.state(name)
         ids = self.nodes.ids_of_kind(*kinds)
         if aligned is None or aligned.shape[0] != ids.shape[0]:
