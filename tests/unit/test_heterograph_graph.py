@@ -13,6 +13,7 @@ from graphstrata.engine.heterograph.graph import (
     leiden,
     leiden_local,
     pair_counts,
+    unique_pairs,
 )
 
 
@@ -168,3 +169,18 @@ def test_pair_counts_equals_unique_rows_on_random_and_large_ids():
         rows, counts = np.unique(np.column_stack([a, b]), axis=0, return_counts=True)
         assert np.array_equal(got[0], rows[:, 0]) and np.array_equal(got[1], rows[:, 1])
         assert np.array_equal(got[2], counts)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_unique_pairs_equal_numpy_unique_rows(seed):
+    # Small and huge values (the combined key would overflow: ranked instead), negative
+    # ones, duplicates, one pair, none.
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 7, 400):
+        for scale in (1, 10**15):
+            src = rng.integers(-3, 20, n) * scale
+            dst = rng.integers(-50, 10**5, n) * scale
+            src, dst = np.concatenate([src, src[: n // 3]]), np.concatenate([dst, dst[: n // 3]])
+            a, b = unique_pairs(src, dst)
+            want = np.unique(np.column_stack([src, dst]), axis=0) if src.size else np.zeros((0, 2))
+            assert a.tolist() == want[:, 0].tolist() and b.tolist() == want[:, 1].tolist()

@@ -10,6 +10,7 @@ decided by :mod:`~graphstrata.engine.heterograph.settle`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,9 +79,14 @@ class Names:
 
     def name_of(self, work: Work, nid: int) -> str:
         """The display name of entity ``nid``."""
-        if nid not in self.display:
-            self.display[nid] = work.text_of([nid])[0]
-        return self.display[nid]
+        return self.names_of(work, [nid])[0]
+
+    def names_of(self, work: Work, ids: Sequence[int]) -> list[str]:
+        """The display names of entities ``ids`` (those not cached read in one lookup)."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self.display]
+        if missing:
+            self.display.update(zip(missing, work.text_of(missing), strict=True))
+        return [self.display[i] for i in ids]
 
 
 @dataclass
