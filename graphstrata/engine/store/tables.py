@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from graphstrata.core import sets
 from graphstrata.core.ids import contains
+from graphstrata.core.splice import splice_positions, spliced
 
 
 def empty_table(schema: pa.Schema) -> pa.Table:
@@ -344,25 +345,20 @@ class NodeTable:
         """
         row_ids = rows.column("id").to_numpy()
         leaving = sets.union(dead, row_ids)
-        kept_pos = np.flatnonzero(~member(self.ids, leaving)) if leaving.size else None
         by_id = np.argsort(row_ids, kind="stable")
-        kept_ids = self.ids if kept_pos is None else self.ids[kept_pos]
-        at_new = np.searchsorted(kept_ids, row_ids[by_id]) + np.arange(by_id.size)
-        n = kept_ids.size + by_id.size
-        is_new = np.zeros(n, bool)
-        is_new[at_new] = True
+        new_ids = row_ids[by_id]
+        # Positions of the leaving rows and of the new ones: O(changes log N); the columns
+        # are then spliced at copy speed (core.splice) instead of through boolean masks.
+        drop, at = splice_positions(self.ids, leaving, new_ids)
+        n = self.ids.size - drop.size + new_ids.size
         held, order = self._held
         fixed: dict[str, np.ndarray] = {}
         for name, attr in FIXED_COLUMNS:
-            old = getattr(self, attr)
-            col = np.empty(n, old.dtype)
-            col[~is_new] = old if kept_pos is None else old[kept_pos]
-            col[is_new] = rows.column(name).to_numpy()[by_id]
-            fixed[name] = col
-        new_order = np.empty(n, np.int64)
+            fixed[name] = spliced(
+                getattr(self, attr), drop, at, rows.column(name).to_numpy()[by_id]
+            )
         old_rows = np.arange(len(self), dtype=np.int64) if order is None else order
-        new_order[~is_new] = old_rows if kept_pos is None else old_rows[kept_pos]
-        new_order[is_new] = held.num_rows + by_id
+        new_order = spliced(old_rows, drop, at, held.num_rows + by_id)
         if rows.num_rows:
             held = _merged_tail(pa.concat_tables([held, rows]))
         if held.num_rows == n and (n == 0 or bool(np.all(new_order == np.arange(n)))):
@@ -371,24 +367,20 @@ class NodeTable:
             out = NodeTable(held, new_order, fixed)
             if held.num_rows > 2 * n + 4096:
                 out._own_rows()
-        out._of_kinds = self._kinds_advanced(leaving, row_ids, fixed["kind"][is_new], by_id)
+        out._of_kinds = self._kinds_advanced(leaving, new_ids, fixed["kind"][at])
         return out
 
     def _kinds_advanced(
-        self, leaving: np.ndarray, row_ids: np.ndarray, new_kinds: np.ndarray, by_id: np.ndarray
+        self, leaving: np.ndarray, new_ids: np.ndarray, new_kinds: np.ndarray
     ) -> dict[tuple[int, ...], np.ndarray]:
         """This table's ``ids_of_kind`` results moved to the merged table: without the
-        ``leaving`` ids, with the rows (``row_ids``, their kinds ``new_kinds`` in ``by_id``
-        order) of those kinds: O(ids of the set) per set instead of a mask over every row's
-        kind (np.isin over 1.1M kinds: 17 ms in a microbenchmark; issue 17)."""
+        ``leaving`` ids, with the new rows (``new_ids`` ascending, their kinds
+        ``new_kinds``) of those kinds: O(ids of the set) per set instead of a mask over
+        every row's kind (np.isin over 1.1M kinds: 17 ms in a microbenchmark; issue 17)."""
         out = {}
-        sorted_rows = row_ids[by_id]
         for key, old in self._of_kinds.items():
-            at = np.searchsorted(old, leaving)
-            hit = at[at < old.size]
-            gone = np.delete(old, hit[old[hit] == leaving[at < old.size]])
-            add = sorted_rows[np.isin(new_kinds, np.asarray(key, np.uint8))]
-            ids = np.insert(gone, np.searchsorted(gone, add), add) if add.size else gone
+            add = new_ids[np.isin(new_kinds, np.asarray(key, np.uint8))]
+            ids = spliced(old, *splice_positions(old, leaving, add), add)
             ids.flags.writeable = False
             out[key] = ids
         return out
