@@ -59,6 +59,21 @@ def test_vectors_are_memory_mapped_without_copy(tmp_path):
     assert segment.matrix.dtype == np.float32 and segment.matrix.shape == (10, DIM)
 
 
+def test_vector_count_by_kind_equals_a_mask_over_the_vectors(tmp_path):
+    store = _create(tmp_path)
+    t_ids, _, _ = _commit_nodes(store, 6, NodeKind.T)
+    s_ids, _, _ = _commit_nodes(store, 4, NodeKind.S)
+    with store.writer():
+        delta = store.new_delta()
+        delta.delete_nodes([t_ids[0]])
+        store.commit(delta)
+    vt = Store.open(tmp_path / "ix").load().vectors
+    for kinds in ([int(NodeKind.T)], [int(NodeKind.S)], [int(NodeKind.T), int(NodeKind.S)], []):
+        for without in ([], [t_ids[1], s_ids[0]], [t_ids[0], 10**9], list(t_ids) + list(s_ids)):
+            want = np.isin(vt.ids, vt.ids[np.isin(vt.kinds, kinds)]) & ~np.isin(vt.ids, without)
+            assert vt.count(kinds, without=np.asarray(sorted(without), np.int64)) == want.sum()
+
+
 def test_replace_rows_tombstones_and_edge_liveness(tmp_path):
     store = _create(tmp_path)
     ids, _, _ = _commit_nodes(store, 4)

@@ -38,6 +38,7 @@ from graphstrata.engine.heterograph.schema import (
     S,
 )
 from graphstrata.engine.heterograph.work import EMPTY, Work
+from graphstrata.engine.store import VectorTable
 from graphstrata.engine.types import EdgeKind, NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
@@ -163,6 +164,13 @@ def link_elements(ctx: UpdateContext, work: Work, comm: Communities) -> Clusters
     return Clusters(centroids, ids, labels, stats)
 
 
+def _committed_embedded(vt: VectorTable, dead: np.ndarray) -> np.ndarray:
+    """The ids of the committed T/S/A/H vectors, less ``dead``: kind by kind, in segment
+    order (the exact kernel's tie-breaking depends on the order); O(n)."""
+    committed = np.concatenate([vt.ids[vt.kinds == k] for k in HETERO_EMBEDDED])
+    return committed[~np.isin(committed, dead)] if dead.size else committed
+
+
 def semantic_edges(
     ctx: UpdateContext,
     work: Work,
@@ -202,27 +210,26 @@ def semantic_edges(
         return
     dead = work.dead_array()
     vt = work.snapshot.vectors
-    # Kind by kind, in segment order: the exact kernel's tie-breaking depends on the order.
-    committed = np.concatenate([vt.ids[vt.kinds == k] for k in HETERO_EMBEDDED])
-    if committed.size and dead.size:
-        committed = committed[~np.isin(committed, dead)]
+    n_committed = vt.count(HETERO_EMBEDDED, without=dead)
     new_vecs = ctx.vectors_of(new_ids)
     threshold = int(work.config.semantic_exact_below)
-    exact = committed.size + new_ids.size < threshold
+    exact = n_committed + new_ids.size < threshold
     ctx.report.notes.append(
         f"heterograph: semantic edges {'exact' if exact else 'approximate'} for "
-        f"{new_ids.size} new of {committed.size + new_ids.size} embedded nodes"
+        f"{new_ids.size} new of {n_committed + new_ids.size} embedded nodes"
     )
     if exact:
+        committed = _committed_embedded(vt, dead)
         base_ids = np.concatenate([committed, new_ids])
         base = np.concatenate([vt.get(committed), new_vecs])
         src, dst = nearest_neighbours(new_vecs, new_ids, base, base_ids, m)
         work.edges.add(int(EdgeKind.SEMANTIC), src, dst)
         return
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    if committed.size and index is not None:
+    if n_committed and index is not None:
         parts.append(index.neighbours(new_vecs, new_ids, HETERO_EMBEDDED, m, dead))
-    elif committed.size:
+    elif n_committed:
+        committed = _committed_embedded(vt, dead)
         parts.append(nearest_neighbours_scored(new_vecs, new_ids, vt.get(committed), committed, m))
     if new_ids.size < threshold:
         parts.append(nearest_neighbours_scored(new_vecs, new_ids, new_vecs, new_ids, m))

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphstrata.core import sets
-from graphstrata.core.ids import contains
+from graphstrata.core.ids import contains, find_positions
 from graphstrata.core.splice import splice_positions, spliced
 
 
@@ -435,6 +435,7 @@ class VectorTable:
         order = np.argsort(self._all_ids, kind="stable")
         self._sorted_ids = self._all_ids[order]
         self._sorted_pos = order
+        self._per_kind: np.ndarray | None = None  # live vectors per kind (``count``)
 
     def __len__(self) -> int:
         return int(self._all_ids.shape[0])
@@ -452,6 +453,21 @@ class VectorTable:
     def has(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
         """bool per id: does it have a live vector."""
         return member(np.asarray(ids, dtype=np.int64), self._sorted_ids)
+
+    def count(self, kinds: Sequence[int], without: np.ndarray | Sequence[int] = ()) -> int:
+        """How many live vectors are of ``kinds``, not counting those of the ids ``without``
+        (unique): O(|without| log n) once the counts per kind are made (once per table),
+        where selecting the ids of the kinds was an O(n) pass per write (issue 17)."""
+        if self._per_kind is None:
+            self._per_kind = np.bincount(self._kinds, minlength=256).astype(np.int64)
+        wanted = np.zeros(256, bool)
+        wanted[np.asarray(list(kinds), np.int64)] = True
+        total = int(self._per_kind[wanted].sum())
+        without = np.asarray(without, np.int64)
+        if without.size and self._sorted_ids.size:
+            pos = find_positions(self._sorted_ids, without)
+            total -= int(np.count_nonzero(wanted[self._kinds[self._sorted_pos[pos[pos >= 0]]]]))
+        return total
 
     def get(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
         """float32 ``[len(ids), dim]``, copied out of the mapped segments.
