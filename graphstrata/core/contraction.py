@@ -5,9 +5,9 @@ opened nodes against the rest of the communities next to them, each of which bec
 node of a small contracted graph. Building that graph is one pass over the nodes and one
 over the edges; these kernels do each pass once, in compiled loops, where the NumPy version
 made about fifteen whole-array passes (masks, gathers, bincounts) per run: 55 ms of a 100k-
-chunk write, twice per write (issue 17). The contracted graph itself is tiny (edges
-between two fixed communities are left out, see :func:`contract_communities`); what it
-costs is reading the whole edge list, which stays O(E) until G2 is kept on positions
+chunk write, twice per write (issue 17). The contracted graph itself is tiny (only the
+edges with an opened end, see :func:`contract_communities`); what it costs is one pass
+over the whole edge list to find them, which stays O(E) until G2 is kept on positions
 across versions.
 
 The contracted nodes are numbered as :func:`contract_communities` documents: the opened
@@ -38,7 +38,8 @@ class Contraction(NamedTuple):
     fixed_members : int64 [f]
         How many (unopened) nodes each fixed community stands for.
     loops : float64 [r+f]
-        Summed weight of the edges inside each contracted node (its self-loop).
+        Summed weight of each opened node's self-loop edges; 0 for the fixed communities
+        (their internal weight is left out, see :func:`contract_communities`).
     cross_lo, cross_hi : int64 [c]
         Ends (lower first) of the edges between two contracted nodes of which at least one
         is opened, in edge order, duplicates not merged.
@@ -62,9 +63,10 @@ class Contraction(NamedTuple):
 @njit(cache=True, nogil=True)
 def _label_counts(
     src: np.ndarray, dst: np.ndarray, labels: np.ndarray, opened: np.ndarray, n_labels: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    # Members per label, opened members per label, and the labels next to the opened nodes
-    # (an opened node's own, and those of both ends of every edge touching one).
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    # Members per label, opened members per label, the labels next to the opened nodes (an
+    # opened node's own, and those of both ends of every edge touching one), and those
+    # edges: the only ones the contracted graph is made of.
     size = np.zeros(n_labels, dtype=np.int64)
     opened_size = np.zeros(n_labels, dtype=np.int64)
     near = np.zeros(n_labels, dtype=np.bool_)
@@ -73,12 +75,16 @@ def _label_counts(
         if opened[i]:
             opened_size[labels[i]] += 1
             near[labels[i]] = True
+    touching = np.empty(src.shape[0], dtype=np.int64)
+    t = 0
     for e in range(src.shape[0]):
         u, v = src[e], dst[e]
         if opened[u] or opened[v]:
             near[labels[u]] = True
             near[labels[v]] = True
-    return size, opened_size, near
+            touching[t] = e
+            t += 1
+    return size, opened_size, near, touching[:t]
 
 
 @njit(cache=True, nogil=True)
@@ -96,27 +102,28 @@ def _node_map(labels: np.ndarray, opened: np.ndarray, fixed_node: np.ndarray) ->
 
 @njit(cache=True, nogil=True)
 def _contracted_edges(
-    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, node_map: np.ndarray, r: int, m: int
+    src: np.ndarray,
+    dst: np.ndarray,
+    weight: np.ndarray,
+    node_map: np.ndarray,
+    touching: np.ndarray,
+    m: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    # Contracted nodes below r are the opened ones; an edge between two fixed communities
-    # (both ends >= r) is left out (see contract_communities).
+    # Only the edges with an opened end (``touching``), in edge order.
     loops = np.zeros(m, dtype=np.float64)
     n_cross = 0
-    for e in range(src.shape[0]):
-        a, b = node_map[src[e]], node_map[dst[e]]
-        if a >= 0 and b >= 0 and a != b and (a < r or b < r):
+    for e in touching:
+        if node_map[src[e]] != node_map[dst[e]]:
             n_cross += 1
     lo = np.empty(n_cross, dtype=np.int64)
     hi = np.empty(n_cross, dtype=np.int64)
     w = np.empty(n_cross, dtype=np.float64)
     c = 0
-    for e in range(src.shape[0]):
+    for e in touching:
         a, b = node_map[src[e]], node_map[dst[e]]
-        if a < 0 or b < 0:
-            continue
         if a == b:
             loops[a] += weight[e]
-        elif a < r or b < r:
+        else:
             lo[c], hi[c], w[c] = min(a, b), max(a, b), weight[e]
             c += 1
     return loops, lo, hi, w
@@ -143,9 +150,9 @@ def contract_communities(
 
     Every opened node stays a node; the unopened members of each community that holds an
     opened node or an end of an edge touching one become one node (a fixed community);
-    every other node is left out. Edges between an opened node and another contracted node
-    are kept (ends mapped), edges inside one are summed into its self-loop, edges with an end
-    left out are dropped, and so are edges between two fixed communities.
+    every other node is left out. The edges with an opened end are kept (ends mapped; an
+    opened node's own self-loops summed into its loop); every other edge is left out: those
+    between two fixed communities and those inside one.
 
     Leaving out the edges between fixed communities keeps every move of an opened node
     scored exactly (all its edges are there, and the strengths are the whole graph's); what
@@ -153,8 +160,17 @@ def contract_communities(
     partition only the opened nodes' change could make worth it. Where a hub entity is
     opened, the fixed communities are its hundreds of neighbouring communities, and their
     pairwise edges were nearly all of the contracted graph: 27k of 27.2k edges over 297
-    nodes in a 100k-chunk write, against ~0.3k without them; the modularity after 26 writes
+    nodes in a 100k-chunk write, against 2.5k without them; the modularity after 26 writes
     is in ``benchmarks/results/scale.md`` (issue 17).
+
+    A fixed community's internal weight (its self-loop) is left out because, with the node
+    strengths given (igraph's ``node_weights``), it enters no move's gain: a node's own loop
+    counts in every community it could be in. igraph's random choices follow the edge list,
+    so a run may still take another path, better or worse by chance (10 of 12 random
+    planted graphs gave the same partition, ``test_heterograph_graph.py``; 8 writes at 10k
+    chunks left the same states). Then only the edges with an opened end are gathered,
+    found in the pass that finds the communities next to the opened nodes, instead of a
+    second pass over every edge.
 
     Parameters
     ----------
@@ -181,14 +197,14 @@ def contract_communities(
     labels = np.ascontiguousarray(labels, np.int64)
     opened = np.ascontiguousarray(opened, np.bool_)
     n_labels = int(labels.max()) + 1 if labels.size else 0
-    size, opened_size, near = _label_counts(src, dst, labels, opened, n_labels)
+    size, opened_size, near, touching = _label_counts(src, dst, labels, opened, n_labels)
     region = np.flatnonzero(opened).astype(np.int64)
     fixed_labels = np.flatnonzero(near & (size > opened_size)).astype(np.int64)
     fixed_node = np.full(n_labels, -1, np.int64)
     fixed_node[fixed_labels] = region.size + np.arange(fixed_labels.size, dtype=np.int64)
     node_map = _node_map(labels, opened, fixed_node)
     m = int(region.size + fixed_labels.size)
-    loops, lo, hi, w = _contracted_edges(src, dst, weight, node_map, int(region.size), m)
+    loops, lo, hi, w = _contracted_edges(src, dst, weight, node_map, touching, m)
     return Contraction(
         node_map=node_map,
         region=region,
