@@ -496,7 +496,8 @@ def pair_counts(
     """Distinct ``(a[i], b[i])`` pairs, sorted, with how often each occurs.
 
     ``np.unique(..., axis=0)`` sorts rows as structured values, ~20x slower than one 1-D
-    ``unique`` over ``rank(a) * |b| + rank(b)`` (ranks keep the key below 2**63).
+    ``unique`` over ``rank(a) * span(b) + b``, or ``rank(a) * |b| + rank(b)`` where that
+    would pass 2**62.
 
     Parameters
     ----------
@@ -510,13 +511,31 @@ def pair_counts(
     """
     if len(a) == 0:
         return (np.zeros(0, np.int64),) * 3  # type: ignore[return-value]
-    # sets.unique_inverse, not np.unique: NumPy 2.4 hashes (core.sets).
-    ua, ia = sets.unique_inverse(np.asarray(a, np.int64))
-    ub, ib = sets.unique_inverse(np.asarray(b, np.int64))
-    keys, at = sets.unique_inverse(ia * ub.size + ib)
     w = None if weights is None else np.asarray(weights, np.float64)
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    combined = _pair_keys(a, b)
+    if combined is not None:  # one sort of the combined keys
+        ua, lo, span, key = combined
+        keys, at = sets.unique_inverse(key)
+        counts = np.bincount(at, w, keys.size)
+        return ua[keys // span], keys % span + lo, counts.astype(np.int64)
+    # sets.unique_inverse, not np.unique: NumPy 2.4 hashes (core.sets).
+    ua, ia = sets.unique_inverse(a)
+    ub, ib = sets.unique_inverse(b)
+    keys, at = sets.unique_inverse(ia * ub.size + ib)
     counts = np.bincount(at, w, keys.size)
     return ua[keys // ub.size], ub[keys % ub.size], counts.astype(np.int64)
+
+
+def _pair_keys(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int, int, np.ndarray] | None:
+    """``(distinct a, min b, span of b, rank(a) * span + b - min b)``: one int64 key per pair
+    that sorts as the pairs do; None where it would overflow (``a``, ``b`` non-empty)."""
+    ua, ia = sets.unique_inverse(a)
+    lo = int(b.min())
+    span = int(b.max()) - lo + 1
+    if ua.size * span >= 2**62:
+        return None
+    return ua, lo, span, ia * span + (b - lo)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -564,11 +583,10 @@ def unique_pairs(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarr
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
     if src.size == 0:
         return src, dst
-    ua, ia = sets.unique_inverse(src)
-    lo = int(dst.min())
-    span = int(dst.max()) - lo + 1
-    if ua.size * span >= 2**62:  # the key would overflow: rank both sides
+    combined = _pair_keys(src, dst)
+    if combined is None:  # the key would overflow: rank both sides
         a, b, _counts = pair_counts(src, dst)
         return a, b
-    key = sets.unique(ia * span + (dst - lo))
+    ua, lo, span, key = combined
+    key = sets.unique(key)
     return ua[key // span], key % span + lo
