@@ -236,6 +236,17 @@ def add_units(
     """
     n_units = sum(len(u) for u in decomposed if u)
     unit_ids = work.new_ids(n_units)
+    # The committed entities the new relationships name: their relationships are what a
+    # new one may merge into (one selection, not one per pair).
+    endpoints = {
+        normalize_name(name)
+        for units in decomposed
+        for unit in units or ()
+        for source, _relation, target in unit.relationships
+        for name in (source, target)
+    }
+    committed = (names.entity_by_key.get(key) for key in endpoints if key)
+    names.relation_by_pair.prefetch(e for e in committed if e is not None)
     new_mentions: Mentions = {}
     new_lines: dict[int, list[str]] = {}
     pos = 0

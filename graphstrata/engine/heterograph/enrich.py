@@ -91,18 +91,14 @@ def embed_new_nodes(ctx: UpdateContext, work: Work) -> np.ndarray:
 def _labels(ctx: UpdateContext, work: Work, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     """``(centroids, labels, refit)`` of ``ids``: refit, or assign the new ones."""
     centroids = work.state(ST_KMEANS_CENTROIDS)
-    prev = work.node_state(ST_KMEANS, CLUSTER_KINDS)
+    labels = work.node_state_on(ST_KMEANS, CLUSTER_KINDS, ids)  # -1: not labelled yet
     k = cluster_count(int(ids.size))
-    if centroids is None or prev is None or k >= 2 * centroids.shape[0]:
+    if centroids is None or labels is None or k >= 2 * centroids.shape[0]:
         # First build, or the corpus grew 4x since the last fit: refit (amortized).
-        centroids, labels = kmeans_fit(ctx.vectors_of(ids), k, int(work.config.seed))
-        return centroids, labels, True
-    prev_ids, prev_labels = prev
-    labels = np.empty(ids.size, np.int64)
-    pos = np.minimum(np.searchsorted(prev_ids, ids), max(prev_ids.size - 1, 0))
-    known = prev_ids[pos] == ids if prev_ids.size else np.zeros(ids.size, bool)
-    labels[known] = prev_labels[pos[known]]
-    labels[~known] = kmeans_assign(ctx.vectors_of(ids[~known]), centroids)
+        centroids, fitted = kmeans_fit(ctx.vectors_of(ids), k, int(work.config.seed))
+        return centroids, fitted, True
+    new = labels < 0
+    labels[new] = kmeans_assign(ctx.vectors_of(ids[new]), centroids)
     return centroids, labels, False
 
 

@@ -112,7 +112,9 @@ class WalkEdges:
         ids = snapshot.nodes.ids
         alive = snapshot.nodes.contains(previous_ids)
         k = int(alive.sum())
-        if not np.array_equal(ids[:k], previous_ids[alive]):
+        # The survivors are k of the sorted ``ids``: they are its first k exactly when the
+        # largest of them is the k-th (one id compared, not every id).
+        if k and ids[k - 1] != previous_ids[alive.size - 1 - int(np.argmax(alive[::-1]))]:
             return WalkEdges.build(snapshot, cfg)
         if ids.size > k and self.slot_ids.size and ids[k] <= self.slot_ids[-1]:
             return WalkEdges.build(snapshot, cfg)  # a new id below a dead slot's
