@@ -9,8 +9,9 @@ import pytest
 
 from graphstrata.bindings.api import Index
 from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.core.ids import find_positions
 from graphstrata.engine.config import IndexConfig
-from graphstrata.engine.heterograph.graph import initial_membership, leiden
+from graphstrata.engine.heterograph.graph import leiden, with_singletons
 from graphstrata.engine.heterograph.schema import G2_EDGES, G2_KINDS, NAME, ST_LEIDEN
 from graphstrata.engine.types import NodeKind
 from tests.integration.test_cli import run
@@ -59,7 +60,8 @@ def test_maintain_runs_leiden_whole_and_selects_again(tmp_path, sample_docs):
     g1 = snap.nodes.ids_of_kind(int(NodeKind.S), int(NodeKind.N), int(NodeKind.R))
     np.testing.assert_array_equal(ids[np.isin(ids, g1)], g1)
     cfg = index.engine.config.heterograph
-    init = initial_membership(ids2, ids, before)
+    pos = find_positions(ids, ids2)  # the partition the writes left, on G2 now
+    init = with_singletons(np.where(pos >= 0, before[np.maximum(pos, 0)], -1), int(before.max()))
     ones = np.ones(src2.size)
     want = leiden(ids2.size, src2, dst2, ones, seed=int(cfg.seed), initial=init)
     q_after = _modularity(ids2.size, src2, dst2, after)

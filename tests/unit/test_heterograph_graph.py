@@ -9,11 +9,11 @@ from graphstrata.engine.heterograph.graph import (
     cluster_count,
     group_by,
     important_entities,
-    initial_membership,
     leiden,
     leiden_local,
     pair_counts,
     unique_pairs,
+    with_singletons,
 )
 
 
@@ -38,12 +38,12 @@ def test_leiden_finds_the_two_cliques_and_is_deterministic(backend):
     assert len(group_by(again, np.arange(12))) == 2
 
 
-def test_initial_membership_keeps_known_labels_and_gives_new_nodes_singletons():
-    prev_ids = np.asarray([10, 20, 30], dtype=np.int64)
-    prev_labels = np.asarray([0, 0, 4], dtype=np.int64)
-    init = initial_membership(np.asarray([10, 25, 30, 40]), prev_ids, prev_labels)
-    assert init.tolist() == [0, 5, 4, 6]
-    assert initial_membership(np.asarray([1]), None, None) is None
+def test_with_singletons_keeps_known_labels_and_numbers_new_nodes_from_top():
+    labels = np.asarray([0, -1, 4, -1], dtype=np.int64)
+    assert with_singletons(labels, 4).tolist() == [0, 5, 4, 6]
+    assert labels.tolist() == [0, -1, 4, -1]  # a new array
+    assert with_singletons(np.asarray([-1]), 9).tolist() == [10]
+    assert with_singletons(np.zeros(0, np.int64), 3).tolist() == []
 
 
 def _planted(rng, k: int, size: int, inside: int, across: int):

@@ -20,7 +20,7 @@ from graphstrata.core import sets
 from graphstrata.core.ids import EdgesWithin, contains, edges_within, find_positions
 from graphstrata.core.matching import label_sizes
 from graphstrata.engine.component import ChangeSet, MeteredLLM
-from graphstrata.engine.heterograph.graph import group_by, leiden_local
+from graphstrata.engine.heterograph.graph import group_by, leiden_local, with_singletons
 from graphstrata.engine.heterograph.groups import ElementGroups, match_communities
 from graphstrata.engine.heterograph.parse import Element, parse_elements
 from graphstrata.engine.heterograph.schema import (
@@ -117,8 +117,7 @@ def _changed_labels(
 
 def _initial_labels(work: Work, g2_ids: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
     """The committed partition on ``g2_ids``, with a fresh singleton label for each node it
-    does not hold (as :func:`~graphstrata.engine.heterograph.graph.initial_membership`;
-    None without a committed partition), and which nodes those are."""
+    does not hold (None without a committed partition), and which nodes those are."""
     labels = work.node_state_on(ST_LEIDEN, G2_KINDS, g2_ids)
     if labels is None:
         return None, np.ones(g2_ids.size, bool)
@@ -132,8 +131,7 @@ def _initial_labels(work: Work, g2_ids: np.ndarray) -> tuple[np.ndarray | None, 
     )
     if top < 0:  # no committed live node has a label
         return None, np.ones(g2_ids.size, bool)
-    labels[is_new] = np.arange(top + 1, top + 1 + int(is_new.sum()), dtype=np.int64)
-    return labels, is_new
+    return with_singletons(labels, top), is_new
 
 
 def _stale_groups(work: Work, groups: ElementGroups, removed_doc_keys: np.ndarray) -> np.ndarray:

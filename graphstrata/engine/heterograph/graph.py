@@ -19,7 +19,7 @@ from graphstrata.core import sets
 from graphstrata.core.centrality import sampled_betweenness
 from graphstrata.core.contraction import apply_contracted_labels, contract_communities, frontier
 from graphstrata.core.graph import csr_from_edges
-from graphstrata.core.ids import find_positions, positions_in
+from graphstrata.core.ids import positions_in
 from graphstrata.core.kcore import coreness
 from graphstrata.core.matching import greedy_pairs
 from graphstrata.core.sampling import consistent_sample
@@ -162,7 +162,7 @@ def leiden(
     seed:
         Seed of the optimisation: equal inputs give equal partitions.
     initial:
-        One label per node: start from a previous partition (:func:`initial_membership`).
+        One label per node: start from a previous partition (:func:`with_singletons`).
     backend:
         One of :data:`LEIDEN_BACKENDS`.
     n_iterations:
@@ -301,7 +301,7 @@ def leiden_local(
     n, src, dst, weight, seed, backend:
         As :func:`leiden`.
     initial:
-        The previous partition extended to the new nodes (:func:`initial_membership`);
+        The previous partition extended to the new nodes (:func:`with_singletons`);
         ``None`` runs the whole graph.
     touched:
         Dense indices of the nodes whose edges changed (new nodes, ends of new edges,
@@ -462,32 +462,26 @@ def stable_labels(
     return values[sort][np.searchsorted(keys[sort], membership)]
 
 
-def initial_membership(
-    node_ids: np.ndarray, prev_ids: np.ndarray | None, prev_labels: np.ndarray | None
-) -> np.ndarray | None:
-    """Labels of ``node_ids`` in the previous partition; new nodes get fresh singleton labels.
+def with_singletons(labels: np.ndarray, top: int) -> np.ndarray:
+    """``labels`` (of a previous partition, -1 for a node it did not hold) with each -1
+    replaced by a fresh singleton label, in node order, from ``top + 1``.
 
     Parameters
     ----------
-    node_ids : int64 array [n], ascending
-        The nodes now.
-    prev_ids, prev_labels : int64 arrays [m], ids ascending
-        The previous partition (``None`` or empty: there is none).
+    labels : int64 array [n]
+        A label per node, -1 where there is none.
+    top : int
+        The largest label in use (fresh labels must not reuse one).
 
     Returns
     -------
-    np.ndarray or None
-        int64 label per node, or ``None`` without a previous partition.
+    np.ndarray
+        A new int64 array: the start of a seeded Leiden run.
     """
-    if prev_ids is None or prev_labels is None or prev_ids.size == 0:
-        return None
-    pos = find_positions(prev_ids, node_ids)  # both ascending: one merge
-    known = pos >= 0
-    labels = np.empty(node_ids.shape[0], np.int64)
-    labels[known] = prev_labels[pos[known]]
-    start = int(prev_labels.max()) + 1 if prev_labels.size else 0
-    labels[~known] = np.arange(start, start + int((~known).sum()), dtype=np.int64)
-    return labels
+    out = np.array(labels, dtype=np.int64)
+    new = out < 0
+    out[new] = np.arange(top + 1, top + 1 + int(new.sum()), dtype=np.int64)
+    return out
 
 
 def pair_counts(
