@@ -4,8 +4,9 @@ A version's node table keeps its fixed columns and its sets of ids per kind as f
 in id order; a commit drops a few hundred rows and inserts a few hundred. NumPy does that
 with boolean masks (``a[~mask]``, ``np.delete``, ``np.insert``), each a pass that tests
 every element: 8 ms for the seven fixed columns and 7 ms for the nine kind sets of a commit
-at 100k chunks (1.1M nodes). This kernel copies the kept runs between the changes, one
-pass at copy speed (issue 17).
+at 100k chunks (1.1M nodes, under line_profiler). This kernel copies the kept runs between
+the changes, one pass at copy speed: 3.5 -> 1.4 ms for an int64 column of 1.1M with 300
+removals and 300 insertions (a microbenchmark; issue 17).
 """
 
 from __future__ import annotations

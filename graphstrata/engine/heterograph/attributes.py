@@ -89,7 +89,8 @@ def _within_all(
     work: Work, id_lists: list[np.ndarray], budgets: list[int], before: bool
 ) -> list[list[int]]:
     """:func:`_within` of each list, the first block of every list counted in one lookup
-    (a lookup per list was ~0.13 ms: 7-11 ms of a write at 100k chunks, issue 17)."""
+    (a lookup per list was ~0.15 ms under line_profiler: ~10 ms of a write at 100k chunks,
+    issue 17)."""
     heads = [ids[:_FIRST_BLOCK] for ids in id_lists]
     flat = np.concatenate([EMPTY, *heads])
     counted = _tokens(work, flat, before)
@@ -203,7 +204,8 @@ def attributes(
     unread = np.asarray([e for e in targets if e not in new], dtype=np.int64)
     written_from = {**new, **(facts_after(work, unread) if unread.size else {})}
     # Every text the prompts quote, read in one lookup (a lookup per list cost ~0.2 ms of
-    # Arrow overhead: 11 ms of a write at 100k chunks, where hubs' attributes are refreshed).
+    # Arrow overhead: 11 ms of a write at 100k chunks under line_profiler, where hubs'
+    # attributes are refreshed).
     quoted = list(dict.fromkeys(i for e in targets for part in written_from[e] for i in part))
     text = dict(zip(quoted, work.text_of(quoted), strict=True))
     requests = [
@@ -222,7 +224,7 @@ def attributes(
         work.notes.append(f"{len(targets) - len(written)} empty attribute answers skipped")
     ids = work.new_ids(len(written))
     sources = [written_from[e][0] + written_from[e][1] for e, _ in written]
-    cited = work.cited_docs_by(  # one pass for every attribute: 0.5 ms a call at 100k
+    cited = work.cited_docs_by(  # one pass for all: 0.5 ms a call (line_profiler, 100k)
         np.repeat(np.asarray(ids, np.int64), [len(x) for x in sources]),
         np.asarray([i for x in sources for i in x], np.int64),
     )

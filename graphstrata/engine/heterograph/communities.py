@@ -105,33 +105,32 @@ def _touched(work: Work, g2_ids: np.ndarray, is_new: np.ndarray, cut: np.ndarray
 
 
 def _changed_labels(
-    work: Work, membership: np.ndarray, init: np.ndarray, is_new: np.ndarray
+    membership: np.ndarray, init: np.ndarray, is_new: np.ndarray, dead_labels: np.ndarray
 ) -> np.ndarray:
     """Sorted labels of the communities whose members this operation changed: those a node
     joined or left (new nodes included) and those a deleted node was in."""
     moved = (membership != init) | is_new
-    dead_labels = work.node_state_on(ST_LEIDEN, G2_KINDS, work.dead_array())
-    dead_labels = EMPTY if dead_labels is None else dead_labels[dead_labels >= 0]
     return sets.unique(np.concatenate([membership[moved], init[moved], dead_labels]))
 
 
-def _initial_labels(work: Work, g2_ids: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+def _initial_labels(
+    work: Work, g2_ids: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
     """The committed partition on ``g2_ids``, with a fresh singleton label for each node it
-    does not hold (None without a committed partition), and which nodes those are."""
+    does not hold (None without a committed partition), which nodes those are, and the
+    labels of the nodes this operation deletes."""
     labels = work.node_state_on(ST_LEIDEN, G2_KINDS, g2_ids)
     if labels is None:
-        return None, np.ones(g2_ids.size, bool)
+        return None, np.ones(g2_ids.size, bool), EMPTY
     dead_labels = work.node_state_on(ST_LEIDEN, G2_KINDS, work.dead_array())
+    dead_labels = EMPTY if dead_labels is None else dead_labels[dead_labels >= 0]
     is_new = labels < 0
     # Fresh labels start above every label of a committed live node: those kept and those
     # this operation deletes (stored ids of nodes deleted earlier do not count).
-    top = max(
-        int(labels.max()) if labels.size else -1,
-        int(dead_labels.max()) if dead_labels is not None and dead_labels.size else -1,
-    )
+    top = max(int(labels.max()) if labels.size else -1, int(dead_labels.max(initial=-1)))
     if top < 0:  # no committed live node has a label
-        return None, np.ones(g2_ids.size, bool)
-    return with_singletons(labels, top), is_new
+        return None, np.ones(g2_ids.size, bool), EMPTY
+    return with_singletons(labels, top), is_new, dead_labels
 
 
 def _stale_groups(work: Work, groups: ElementGroups, removed_doc_keys: np.ndarray) -> np.ndarray:
@@ -167,7 +166,7 @@ def communities(
     cfg = work.config
     g2_ids = work.live_ids(*G2_KINDS)
     edges = _g2_edges(work, g2_ids)
-    init, is_new = _initial_labels(work, g2_ids)
+    init, is_new, dead_labels = _initial_labels(work, g2_ids)
     membership, region = leiden_local(
         int(g2_ids.size),
         edges.src,
@@ -188,12 +187,12 @@ def communities(
     stale = _stale_groups(work, committed, change.removed_doc_keys)
     changed = None
     if init is not None and not region.full and not whole_graph:
-        changed = _changed_labels(work, membership, init, is_new)
+        changed = _changed_labels(membership, init, is_new, dead_labels)
     match = match_communities(
         membership,
         committed.group_of,
         eligible,
-        committed.keys(),
+        committed.node_keys,
         float(cfg.community_change_share),
         stale=stale,
         changed=changed,

@@ -282,17 +282,17 @@ def leiden_local(
 
     The touched nodes are opened up (they move one by one, starting in their previous
     communities). The rest of each community they are in or next to becomes one node of a
-    contracted graph, with its internal weight as a self-loop and its edges to the opened
-    nodes summed; communities further away, and the edges between two of these fixed
-    communities, are left out (:func:`~graphstrata.core.contraction.contract_communities`). Node strengths and the resolution
-    are those of the whole graph (:func:`leiden`'s ``strength`` and ``resolution``), so a
+    contracted graph, with its edges to the opened nodes summed; communities further away,
+    the edges between two of these fixed communities and the edges inside one are left out
+    (:func:`~graphstrata.core.contraction.contract_communities`). Node strengths and the
+    resolution are those of the whole graph (:func:`leiden`'s ``strength`` and ``resolution``), so a
     move's modularity gain is the one a full run would score. A move can only reach a
     community next to the mover, so leaving the far ones out changes no decision of the
     first pass. Then the neighbours of the nodes that moved are opened and the run repeated
     (``FRONTIER_ROUNDS`` runs at most; none when nothing moved), as Dynamic-frontier Leiden
     (Sahu 2024) widens its frontier. What the local run cannot do is split the untouched
-    rest of a community, or merge two communities other than through an opened node. Its cost is the
-    change's neighbourhood, not the corpus: opening every neighbour of a touched hub entity
+    rest of a community, or merge two communities other than through an opened node. Its
+    cost is the change's neighbourhood, not the corpus: opening every neighbour of a touched hub entity
     at once opened 21k-27k nodes per insert at 100k chunks, the frontier 50-90 (issue 17;
     quality against a full run in ``benchmarks/results/scale.md``).
 
@@ -572,8 +572,8 @@ def unique_pairs(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarr
     src, dst : int64 arrays [u]
     """
     # One sort of a combined key, not np.unique(axis=0): that sorts rows as structured
-    # values, and took 19 ms per call on a write's ~100k edges at hub entities at 100k
-    # chunks (issue 17).
+    # values, and took 19 ms per call under line_profiler on the edges at a write's hub
+    # entities at 100k chunks (issue 17).
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
     if src.size == 0:
         return src, dst

@@ -66,11 +66,6 @@ class ElementGroups:
                 nodes = (nids[order].astype(np.int64), nkeys[order].astype(np.int64))
         return cls(group_of, *nodes)
 
-    def keys(self) -> np.ndarray:
-        """Sorted keys of every group (with elements, or members, or both)."""
-        n = 1 + max((int(x.max()) for x in (self.group_of, self.node_keys) if x.size), default=-1)
-        return sets.union(self.node_keys, np.flatnonzero(label_sizes(self.group_of, n)))
-
     def nodes_of(self, keys: np.ndarray) -> np.ndarray:
         """The H and O ids of the groups ``keys`` (ascending)."""
         return self.node_ids[contains(sets.unique(keys), self.node_keys)]
@@ -103,7 +98,7 @@ def match_communities(
     membership: np.ndarray,
     group_of: np.ndarray,
     eligible: np.ndarray,
-    group_keys: np.ndarray,
+    element_keys: np.ndarray,
     change_share: float,
     stale: np.ndarray = EMPTY,
     changed: np.ndarray | None = None,
@@ -133,8 +128,10 @@ def match_communities(
         Group key of each G2 node (-1: none).
     eligible : int64 array
         Sorted labels of the communities that may have elements.
-    group_keys : int64 array
-        Sorted keys of every group (a group without members is dropped).
+    element_keys : int64 array
+        Keys of the groups that have elements (any order; the groups with members are read
+        from ``group_of``, so passing every key is the same). A group without members is
+        dropped.
     change_share:
         The largest Jaccard distance at which a community keeps its group's elements.
     stale : int64 array
@@ -148,10 +145,11 @@ def match_communities(
     """
     membership = np.asarray(membership, np.int64)
     group_of = np.asarray(group_of, np.int64)
-    group_keys = np.asarray(group_keys, np.int64)
+    element_keys = np.asarray(element_keys, np.int64)
     stale = sets.unique(np.asarray(stale, np.int64))
-    n_keys = 1 + max((int(x.max()) for x in (group_of, group_keys, stale) if x.size), default=-1)
-    key_sizes = label_sizes(group_of, n_keys)
+    n_keys = 1 + max((int(x.max()) for x in (group_of, element_keys, stale) if x.size), default=-1)
+    key_sizes = label_sizes(group_of, n_keys)  # members per group: one count for all uses
+    group_keys = sets.union(element_keys, np.flatnonzero(key_sizes))
     if changed is None:
         labels, keys = eligible, group_keys
     else:

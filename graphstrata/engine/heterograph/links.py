@@ -7,7 +7,8 @@ entities, entity -> its attributes, title -> its element) and reads two per-node
 part and updates the columns from its new edges and the units it deleted, and a link to a
 dead slot is dropped when it is followed. Rebuilding them on positions from every
 structural edge took ~25 ms of each write at 100k chunks under line_profiler: renumbering
-~1.4M edges, then a sort per kind (issue 17). They are written on positions again when the CSR is compacted.
+~1.4M edges, then a sort per kind (issue 17). They are written on positions again when the
+CSR is compacted.
 """
 
 from __future__ import annotations

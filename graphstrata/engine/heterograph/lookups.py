@@ -80,8 +80,8 @@ class RelationPairs:
 
     Only the relationships of the entities asked about are indexed (:meth:`prefetch`, or the
     pair's entities on a :meth:`get` of others): a write names a few dozen entities, and
-    sorting every relationship of the corpus by endpoint pair took 5-7 ms of each write at
-    100k chunks (issue 17). Every relationship with both endpoints ``{a, b}`` is one of
+    sorting every relationship of the corpus by endpoint pair took 5-8 ms of each write at
+    100k chunks (issue 17, line_profiler). Every relationship with both endpoints ``{a, b}`` is one of
     ``a``'s, so the answer for a pair is the one a full index gives.
 
     Parameters
