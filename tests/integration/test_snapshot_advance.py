@@ -92,6 +92,7 @@ def test_advanced_name_index_equals_a_fresh_one(tmp_path, sample_docs):
         state = index.engine.state
         got, want = state.views["graph"].names, NameIndex.build(state.snapshot)
         assert got.title_of == want.title_of
+        assert got.shared == want.shared
         for have, expect in ((got.names, want.names), (got.titles, want.titles)):
             assert sorted(have) == sorted(expect)
             for key, ids in expect.items():

@@ -13,6 +13,7 @@ from graphstrata.engine.store import (
     Store,
     StoreError,
 )
+from graphstrata.engine.store.tables import VectorSegment, VectorTable
 from graphstrata.engine.types import EdgeKind, NodeKind
 
 DIM = 8
@@ -72,6 +73,51 @@ def test_vector_count_by_kind_equals_a_mask_over_the_vectors(tmp_path):
         for without in ([], [t_ids[1], s_ids[0]], [t_ids[0], 10**9], list(t_ids) + list(s_ids)):
             want = np.isin(vt.ids, vt.ids[np.isin(vt.kinds, kinds)]) & ~np.isin(vt.ids, without)
             assert vt.count(kinds, without=np.asarray(sorted(without), np.int64)) == want.sum()
+
+
+def _segment(rng: np.random.Generator, ids: np.ndarray, version: int) -> VectorSegment:
+    kinds = rng.integers(0, 4, ids.size).astype(np.uint8)
+    return VectorSegment(ids, kinds, rng.standard_normal((ids.size, 3)).astype(np.float32), version)
+
+
+def _same_table(got: VectorTable, want: VectorTable) -> None:
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_array_equal(got.kinds, want.kinds)
+    np.testing.assert_array_equal(got.get(want.ids), want.get(want.ids))
+    probe = np.arange(-1, int(want.ids.max(initial=0)) + 3, dtype=np.int64)
+    np.testing.assert_array_equal(got.has(probe), want.has(probe))
+    for kinds in ([0], [1, 3], []):
+        for without in (probe[:0], probe[::3]):
+            assert got.count(kinds, without) == want.count(kinds, without)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_advanced_vector_table_equals_a_fresh_one(seed):
+    """A commit's table (dead rows spliced out, new segments appended) is the one the
+    constructor builds from every segment and the new live ids, on random commits: none,
+    every or a few rows dead, empty segments, a new row of a node the commit deleted, and
+    new ids below the last (the constructor's path)."""
+    rng = np.random.default_rng(seed)
+    segments = [_segment(rng, np.arange(0, 8, dtype=np.int64), 1)]
+    live = np.arange(0, 12, dtype=np.int64)  # 8..11: live nodes without a vector
+    table = VectorTable(3, segments, live)
+    top = 12
+    for step in range(8):
+        n_new = int(rng.integers(0, 5))
+        new_ids = np.arange(top, top + n_new, dtype=np.int64)
+        if step == 5 and table.ids.size:
+            new_ids = np.sort(np.concatenate([new_ids, [int(table.ids[0]) - 1]]))  # not above
+        top += n_new
+        new = [_segment(rng, new_ids, step + 2), _segment(rng, new_ids[:0], step + 2)]
+        share = [0.0, 1.0, 0.3][step % 3]
+        dead = live[rng.random(live.size) < share]
+        if new_ids.size:
+            dead = np.union1d(dead, new_ids[-1:])  # added and deleted by one commit
+        live = np.union1d(np.setdiff1d(live, dead), new_ids[new_ids >= 0])
+        live = np.setdiff1d(live, dead)
+        got = table.advanced(new, live, dead)
+        _same_table(got, VectorTable(3, [*segments, *new], live))
+        segments, table = [*segments, *new], got
 
 
 def test_replace_rows_tombstones_and_edge_liveness(tmp_path):

@@ -145,3 +145,23 @@ def test_kinds_built_side_by_side_equal_kinds_built_one_after_another(monkeypatc
                 np.testing.assert_array_equal(a, b)
             for a, b in zip(a_sims, b_sims, strict=True):
                 np.testing.assert_array_equal(a, b)
+
+
+def test_a_small_base_is_searched_by_a_matrix_product_like_usearch_exact():
+    """Below EXACT_BELOW a base's vectors are read out once and searched by a product (the
+    next version reuses them while it shares the base); neighbours and scores equal
+    usearch's own exact search of that base."""
+    from graphstrata.engine.vectors import _Exact
+
+    table = _table(300, seed=4)
+    vi = VectorIndex.build(table)
+    kind = int(NodeKind.S)
+    ((searched, _),) = vi._parts(kind)
+    assert isinstance(searched, _Exact)
+    queries = _unit_rows(np.random.default_rng(5), 7, 32)
+    want = vi.by_kind[kind].search(queries, 9, exact=True)
+    got = searched.search(queries, 9)
+    np.testing.assert_array_equal(got.keys, np.asarray(want.keys, np.int64))
+    np.testing.assert_allclose(got.distances, want.distances, atol=1e-5)
+    later = vi.updated(np.zeros(0, np.int64), np.zeros(0, np.uint8), queries[:0], np.asarray([1]))
+    assert later._parts(kind)[0][0] is searched  # same base: the matrix is not read again

@@ -3,12 +3,15 @@
 Exact entry points look the question's names up here (dict lookups, no scan). The index
 holds node ids, not positions, so a commit advances it by the rows it changed
 (:meth:`NameIndex.advanced`) instead of normalizing every name of the new version again
-(issue 17); a test checks the advanced index equals a fresh one.
+(issue 17); a test checks the advanced index equals a fresh one. Its mappings are
+``LayeredDict``s, so a version copies the keys it changed, not every name: copying the
+names, titles and doc titles took 8 ms of each write at 100k chunks under line_profiler
+(43k names, 16k titles, 19k documents), and the title links' key intersection 3 ms.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +20,7 @@ import pyarrow as pa
 from graphstrata.core import sets
 from graphstrata.engine.heterograph.parse import normalize_name, title_key
 from graphstrata.engine.heterograph.schema import N, O, T
+from graphstrata.engine.layered import LayeredDict
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.store.tables import doc_lists_flat
 
@@ -45,7 +49,7 @@ def _titles_of(docs: pa.Table) -> dict[int, str]:
 
 
 def _chunk_titles(
-    doc_lists: tuple[np.ndarray, np.ndarray], ids: np.ndarray, title_of: dict[int, str]
+    doc_lists: tuple[np.ndarray, np.ndarray], ids: np.ndarray, title_of: Mapping[int, str]
 ) -> dict[str, list[int]]:
     """Title key -> chunk ids, for chunks ``ids`` whose doc lists are ``doc_lists``
     (``(doc key, index into ids)``, as ``NodeTable.doc_lists_at`` gives them)."""
@@ -56,10 +60,12 @@ def _chunk_titles(
 
 
 def _merge(
-    index: dict[str, np.ndarray], removed: dict[str, list[int]], added: dict[str, list[int]]
-) -> dict[str, np.ndarray]:
+    index: LayeredDict[str, np.ndarray],
+    removed: dict[str, list[int]],
+    added: dict[str, list[int]],
+) -> LayeredDict[str, np.ndarray]:
     """``index`` with ids taken out of and put into the keys named (copy on write)."""
-    out = dict(index)
+    out = index.changed()
     for key in set(removed) | set(added):
         ids = out.get(key, _EMPTY)
         if key in removed:
@@ -68,8 +74,8 @@ def _merge(
             ids = sets.union(ids, np.asarray(added[key], np.int64))
         if ids.size:
             out[key] = ids
-        else:
-            out.pop(key, None)
+        elif key in out:
+            del out[key]
     return out
 
 
@@ -85,11 +91,16 @@ class NameIndex:
         Document title key -> ids of that document's chunks (T).
     title_of:
         Doc key -> title key, for the documents that have a title.
+    shared:
+        The keys of both ``names`` and ``titles`` (entities named like a document's
+        title: the search links them to its chunks), kept by each version's change instead
+        of intersecting every key per version.
     """
 
-    names: dict[str, np.ndarray]
-    titles: dict[str, np.ndarray]
-    title_of: dict[int, str]
+    names: LayeredDict[str, np.ndarray]
+    titles: LayeredDict[str, np.ndarray]
+    title_of: LayeredDict[int, str]
+    shared: frozenset[str]
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> NameIndex:
@@ -101,7 +112,12 @@ class NameIndex:
         title_of = _titles_of(snapshot.docs)
         chunks = np.flatnonzero(nodes.kind == np.uint8(T))
         titles = _chunk_titles(nodes.doc_lists_at(chunks), nodes.ids[chunks], title_of)
-        return cls(_arrays(names), _arrays(titles), title_of)
+        return cls(
+            LayeredDict(_arrays(names)),
+            LayeredDict(_arrays(titles)),
+            LayeredDict(title_of),
+            frozenset(titles.keys() & names.keys()),
+        )
 
     def advanced(self, previous: Snapshot, snapshot: Snapshot, delta: Delta) -> NameIndex:
         """This index (of ``previous``) moved to ``snapshot``, which ``delta`` committed.
@@ -127,17 +143,19 @@ class NameIndex:
         new_named = np.flatnonzero(live & np.isin(kinds, _NAMED))
         new_texts = rows.column("text").take(pa.array(new_named)).to_pylist()
         added = _grouped((normalize_name(t), int(i)) for t, i in zip(new_texts, row_ids[new_named]))
-        title_of = dict(self.title_of)
+        title_of = self.title_of.changed()
         for key in delta.dead_docs.tolist():
-            title_of.pop(int(key), None)
+            if int(key) in title_of:
+                del title_of[int(key)]
         title_of.update(_titles_of(delta.docs))
         gone_t = old_rows[old_kind == np.uint8(T)]
         removed_t = _chunk_titles(old.doc_lists_at(gone_t), old.ids[gone_t], self.title_of)
         new_t = np.flatnonzero(live & (kinds == np.uint8(T)))
         added_t = _chunk_titles(doc_lists_flat(rows, new_t), row_ids[new_t], title_of)
-        return NameIndex(
-            _merge(self.names, removed, added), _merge(self.titles, removed_t, added_t), title_of
-        )
+        names, titles = _merge(self.names, removed, added), _merge(self.titles, removed_t, added_t)
+        keys = set(removed) | set(added) | set(removed_t) | set(added_t)
+        both = {k for k in keys if k in names and k in titles}
+        return NameIndex(names, titles, title_of, (self.shared - keys) | both)
 
     def positions(self, key: str, ids: np.ndarray) -> np.ndarray:
         """Dense positions (in the version's sorted ``ids``) of the nodes named ``key``."""

@@ -318,7 +318,7 @@ class HeterographView(ComponentView):
         if not titles:
             return _EMPTY_I, _EMPTY_I
         kinds = self.kinds
-        for key in sorted(titles.keys() & self.names.names.keys()):
+        for key in sorted(self.names.shared):
             chunks = np.searchsorted(self.ids, titles[key]).astype(np.int64)
             positions = np.searchsorted(self.ids, self.names.names[key]).astype(np.int64)
             entities = positions[kinds[positions] == np.uint8(N)]

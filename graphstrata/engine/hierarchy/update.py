@@ -346,7 +346,7 @@ class Update:
         """One LLM batch for the layer's changed segments, then embed and hash the summaries."""
         if not len(ids):
             return
-        requests = [summarize_request(self._texts(m), self.cfg.summary_tokens) for m in members]
+        requests = [summarize_request(t, self.cfg.summary_tokens) for t in self._texts(members)]
         responses = self.ctx.llm.complete(f"summarize_layer_{layer}", requests)
         texts = [r.text.strip() for r in responses]
         for s, text in zip(changed, texts, strict=True):
@@ -363,6 +363,7 @@ class Update:
         ties = tiebreaks(vectors, self.direction)
         tokens = count_tokens_batch(texts)
         pred_rows = self.tree.rows(np.asarray(predecessors, dtype=np.int64))
+        docs = self._docs(members)
         for j, node_id in enumerate(ids.tolist()):
             member_ids = members[j]
             seat = int(self.tree.parent[pred_rows[j]]) if pred_rows[j] >= 0 else -1
@@ -371,7 +372,7 @@ class Update:
                 layer=layer,
                 text=texts[j],
                 tokens=int(tokens[j]),
-                docs=self._docs(member_ids),
+                docs=docs[j],
                 code=int(codes[j]),
                 tiebreak=float(ties[j]),
                 anchor=int(items.anchors[member_rows[j]].min()),
@@ -379,18 +380,36 @@ class Update:
             )
             self.children[node_id] = member_ids
 
-    def _texts(self, ids: np.ndarray) -> list[str]:
-        committed = [i for i in ids.tolist() if i not in self.new]
+    def _texts(self, members: list[np.ndarray]) -> list[list[str]]:
+        """The texts of each segment's members, the committed ones read in one lookup."""
+        flat = {i for m in members for i in m.tolist() if i not in self.new}
+        committed = sorted(flat)
         lookup = dict(zip(committed, self.ctx.snapshot.nodes.text_of(committed), strict=True))
-        return [self.new[i].text if i in self.new else lookup[i] for i in ids.tolist()]
+        return [
+            [self.new[i].text if i in self.new else lookup[i] for i in m.tolist()] for m in members
+        ]
 
-    def _docs(self, ids: np.ndarray) -> np.ndarray:
-        """Sorted doc keys cited by ``ids`` (in Arrow and numpy: an upper summary cites
-        every document below it)."""
-        committed = [i for i in ids.tolist() if i not in self.new]
-        parts = [self.ctx.snapshot.nodes.doc_keys_of(committed)] if committed else []
-        parts += [np.asarray(self.new[i].docs, np.int64) for i in ids.tolist() if i in self.new]
-        return sets.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    def _docs(self, members: list[np.ndarray]) -> list[np.ndarray]:
+        """Sorted doc keys cited by each segment's members (an upper summary cites every
+        document below it). The committed members' doc lists are read in one lookup for
+        the layer: a lookup per summary cost ~0.5 ms of fixed overhead over the node
+        table's Arrow chunks, 11 ms of a write at 100k chunks under line_profiler."""
+        if not members:
+            return []
+        flat = np.concatenate(members).astype(np.int64)
+        owner = np.repeat(np.arange(len(members)), [m.size for m in members])
+        is_new = np.fromiter((i in self.new for i in flat.tolist()), bool, flat.size)
+        nodes = self.ctx.snapshot.nodes
+        keys, at = nodes.doc_lists_at(nodes.rows(flat[~is_new]))
+        # ``at`` ascends, and the members are concatenated in segment order.
+        bounds = np.searchsorted(owner[~is_new][at], np.arange(len(members) + 1))
+        new_docs: list[list[np.ndarray]] = [[] for _ in members]
+        for j, i in zip(owner[is_new].tolist(), flat[is_new].tolist(), strict=True):
+            new_docs[j].append(np.asarray(self.new[i].docs, np.int64))
+        return [
+            sets.unique(np.concatenate([keys[bounds[j] : bounds[j + 1]], *new_docs[j]]))
+            for j in range(len(members))
+        ]
 
     # ---------------------------------------------------------------- writing
     def _write(self) -> None:

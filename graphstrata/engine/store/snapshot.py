@@ -96,7 +96,7 @@ class Snapshot:
         if delta.dead_docs.size:
             gone = np.isin(docs.column("key").to_numpy(), delta.dead_docs)
             docs = docs.filter(pa.array(~gone))
-        vectors = VectorTable(self.vectors.dim, [*self.vectors.segments, *new_vectors], nodes.ids)
+        vectors = self.vectors.advanced(new_vectors, nodes.ids, dead)
         per_node = dict(self.node_state_arrays)
         per_node.update({key: mapping for key, (mapping, _) in delta.node_state.items()})
         return Snapshot(

@@ -25,6 +25,11 @@ def empty_table(schema: pa.Schema) -> pa.Table:
     return pa.Table.from_batches([], schema=schema)
 
 
+def _ascending(ids: np.ndarray) -> bool:
+    """Strictly ascending (so already sorted and unique)."""
+    return ids.size < 2 or bool(np.all(ids[1:] > ids[:-1]))
+
+
 def member(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
     """``values in sorted_ids`` (``core.ids.contains``: a lookup table when the ids are dense
     enough, else binary search).
@@ -432,9 +437,77 @@ class VectorTable:
         self._seg_of = self._seg_of[live]
         self._row_of = self._row_of[live]
         self._kinds = self._kinds[live]
-        order = np.argsort(self._all_ids, kind="stable")
-        self._sorted_ids = self._all_ids[order]
-        self._sorted_pos = order
+        self._sorted_ids, self._sorted_pos = self._all_ids, None
+        if not _ascending(self._all_ids):
+            order = np.argsort(self._all_ids, kind="stable")
+            self._sorted_ids, self._sorted_pos = self._all_ids[order], order
+
+    def advanced(
+        self, new_segments: list[VectorSegment], live_ids: np.ndarray, dead: np.ndarray
+    ) -> VectorTable:
+        """The table of the version a commit made on this one: ``new_segments`` appended,
+        the vectors of the nodes ``dead`` left out.
+
+        Equal to ``VectorTable(dim, segments + new_segments, live_ids)`` (tested) when no
+        node but ``dead`` left the live ids. New nodes take ids above every id before, so
+        the rows stay in id order and the commit splices the few dead rows out of each
+        column instead of filtering every row and sorting the ids again (7-9 ms per commit
+        at 100k chunks, 524k vectors in 116 segments; issue 17). Rows out of id order (a
+        table made otherwise) fall back to the constructor.
+
+        Parameters
+        ----------
+        new_segments:
+            The vector segments the commit wrote.
+        live_ids:
+            Ascending ids of the new version's live nodes.
+        dead:
+            Ids of the nodes the commit deleted.
+        """
+        new_ids = [s.ids for s in new_segments]
+        added = np.concatenate(new_ids) if new_ids else np.zeros(0, np.int64)
+        last = int(self._all_ids[-1]) if self._all_ids.size else -1
+        out_of_order = added.size > 0 and (int(added[0]) <= last or not _ascending(added))
+        if self._sorted_pos is not None or out_of_order:
+            return VectorTable(self.dim, [*self.segments, *new_segments], live_ids)
+        drop = find_positions(self._all_ids, sets.unique(np.asarray(dead, np.int64)))
+        drop = drop[drop >= 0]
+        keep = member(added, live_ids)
+        first = len(self.segments)
+        no = np.zeros(0, np.int64)
+
+        def joined(column: np.ndarray, more: np.ndarray) -> np.ndarray:
+            return np.concatenate([spliced(column, drop, no, more[:0]), more[keep]])
+
+        out = VectorTable.__new__(VectorTable)
+        out.dim, out.segments = self.dim, [*self.segments, *new_segments]
+        out._all_ids = joined(self._all_ids, added)
+        out._seg_of = joined(
+            self._seg_of,
+            np.concatenate(
+                [np.full(s.ids.shape[0], first + i, np.int32) for i, s in enumerate(new_segments)]
+            )
+            if new_segments
+            else np.zeros(0, np.int32),
+        )
+        out._row_of = joined(
+            self._row_of,
+            np.concatenate([np.arange(s.ids.shape[0], dtype=np.int64) for s in new_segments])
+            if new_segments
+            else np.zeros(0, np.int64),
+        )
+        out._kinds = joined(
+            self._kinds,
+            np.concatenate([s.kinds for s in new_segments])
+            if new_segments
+            else np.zeros(0, np.uint8),
+        )
+        out._sorted_ids, out._sorted_pos = out._all_ids, None
+        return out
+
+    def _flat(self, sorted_positions: np.ndarray) -> np.ndarray:
+        """Row positions (segment order) of positions in the sorted ids."""
+        return sorted_positions if self._sorted_pos is None else self._sorted_pos[sorted_positions]
 
     def __len__(self) -> int:
         return int(self._all_ids.shape[0])
@@ -464,7 +537,7 @@ class VectorTable:
         without = np.asarray(without, np.int64)
         if without.size and self._sorted_ids.size:
             pos = find_positions(self._sorted_ids, without)
-            total -= int(np.count_nonzero(wanted[self._kinds[self._sorted_pos[pos[pos >= 0]]]]))
+            total -= int(np.count_nonzero(wanted[self._kinds[self._flat(pos[pos >= 0])]]))
         return total
 
     def get(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
@@ -484,7 +557,7 @@ class VectorTable:
         if self._sorted_ids.size == 0 or np.any(self._sorted_ids[pos] != ids):
             missing = ids if self._sorted_ids.size == 0 else ids[self._sorted_ids[pos] != ids]
             raise KeyError(f"no vector for node ids {missing[:10].tolist()}")
-        flat = self._sorted_pos[pos]
+        flat = self._flat(pos)
         segs = self._seg_of[flat]
         rows = self._row_of[flat]
         for s in sets.unique(segs):
