@@ -456,17 +456,18 @@ class VectorIndex:
         for index, dropped in parts:
             if len(index) == 0 or m <= 0 or nq == 0:
                 continue
-            # Ask for as many more matches as excluded ids the index holds (and one for the
-            # query itself), so that m remain after filtering.
+            # The excluded ids the index still holds are filtered out of its matches, asked
+            # for as ``_search_without`` does (``OVERSAMPLE`` more, then all of them for a
+            # query short of m): asking every query for m + all of them made each write's
+            # HNSW searches ask for up to ~1,000 more once deletes of older documents had
+            # piled removed ids up in a base (``removal_limit``). One more for the query
+            # itself, where the index holds it.
             skip = sets.union(exclude, dropped)
-            held = int(np.count_nonzero(index.contains(skip))) if skip.size else 0
+            held = skip[np.asarray(index.contains(skip), dtype=bool)] if skip.size else skip
             selves = bool(np.any(index.contains(query_ids)))
-            k = min(m + held + int(selves), len(index))
-            matches = index.search(queries, k, exact=len(index) < EXACT_BELOW)
-            keys, sim, valid = match_arrays(matches, nq, k)
+            keys, sim, valid = _search_without(index, queries, m + int(selves), held)
             valid &= keys != query_ids[:, None]
-            if held:
-                valid &= ~np.isin(keys, skip)
+            k = keys.shape[1]
             srcs.append(np.repeat(query_ids, k).reshape(nq, k)[valid])
             dsts.append(keys[valid])
             sims.append(sim[valid])

@@ -220,3 +220,50 @@ def test_advanced_doc_names_equal_fresh_ones(tmp_path, sample_docs):
         assert state.doc_names._names is not None  # advanced, not rebuilt lazily
         assert state.doc_names([*keys, 10**9]) == DocNames(state.snapshot)(keys)
         assert len(state.doc_names._names) == len(keys)
+
+
+def test_g2_carried_from_the_previous_write_equals_g2_read_from_the_version(
+    tmp_path, sample_docs, monkeypatch
+):
+    """Each write after the first carries G2 on positions over from the frame the previous
+    write left its version (``g2``): ids, content flags, edges in order with their degrees,
+    cut ends and kind blocks, committed labels and groups equal those read from the
+    version; a version opened from disk has no frame."""
+    from graphstrata.engine.heterograph import communities as communities_module
+    from graphstrata.engine.heterograph import g2 as g2_module
+
+    carried, reads = [], []
+    read = g2_module._read
+    monkeypatch.setattr(g2_module, "_read", lambda work: reads.append(work) or read(work))
+
+    def both(work, frame):
+        before = len(reads)
+        got = g2_module.g2_after(work, frame)
+        carried.append(len(reads) == before)  # the frame was used, not a fallback
+        want = read(work)
+        for name in ("ids", "is_content", "dead_labels", "group_of"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+        assert (got.labels is None) == (want.labels is None)
+        if want.labels is not None:
+            np.testing.assert_array_equal(got.labels, want.labels)
+        for g, w in zip(got.edges, want.edges, strict=True):
+            np.testing.assert_array_equal(g, w)
+        return got
+
+    monkeypatch.setattr(communities_module, "g2_after", both)
+    index = Index.create(tmp_path / "ix", IndexConfig(), embedder=HashingEmbedder(64))
+    docs = list(sample_docs)
+    index.insert(docs[:8])
+    for action, arg in [
+        ("insert", docs[8:11]),
+        ("delete", [docs[1]["doc_id"], docs[9]["doc_id"]]),
+        ("insert", [{**docs[4], "text": docs[4]["text"] + " Later the Orrin Guild sold it."}]),
+        ("delete", [docs[5]["doc_id"], docs[6]["doc_id"]]),
+        ("insert", docs[11:14]),
+    ]:
+        index.insert(arg) if action == "insert" else index.delete(arg)
+    assert carried == [False, True, True, True, True, True]
+    reopened = Index.open(tmp_path / "ix", embedder=HashingEmbedder(64))
+    assert reopened.engine.state.views["graph"].g2 is None
+    reopened.insert(docs[14:15])
+    assert carried[-1] is False

@@ -84,6 +84,33 @@ def test_vector_index_neighbours_skip_self_and_excluded_ids():
     assert vi.neighbours(queries, qids, [int(NodeKind.T)], 0, exclude)[0].size == 0
 
 
+@pytest.mark.parametrize("oversample", [1, 16])
+def test_vector_index_neighbours_when_the_best_matches_are_excluded(oversample, monkeypatch):
+    """Each query's best matches were removed from the base or are excluded by the write:
+    the narrow first search finds too few others and the short queries ask again (with
+    ``OVERSAMPLE`` 1 nearly all do); the result is the brute-force top-m of the rest."""
+    import graphstrata.engine.vectors as vectors
+
+    monkeypatch.setattr(vectors, "OVERSAMPLE", oversample)
+    rng = np.random.default_rng(8)
+    x = _unit(rng, 400, 16)
+    ids = np.arange(1, 401, dtype=np.int64)
+    kind = int(NodeKind.S)
+    vi = VectorIndex(16).updated(ids, np.full(400, kind, np.uint8), x, np.zeros(0, np.int64))
+    queries, qids = x[:12], ids[:12]
+    best = np.argsort(-(queries @ x.T), axis=1)[:, 1:7]  # each query's six best others
+    removed, exclude = ids[best[:, :3].ravel()], ids[best[:, 3:].ravel()]
+    vi = vi.updated(np.zeros(0, np.int64), np.zeros(0, np.uint8), x[:0], np.unique(removed))
+    assert vi.removed[kind].size  # kept as removals of the base
+    src, dst, sim = vi.neighbours(queries, qids, [kind], 5, np.unique(exclude))
+    keep = ~np.isin(ids, np.concatenate([removed, exclude]))
+    es, ed, ev = nearest_neighbours_scored(queries, qids, x[keep], ids[keep], 5)
+    for q in qids.tolist():
+        np.testing.assert_allclose(np.sort(sim[src == q]), np.sort(ev[es == q]), atol=1e-5)
+        assert (src == q).sum() == 5
+    assert not np.isin(dst, np.concatenate([removed, exclude])).any()
+
+
 # ---------------------------------------------------------------------- the stage
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, sample_docs) -> Index:
