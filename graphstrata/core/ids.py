@@ -173,85 +173,39 @@ class EdgesWithin(NamedTuple):
         order (duplicates kept).
     degree : int64 [n]
         How many of the kept edges each position is an end of (a self-loop counts twice).
-    ends : int64 [b]
-        How many kept edges the blocks up to each one hold (``ends[-1] == k``).
     """
 
     src: np.ndarray
     dst: np.ndarray
     cut: np.ndarray
     degree: np.ndarray
-    ends: np.ndarray
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _keep(
-    a: int,
-    b: int,
-    ps: np.ndarray,
-    pd: np.ndarray,
-    cut: np.ndarray,
-    degree: np.ndarray,
-    k: int,
-    c: int,
-) -> tuple[int, int]:
-    # One edge whose ends are at positions a, b (-1: absent): kept, cut, or dropped.
-    if a >= 0 and b >= 0:
-        ps[k], pd[k] = a, b
-        degree[a] += 1
-        degree[b] += 1
-        return k + 1, c
-    if a >= 0 or b >= 0:
-        cut[c] = max(a, b)
-        return k, c + 1
-    return k, c
 
 
 @njit(cache=True, nogil=True)
-def _edges_in_blocks(
-    old_src: np.ndarray,
-    old_dst: np.ndarray,
-    old_ends: np.ndarray,
-    new_position: np.ndarray,
-    a_of: np.ndarray,
-    b_of: np.ndarray,
-    ends: np.ndarray,
-    n: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    # Block by block: the old edges (on old positions, carried by new_position), then the
-    # edges whose ends are at positions a_of, b_of (-1: absent).
-    total = old_src.shape[0] + a_of.shape[0]
-    ps = np.empty(total, dtype=np.int64)
-    pd = np.empty(total, dtype=np.int64)
-    cut = np.empty(total, dtype=np.int64)
+def _edges_on_positions(
+    a_of: np.ndarray, b_of: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    # a_of, b_of: position of each edge end, -1 where absent.
+    ps = np.empty(a_of.shape[0], dtype=np.int64)
+    pd = np.empty(a_of.shape[0], dtype=np.int64)
+    cut = np.empty(a_of.shape[0], dtype=np.int64)
     degree = np.zeros(n, dtype=np.int64)
-    out_ends = np.empty(ends.shape[0], dtype=np.int64)
     k = 0
     c = 0
-    o = 0
-    e = 0
-    for blk in range(ends.shape[0]):
-        while o < old_ends[blk]:
-            a, b = new_position[old_src[o]], new_position[old_dst[o]]
-            k, c = _keep(a, b, ps, pd, cut, degree, k, c)
-            o += 1
-        while e < ends[blk]:
-            k, c = _keep(a_of[e], b_of[e], ps, pd, cut, degree, k, c)
-            e += 1
-        out_ends[blk] = k
-    return ps[:k], pd[:k], cut[:c], degree, out_ends
+    for e in range(a_of.shape[0]):
+        a, b = a_of[e], b_of[e]
+        if a >= 0 and b >= 0:
+            ps[k], pd[k] = a, b
+            degree[a] += 1
+            degree[b] += 1
+            k += 1
+        elif a >= 0 or b >= 0:
+            cut[c] = max(a, b)
+            c += 1
+    return ps[:k], pd[:k], cut[:c], degree
 
 
-def _block_ends(ends: np.ndarray | None, size: int, name: str) -> np.ndarray:
-    out = np.asarray([size] if ends is None else ends, np.int64).reshape(-1)
-    if out.size and (int(out[0]) < 0 or np.any(np.diff(out) < 0) or int(out[-1]) != size):
-        raise ValueError(f"{name} must ascend to the number of edges ({size})")
-    return out
-
-
-def edges_within(
-    sorted_ids: np.ndarray, src: np.ndarray, dst: np.ndarray, ends: np.ndarray | None = None
-) -> EdgesWithin:
+def edges_within(sorted_ids: np.ndarray, src: np.ndarray, dst: np.ndarray) -> EdgesWithin:
     """The edges between ids of ``sorted_ids``, on their positions.
 
     The ends are looked up (:func:`find_positions`), then one compiled pass keeps the
@@ -265,9 +219,6 @@ def edges_within(
         Ascending, unique ids.
     src, dst : integer arrays [m]
         Edge ends (any ids).
-    ends : int64 array [b], optional
-        The edges as consecutive blocks: where each ends (ascending, the last ``m``);
-        default one block.
 
     Returns
     -------
@@ -278,62 +229,5 @@ def edges_within(
     dst = np.ascontiguousarray(dst, np.int64).reshape(-1)
     if src.shape != dst.shape:
         raise ValueError(f"src and dst differ in length: {src.size} and {dst.size}")
-    blocks = _block_ends(ends, src.size, "ends")
     a_of, b_of = find_positions(sorted_ids, src), find_positions(sorted_ids, dst)
-    none = np.zeros(0, np.int64)
-    return EdgesWithin(
-        *_edges_in_blocks(
-            none, none, np.zeros(blocks.size, np.int64), none, a_of, b_of, blocks, sorted_ids.size
-        )
-    )
-
-
-def edges_carried(
-    old: EdgesWithin,
-    new_position: np.ndarray,
-    sorted_ids: np.ndarray,
-    src: np.ndarray,
-    dst: np.ndarray,
-    ends: np.ndarray,
-) -> EdgesWithin:
-    """:func:`edges_within` of ``sorted_ids`` over ``old``'s edges followed, block by
-    block, by the edges ``src -> dst``, where ``old`` holds the edges on the positions of
-    an earlier id list and ``new_position`` maps those to ``sorted_ids`` (-1: gone).
-
-    Equal to ``edges_within(sorted_ids, ...)`` of the edges ``old`` was made from with the
-    new ones put after each block (tested). The old edges are carried in one pass over
-    them, without looking their ids up again (issue 17).
-
-    Parameters
-    ----------
-    old:
-        The earlier edges (its ``src``, ``dst`` and ``ends`` are read; its blocks are
-        those of ``ends``, one per block here).
-    new_position : int64 array
-        The position in ``sorted_ids`` of each earlier position, -1 where that id is gone.
-    sorted_ids : int64 array [n]
-        Ascending, unique ids.
-    src, dst : integer arrays [m]
-        The new edges (ids), block after block.
-    ends : int64 array [b]
-        Where each block of the new edges ends (as many blocks as ``old.ends``).
-    """
-    sorted_ids = np.ascontiguousarray(sorted_ids, np.int64)
-    src = np.ascontiguousarray(src, np.int64).reshape(-1)
-    dst = np.ascontiguousarray(dst, np.int64).reshape(-1)
-    blocks = _block_ends(ends, src.size, "ends")
-    if blocks.size != old.ends.size:
-        raise ValueError(f"{blocks.size} blocks of new edges for {old.ends.size} old ones")
-    a_of, b_of = find_positions(sorted_ids, src), find_positions(sorted_ids, dst)
-    return EdgesWithin(
-        *_edges_in_blocks(
-            old.src,
-            old.dst,
-            old.ends,
-            np.ascontiguousarray(new_position, np.int64),
-            a_of,
-            b_of,
-            blocks,
-            sorted_ids.size,
-        )
-    )
+    return EdgesWithin(*_edges_on_positions(a_of, b_of, int(sorted_ids.size)))

@@ -104,7 +104,7 @@ def test_vector_index_neighbours_when_the_best_matches_are_excluded(oversample, 
     assert vi.removed[kind].size  # kept as removals of the base
     src, dst, sim = vi.neighbours(queries, qids, [kind], 5, np.unique(exclude))
     keep = ~np.isin(ids, np.concatenate([removed, exclude]))
-    es, ed, ev = nearest_neighbours_scored(queries, qids, x[keep], ids[keep], 5)
+    es, _, ev = nearest_neighbours_scored(queries, qids, x[keep], ids[keep], 5)
     for q in qids.tolist():
         np.testing.assert_allclose(np.sort(sim[src == q]), np.sort(ev[es == q]), atol=1e-5)
         assert (src == q).sum() == 5

@@ -17,17 +17,20 @@ from typing import Any
 import numpy as np
 
 from graphstrata.core import sets
-from graphstrata.core.ids import contains, find_positions
+from graphstrata.core.ids import EdgesWithin, contains, edges_within, find_positions
 from graphstrata.core.matching import label_sizes
 from graphstrata.engine.component import ChangeSet, MeteredLLM
-from graphstrata.engine.heterograph.g2 import G2, G2Frame, g2_after
 from graphstrata.engine.heterograph.graph import group_by, leiden_local, with_singletons
 from graphstrata.engine.heterograph.groups import ElementGroups, match_communities
 from graphstrata.engine.heterograph.parse import Element, parse_elements
 from graphstrata.engine.heterograph.schema import (
     G2_EDGES,
+    G2_KINDS,
+    ST_LEIDEN,
+    A,
     H,
     O,
+    S,
 )
 from graphstrata.engine.heterograph.work import EMPTY, Work
 from graphstrata.engine.prompts import community_request
@@ -70,8 +73,6 @@ class Communities:
         The next unused group key.
     stats:
         Counters for the report.
-    frame:
-        G2 after the operation on positions, for the next write (``g2``).
     """
 
     g2_ids: np.ndarray
@@ -82,7 +83,17 @@ class Communities:
     kept: dict[int, int]
     next_group_key: int
     stats: dict[str, Any]
-    frame: G2Frame
+
+
+def _g2_edges(work: Work, g2_ids: np.ndarray) -> EdgesWithin:
+    """The G2 edges after this operation on positions of ``g2_ids``, by kind, committed
+    before new. An edge leaves with either end (``cut``: the live end of an edge whose other
+    end this operation deleted; G2 edges join G2 nodes, so an end not in ``g2_ids`` is
+    dead)."""
+    parts = [p for kind in G2_EDGES for p in (work.committed_edges(kind), work.edges.of(kind))]
+    src = np.concatenate([p[0] for p in parts])
+    dst = np.concatenate([p[1] for p in parts])
+    return edges_within(g2_ids, src, dst)
 
 
 def _touched(work: Work, g2_ids: np.ndarray, is_new: np.ndarray, cut: np.ndarray) -> np.ndarray:
@@ -102,20 +113,24 @@ def _changed_labels(
     return sets.unique(np.concatenate([membership[moved], init[moved], dead_labels]))
 
 
-def _initial_labels(g2: G2) -> tuple[np.ndarray | None, np.ndarray]:
-    """The committed partition on G2 after the operation, with a fresh singleton label for
-    each node it does not hold (None without a committed partition), and which nodes those
-    are."""
-    labels = g2.labels
+def _initial_labels(
+    work: Work, g2_ids: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """The committed partition on ``g2_ids``, with a fresh singleton label for each node it
+    does not hold (None without a committed partition), which nodes those are, and the
+    labels of the nodes this operation deletes."""
+    labels = work.node_state_on(ST_LEIDEN, G2_KINDS, g2_ids)
     if labels is None:
-        return None, np.ones(g2.ids.size, bool)
+        return None, np.ones(g2_ids.size, bool), EMPTY
+    dead_labels = work.node_state_on(ST_LEIDEN, G2_KINDS, work.dead_array())
+    dead_labels = EMPTY if dead_labels is None else dead_labels[dead_labels >= 0]
     is_new = labels < 0
     # Fresh labels start above every label of a committed live node: those kept and those
     # this operation deletes (stored ids of nodes deleted earlier do not count).
-    top = max(int(labels.max()) if labels.size else -1, int(g2.dead_labels.max(initial=-1)))
+    top = max(int(labels.max()) if labels.size else -1, int(dead_labels.max(initial=-1)))
     if top < 0:  # no committed live node has a label
-        return None, np.ones(g2.ids.size, bool)
-    return with_singletons(labels, top), is_new
+        return None, np.ones(g2_ids.size, bool), EMPTY
+    return with_singletons(labels, top), is_new, dead_labels
 
 
 def _stale_groups(work: Work, groups: ElementGroups, removed_doc_keys: np.ndarray) -> np.ndarray:
@@ -129,12 +144,7 @@ def _stale_groups(work: Work, groups: ElementGroups, removed_doc_keys: np.ndarra
 
 
 def communities(
-    llm: MeteredLLM,
-    work: Work,
-    change: ChangeSet,
-    next_group_key: int,
-    whole_graph: bool = False,
-    frame: G2Frame | None = None,
+    llm: MeteredLLM, work: Work, change: ChangeSet, next_group_key: int, whole_graph: bool = False
 ) -> Communities:
     """Leiden from the previous membership; (re)generate H/O where membership moved.
 
@@ -152,14 +162,11 @@ def communities(
     whole_graph:
         Run Leiden over the whole graph (from the previous membership) and pair every
         community with the groups, even where the change is local (maintenance).
-    frame:
-        The committed version's G2 as the write that made it left it (``g2``), or None.
     """
     cfg = work.config
-    g2 = g2_after(work, frame)
-    g2_ids, edges, is_content = g2.ids, g2.edges, g2.is_content
-    init, is_new = _initial_labels(g2)
-    dead_labels = g2.dead_labels
+    g2_ids = work.live_ids(*G2_KINDS)
+    edges = _g2_edges(work, g2_ids)
+    init, is_new, dead_labels = _initial_labels(work, g2_ids)
     membership, region = leiden_local(
         int(g2_ids.size),
         edges.src,
@@ -172,10 +179,11 @@ def communities(
         max_region_share=LOCAL_LEIDEN_MAX_SHARE if cfg.local_leiden and not whole_graph else 0.0,
         strength=edges.degree.astype(np.float64),
     )
+    is_content = contains(work.live_ids(S, A), g2_ids)
     n_labels = int(membership.max()) + 1 if membership.size else 0
     content_sizes = label_sizes(membership[is_content], n_labels)
     eligible = np.flatnonzero(content_sizes >= MIN_COMMUNITY_UNITS).astype(np.int64)
-    committed = ElementGroups.committed(work, g2.group_of)
+    committed = ElementGroups.committed(work, g2_ids)
     stale = _stale_groups(work, committed, change.removed_doc_keys)
     changed = None
     if init is not None and not region.full and not whole_graph:
@@ -233,7 +241,6 @@ def communities(
         kept=match.kept,
         next_group_key=next_group_key,
         stats=stats,
-        frame=G2Frame(g2_ids, is_content, edges, membership, group_of),
     )
 
 

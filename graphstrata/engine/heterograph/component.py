@@ -15,7 +15,6 @@ from graphstrata.engine.heterograph.decompose import (
     units_of_removed_chunks,
 )
 from graphstrata.engine.heterograph.enrich import embed_new_nodes, link_elements, semantic_edges
-from graphstrata.engine.heterograph.g2 import G2_MEMO
 from graphstrata.engine.heterograph.schema import G2_KINDS, NAME
 from graphstrata.engine.heterograph.search import GraphParams, HeterographView
 from graphstrata.engine.heterograph.settle import settle
@@ -76,9 +75,7 @@ def run_operation(ctx: UpdateContext, change: ChangeSet, whole_graph: bool = Fal
         attr_stats = attributes(ctx.llm, work, names, touched, selected_at)
     with report.stage("heterograph:communities"):
         next_key = int(meta.get("next_group_key", 0))
-        frame = view.g2 if index is not None and isinstance(view, HeterographView) else None
-        comm = communities(ctx.llm, work, change, next_key, whole_graph, frame)
-        ctx.delta.memo[G2_MEMO] = comm.frame
+        comm = communities(ctx.llm, work, change, next_key, whole_graph=whole_graph)
     with report.stage("heterograph:embed"):
         embedded = embed_new_nodes(ctx, work)
     with report.stage("heterograph:clusters"):
@@ -145,5 +142,4 @@ class HeterographComponent(Component):
             stored = previous.stored.advanced(previous.ids, snapshot, delta, config.heterograph)
         view = HeterographView(snapshot, vectors, config, doc_names, names=names, stored=stored)
         view.carry_over(previous, delta)
-        view.g2 = delta.memo.get(G2_MEMO)
         return view

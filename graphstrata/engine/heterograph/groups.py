@@ -22,9 +22,11 @@ from graphstrata.core.ids import contains
 from graphstrata.core.matching import greedy_pairs, label_sizes, linked_labels
 from graphstrata.engine.heterograph.graph import pair_counts
 from graphstrata.engine.heterograph.schema import (
+    G2_KINDS,
     ST_GROUP_NODE,
     ST_GROUP_NODE_IDS,
     ST_GROUP_NODE_KEYS,
+    ST_GROUP_OF,
     H,
     O,
 )
@@ -48,10 +50,12 @@ class ElementGroups:
     node_keys: np.ndarray
 
     @classmethod
-    def committed(cls, work: Work, group_of: np.ndarray) -> ElementGroups:
-        """The committed groups, with ``group_of`` their committed keys on the G2 nodes of
-        the operation's result (``g2.G2.group_of``: new nodes belong to none; nodes the
-        operation deletes are not among them)."""
+    def committed(cls, work: Work, g2_ids: np.ndarray) -> ElementGroups:
+        """The committed groups, on the G2 nodes ``g2_ids`` of the operation's result (new
+        nodes belong to none; nodes the operation deletes are not in ``g2_ids``)."""
+        group_of = work.node_state_on(ST_GROUP_OF, G2_KINDS, g2_ids)
+        if group_of is None:
+            group_of = np.full(g2_ids.size, -1, np.int64)
         nodes = work.node_state(ST_GROUP_NODE, (H, O))
         if nodes is None:  # written before the per-node mapping: two parallel arrays
             nids, nkeys = work.state(ST_GROUP_NODE_IDS), work.state(ST_GROUP_NODE_KEYS)

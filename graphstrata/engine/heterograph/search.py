@@ -62,7 +62,6 @@ from graphstrata.core.layered import LayeredCSR
 from graphstrata.core.topk import top_k_by_kind
 from graphstrata.engine.component import ComponentView, Hit, Query
 from graphstrata.engine.config import HeterographConfig, IndexConfig
-from graphstrata.engine.heterograph.g2 import G2Frame
 from graphstrata.engine.heterograph.links import SlotLinks, StructuralLinks
 from graphstrata.engine.heterograph.names import NameIndex
 from graphstrata.engine.heterograph.parse import (
@@ -227,8 +226,6 @@ class HeterographView(ComponentView):
     """
 
     sparse: SparseIndex
-    #: G2 on positions as the write that committed the version left it (``g2``), if any.
-    g2: G2Frame | None = None
 
     def __init__(
         self,

@@ -69,10 +69,6 @@ class Delta:
         #: ``key -> (the whole new mapping, the patch from the previous version)``.
         self.node_state: dict[str, tuple[NodeState, np.ndarray]] = {}
         self.components: dict[str, dict[str, Any]] = {}
-        #: Results a component computed for the version this delta commits, which that
-        #: version's read state may take over instead of recomputing them (never written;
-        #: the heterograph's G2 on positions).
-        self.memo: dict[str, Any] = {}
 
     # ids ------------------------------------------------------------------------------------
     def new_node_ids(self, n: int) -> np.ndarray:
