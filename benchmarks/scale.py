@@ -29,7 +29,12 @@ Usage::
     python benchmarks/scale.py run --chunks 2000 10000                     # all components
     python benchmarks/scale.py run --chunks 10000 100000 --no-heterograph  # naive + hierarchy
     python benchmarks/scale.py ann --vectors 50000 200000 500000 --queries 2000
+    python benchmarks/scale.py interleaved --index A/ix B/ix --chunks 10000 100000 --work W
     python benchmarks/scale.py report        # rewrite results/scale.md from results/scale.json
+
+``interleaved`` measures one-document writes on kept indexes of two sizes write by write in
+turn, so that their ratio compares the same minutes of the machine
+(``benchmarks/scale_interleaved.py``).
 
 Results merge into ``benchmarks/results/scale.json`` (one entry per setting and size) and
 ``scale.md`` is regenerated from it.
@@ -53,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scale_interleaved
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -315,6 +321,28 @@ def remeasure(args: argparse.Namespace, data: dict[str, Any]) -> None:
     result["measure_code"] = code_version()
     print(json.dumps(result), flush=True)
     row.update(result)
+    shutil.rmtree(work, ignore_errors=True)
+    _save(data)
+
+
+def interleaved(args: argparse.Namespace, data: dict[str, Any]) -> None:
+    """Copy kept indexes and measure their one-document writes in turn
+    (``scale_interleaved``); the run is appended to ``interleaved`` in scale.json."""
+    if len(args.index) != len(args.chunks) or len(args.index) < 2:
+        raise SystemExit("give two or more --index, and as many --chunks")
+    work = Path(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    sizes = []
+    for index, chunks in zip(args.index, args.chunks, strict=True):
+        copy = work / f"ix-{chunks}"
+        print(f"load average {load1()}: copying {index}", flush=True)
+        shutil.copytree(index, copy)
+        _evict_from_page_cache(Path(index))
+        sizes.append((copy, chunks))
+    result = scale_interleaved.measure_interleaved(Path(__file__), sizes, args.rounds, load1)
+    result["code"] = code_version()
+    print(json.dumps({k: v for k, v in result.items() if k != "sizes"}), flush=True)
+    data["interleaved"] = [*data.get("interleaved", []), result]
     shutil.rmtree(work, ignore_errors=True)
     _save(data)
 
@@ -647,6 +675,7 @@ def markdown(data: dict[str, Any]) -> str:
                 f" {a.get('load1_before', '–')} / {a['load1']} |"
             )
         lines.append("")
+    lines += scale_interleaved.markdown(data.get("interleaved", []))
     lines.append(f"Machine: {platform.platform()}, {os.cpu_count()} CPUs.")
     return "\n".join(lines) + "\n"
 
@@ -705,6 +734,17 @@ def main(argv: list[str] | None = None) -> int:
         dest="hnsw_max",
         help="measure the HNSW way up to this many vectors (it took 664 s at 514k in a build)",
     )
+    p = sub.add_parser(
+        "interleaved",
+        help="one-document writes on kept indexes of two sizes, in turn, write by write",
+    )
+    p.add_argument("--index", nargs="+", required=True, help="kept indexes, smallest first")
+    p.add_argument("--chunks", type=int, nargs="+", required=True, help="their --chunks")
+    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--work", required=True, help="folder for the copies that are measured")
+    p = sub.add_parser("interleaved-one", help=argparse.SUPPRESS)
+    p.add_argument("--path", required=True)
+    p.add_argument("--chunks", type=int, required=True)
     sub.add_parser("report", help="rewrite scale.md from scale.json")
     args = ap.parse_args(argv)
     command = "python benchmarks/scale.py " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -720,12 +760,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "open":
         Path(args.json).write_text(json.dumps(open_once(Path(args.path), args.query)))
         return 0
+    if args.cmd == "interleaved-one":
+        scale_interleaved.child(Path(args.path), args.chunks)
+        return 0
     data = _load()
     if args.cmd == "report":
         _save(data)
         return 0
     if args.cmd == "measure":
         remeasure(args, data)
+    elif args.cmd == "interleaved":
+        interleaved(args, data)
     elif args.cmd == "ann":
         print(f"load average {load1()}", flush=True)
         results = run_ann(args.vectors, args.queries, args.m, args.hnsw_max)
