@@ -108,10 +108,12 @@ def measure_interleaved(
         first; the load average before and after.
     """
     out: dict[str, Any] = {"rounds": rounds, "load1_start": load1()}
-    procs = [(chunks, _start(script, path, chunks)) for path, chunks in sizes]
+    procs: list[tuple[int, subprocess.Popen[str]]] = []
     answers: dict[int, list[dict[str, Any]]] = {chunks: [] for _, chunks in sizes}
     started = time.perf_counter()
     try:
+        for path, chunks in sizes:
+            procs.append((chunks, _start(script, path, chunks)))
         for r in range(rounds):
             for chunks, proc in procs if r % 2 == 0 else procs[::-1]:
                 answers[chunks].append(_ask(proc, r))

@@ -1,0 +1,77 @@
+"""``benchmarks/scale.py interleaved``: two real indexes of the synthetic corpus, a child
+process each, taking turns write by write; the ratio is that of the medians reported."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from graphstrata.bindings.api import Index
+from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.bindings.extractive import ExtractiveLLM
+from graphstrata.engine.config import IndexConfig
+
+pytestmark = pytest.mark.integration
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def test_sizes_take_turns_and_the_ratio_is_that_of_the_medians(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import scale
+    import scale_interleaved
+
+    corpus = scale._corpus()
+    sizes = []
+    for chunks in (16, 40):
+        path = tmp_path / f"ix-{chunks}"
+        index = Index.create(
+            path, IndexConfig(), embedder=HashingEmbedder(scale.DIM), llm=ExtractiveLLM()
+        )
+        n_docs = max(2, round(chunks / scale.CHUNKS_PER_DOC))
+        index.insert([corpus.document(i) for i in range(n_docs)])
+        sizes.append((path, chunks))
+    loads = iter([0.5, 0.7])
+    out = scale_interleaved.measure_interleaved(
+        BENCHMARKS / "scale.py", sizes, 3, lambda: next(loads)
+    )
+    assert (out["rounds"], out["load1_start"], out["load1_end"]) == (3, 0.5, 0.7)
+    small, large = out["sizes"]["16"], out["sizes"]["40"]
+    for row in (small, large):
+        for op in ("insert", "delete"):
+            assert len(row[f"{op}_s"]) == 3 and min(row[f"{op}_s"]) > 0
+            assert row[f"{op}_p50_s"] == round(statistics.median(row[f"{op}_s"]), 4)
+            assert row[f"{op}_iqr_s"][0] <= row[f"{op}_p50_s"] <= row[f"{op}_iqr_s"][1]
+            assert row[f"{op}_stages_p50_s"]["commit"] > 0
+    for op in ("insert", "delete"):
+        assert out["ratio"][op] == round(large[f"{op}_p50_s"] / small[f"{op}_p50_s"], 2)
+    # Every round inserted and deleted one new document: each index holds what it held.
+    for path, chunks in sizes:
+        docs = Index.open(path, embedder=HashingEmbedder(scale.DIM)).engine.state.snapshot.docs
+        assert docs.num_rows == max(2, round(chunks / scale.CHUNKS_PER_DOC))
+    table = "\n".join(scale_interleaved.markdown([{**out, "code": "test"}]))
+    assert "| test | 3 | 16 / 40 |" in table and f"{out['ratio']['delete']}x" in table
+
+
+def test_a_child_that_cannot_open_its_index_is_reported(tmp_path, monkeypatch):
+    """The second size's index is missing: the error names it, and the first size's child
+    (started) is stopped, not left waiting for its turn."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import scale
+    import scale_interleaved
+
+    path = tmp_path / "ix"
+    index = Index.create(path, IndexConfig(), embedder=HashingEmbedder(scale.DIM))
+    index.insert([scale._corpus().document(i) for i in range(3)])
+    started = []
+    start = scale_interleaved._start
+    monkeypatch.setattr(
+        scale_interleaved, "_start", lambda *a: started.append(start(*a)) or started[-1]
+    )
+    with pytest.raises(RuntimeError, match=r"none.*did not start"):
+        scale_interleaved.measure_interleaved(
+            BENCHMARKS / "scale.py", [(path, 16), (tmp_path / "none", 20)], 1, float
+        )
+    assert len(started) == 1 and started[0].poll() == 0  # told to quit, and it did
