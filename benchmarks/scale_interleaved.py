@@ -5,7 +5,7 @@ The target of issue 17 is a ratio: a one-document insert or delete at 100k chunk
 at most twice what it costs at 10k. ``scale.py measure`` measures each size in its own
 run, minutes apart, and on the shared 2-core machine the same code ran 1.5-2x slower from
 one few-minute phase to the next (the extractive LLM's attribute calls, code no write
-changes, took 0.054-0.135 s per delete at 100k within one hour), so a ratio of two such
+changes, took 0.054-0.135 s per write at 100k within one hour), so a ratio of two such
 runs says more about the machine than the code. Here each size is opened in a child process
 of its own (its garbage collector and caches are its own, as in ``measure``) and the parent
 makes them take turns: one insert and one delete of a new document at one size, then at
@@ -19,6 +19,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -96,7 +97,7 @@ def _median_stages(answers: list[dict[str, Any]], key: str) -> dict[str, float]:
 
 
 def measure_interleaved(
-    script: Path, sizes: list[tuple[Path, int]], rounds: int, load1: Any
+    script: Path, sizes: list[tuple[Path, int]], rounds: int, load1: Callable[[], float]
 ) -> dict[str, Any]:
     """Interleaved one-document writes on each ``(index copy, chunks)`` of ``sizes``.
 

@@ -177,8 +177,9 @@ def _exact_changes(
 ) -> RepartitionResult:
     """Derive ``changed``/``removed`` from the assignments themselves (the contract), so an
     id whose members all moved away is always reported removed. ``old_ids`` are the
-    distinct ids of ``before`` (-1 left out): the caller has them, and a second pass over
-    every item to find them took a quarter of a write's repartition at 100k chunks."""
+    distinct ids of ``before`` (-1 left out): the caller has them, and finding them again
+    took 6.4 of the 86 ms of repartition in four writes at 100k chunks under
+    line_profiler."""
     moved = before != after
     alive = sets.unique(after)
     old_of_moved = before[moved]

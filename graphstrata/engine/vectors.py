@@ -409,11 +409,20 @@ class VectorIndex:
 
     # search ---------------------------------------------------------------------------------
     def count(self, kinds: Iterable[int] | None = None) -> int:
-        """How many vectors the indexes of ``kinds`` (default: all) hold."""
+        """How many vectors the indexes of ``kinds`` (default: all) hold: each base less its
+        removed ids, plus its fresh vectors. Counted from the parts' sizes, not through
+        ``_parts``, which reads a small base's vectors out for searching (every commit
+        counts the vectors to decide whether its caches are stale)."""
         kinds = self.by_kind.keys() if kinds is None else kinds
-        return sum(
-            sum(len(part) - dropped.size for part, dropped in self._parts(int(k))) for k in kinds
-        )
+        total = 0
+        for kind in kinds:
+            base = self.by_kind.get(int(kind))
+            if base is None:
+                continue
+            fresh = self.fresh.get(int(kind))
+            total += len(base) - self.removed.get(int(kind), _EMPTY_IDS).size
+            total += 0 if fresh is None else int(fresh[0].size)
+        return total
 
     def neighbours(
         self,
@@ -458,10 +467,11 @@ class VectorIndex:
                 continue
             # The excluded ids the index still holds are filtered out of its matches, asked
             # for as ``_search_without`` does (``OVERSAMPLE`` more, then all of them for a
-            # query short of m): asking every query for m + all of them made each write's
-            # HNSW searches ask for up to ~1,000 more once deletes of older documents had
-            # piled removed ids up in a base (``removal_limit``). One more for the query
-            # itself, where the index holds it.
+            # query short of m): asking every query for m + all of them lets a base that
+            # deletes of older documents filled with removed ids (up to ``removal_limit``,
+            # 1,024) be asked for that many more matches on every write (not measured: the
+            # scale benchmark deletes what it inserted). One more for the query itself,
+            # where the index holds it.
             skip = sets.union(exclude, dropped)
             held = skip[np.asarray(index.contains(skip), dtype=bool)] if skip.size else skip
             selves = bool(np.any(index.contains(query_ids)))

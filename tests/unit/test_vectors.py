@@ -156,6 +156,7 @@ def test_a_small_base_is_searched_by_a_matrix_product_like_usearch_exact():
     table = _table(300, seed=4)
     vi = VectorIndex.build(table)
     kind = int(NodeKind.S)
+    assert vi.count() == 300 and not vi._exact_bases  # counting reads no vectors out
     ((searched, _),) = vi._parts(kind)
     assert isinstance(searched, _Exact)
     queries = _unit_rows(np.random.default_rng(5), 7, 32)

@@ -25,6 +25,28 @@ def empty_table(schema: pa.Schema) -> pa.Table:
     return pa.Table.from_batches([], schema=schema)
 
 
+def _segment_columns(
+    segments: Sequence[VectorSegment], first: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(ids, segment, row, kind)`` of every row of ``segments``, in segment order, the
+    segments numbered from ``first``."""
+    if not segments:
+        return (
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.uint8),
+        )
+    return (
+        np.concatenate([s.ids for s in segments]),
+        np.concatenate(
+            [np.full(s.ids.shape[0], first + i, np.int32) for i, s in enumerate(segments)]
+        ),
+        np.concatenate([np.arange(s.ids.shape[0], dtype=np.int64) for s in segments]),
+        np.concatenate([s.kinds for s in segments]),
+    )
+
+
 def _ascending(ids: np.ndarray) -> bool:
     """Strictly ascending (so already sorted and unique)."""
     return ids.size < 2 or bool(np.all(ids[1:] > ids[:-1]))
@@ -417,21 +439,7 @@ class VectorTable:
     def __init__(self, dim: int, segments: list[VectorSegment], live_ids: np.ndarray):
         self.dim = dim
         self.segments = segments
-        ids = [s.ids for s in segments]
-        self._all_ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
-        self._seg_of = (
-            np.concatenate([np.full(s.ids.shape[0], i, np.int32) for i, s in enumerate(segments)])
-            if segments
-            else np.zeros(0, np.int32)
-        )
-        self._row_of = (
-            np.concatenate([np.arange(s.ids.shape[0], dtype=np.int64) for s in segments])
-            if segments
-            else np.zeros(0, np.int64)
-        )
-        self._kinds = (
-            np.concatenate([s.kinds for s in segments]) if segments else np.zeros(0, np.uint8)
-        )
+        self._all_ids, self._seg_of, self._row_of, self._kinds = _segment_columns(segments, 0)
         live = member(self._all_ids, live_ids)
         self._all_ids = self._all_ids[live]
         self._seg_of = self._seg_of[live]
@@ -464,43 +472,22 @@ class VectorTable:
         dead:
             Ids of the nodes the commit deleted.
         """
-        new_ids = [s.ids for s in new_segments]
-        added = np.concatenate(new_ids) if new_ids else np.zeros(0, np.int64)
+        added = _segment_columns(new_segments, len(self.segments))
         last = int(self._all_ids[-1]) if self._all_ids.size else -1
-        out_of_order = added.size > 0 and (int(added[0]) <= last or not _ascending(added))
+        ids = added[0]
+        out_of_order = ids.size > 0 and (int(ids[0]) <= last or not _ascending(ids))
         if self._sorted_pos is not None or out_of_order:
             return VectorTable(self.dim, [*self.segments, *new_segments], live_ids)
         drop = find_positions(self._all_ids, sets.unique(np.asarray(dead, np.int64)))
         drop = drop[drop >= 0]
-        keep = member(added, live_ids)
-        first = len(self.segments)
+        keep = member(ids, live_ids)
         no = np.zeros(0, np.int64)
-
-        def joined(column: np.ndarray, more: np.ndarray) -> np.ndarray:
-            return np.concatenate([spliced(column, drop, no, more[:0]), more[keep]])
-
+        old = (self._all_ids, self._seg_of, self._row_of, self._kinds)
         out = VectorTable.__new__(VectorTable)
         out.dim, out.segments = self.dim, [*self.segments, *new_segments]
-        out._all_ids = joined(self._all_ids, added)
-        out._seg_of = joined(
-            self._seg_of,
-            np.concatenate(
-                [np.full(s.ids.shape[0], first + i, np.int32) for i, s in enumerate(new_segments)]
-            )
-            if new_segments
-            else np.zeros(0, np.int32),
-        )
-        out._row_of = joined(
-            self._row_of,
-            np.concatenate([np.arange(s.ids.shape[0], dtype=np.int64) for s in new_segments])
-            if new_segments
-            else np.zeros(0, np.int64),
-        )
-        out._kinds = joined(
-            self._kinds,
-            np.concatenate([s.kinds for s in new_segments])
-            if new_segments
-            else np.zeros(0, np.uint8),
+        out._all_ids, out._seg_of, out._row_of, out._kinds = (
+            np.concatenate([spliced(column, drop, no, more[:0]), more[keep]])
+            for column, more in zip(old, added, strict=True)
         )
         out._sorted_ids, out._sorted_pos = out._all_ids, None
         return out
