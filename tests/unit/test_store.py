@@ -486,13 +486,17 @@ def _node_rows(ids, versions):
     )
 
 
+@pytest.mark.parametrize("row_by_row_below", [128, 1])
 @pytest.mark.parametrize("seed", range(6))
-def test_merged_node_tables_equal_the_oracle(seed):
+def test_merged_node_tables_equal_the_oracle(seed, row_by_row_below, monkeypatch):
     """``NodeTable.merged`` over random commits (new ids, rewritten ids, tombstones, empty
     commits) refers to the rows it keeps, combines the chunks it appended, copies the rows
-    into one table past its garbage limit, and reads back like a dict of id -> newest row."""
+    into one table past its garbage limit, and reads back like a dict of id -> newest row;
+    texts and doc lists read row by row or gathered alike."""
+    from graphstrata.engine.store import tables
     from graphstrata.engine.store.tables import live_nodes
 
+    monkeypatch.setattr(tables, "ROW_BY_ROW_BELOW", row_by_row_below)
     rng = np.random.default_rng(seed)
     first = sorted(set(rng.integers(0, 40, int(rng.integers(0, 12))).tolist()))
     table = live_nodes(_node_rows(first, [1] * len(first)), np.zeros(0, np.int64))
@@ -522,6 +526,11 @@ def test_merged_node_tables_equal_the_oracle(seed):
         rows_all = np.arange(len(ids))
         assert table.texts_at(rows_all) == texts
         assert table.docs_at(rows_all[::-1]) == [[i, want[i]] for i in ids][::-1]
+        picked_rows = rng.integers(0, len(ids), int(rng.integers(0, 9))) if ids else rows_all
+        assert table.texts_at(picked_rows) == [texts[r] for r in picked_rows]  # repeats too
+        assert table.docs_at(picked_rows) == [[ids[r], want[ids[r]]] for r in picked_rows]
+        with pytest.raises(IndexError):
+            table.texts_at(np.asarray([len(ids)], np.int64))
         flat, parent = table.doc_lists_at(rows_all)
         assert flat.tolist() == [x for i in ids for x in (i, want[i])]
         assert parent.tolist() == [r for r in range(len(ids)) for _ in range(2)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -178,6 +179,14 @@ FIXED_COLUMNS = (
 #: row once the table spanned 64 chunks instead cost 0.31 s at 100k chunks every ~64
 #: writes (a one-document write's median is ~0.5 s; issue 17).
 CHUNK_MERGE_FACTOR = 2
+#: A lookup of fewer rows than this reads them one by one from the column's chunks; from
+#: this many on, Arrow gathers them chunk by chunk (``gather_rows``). The chunked gather
+#: costs a fixed ~0.2-0.8 ms per call (splitting the table into its ~40 chunks at 100k
+#: chunks, a take per chunk, a table rebuilt and put back in order), one row read alone
+#: ~1-3 us; they break even near 150 rows (``build/scratch/gather_bench.py`` on the 100k
+#: index of ``benchmarks/scale.py``). A query reads the texts and doc lists of a few
+#: dozen rows, three times per ``collapsed`` query.
+ROW_BY_ROW_BELOW = 128
 
 
 def _merged_tail(rows: pa.Table) -> pa.Table:
@@ -247,6 +256,8 @@ class NodeTable:
         self._docs: list[list[int]] | None = None
         # A write asks for the ids of a few kinds a dozen times (each an O(N) mask).
         self._of_kinds: dict[tuple[int, ...], np.ndarray] = {}
+        # Per column: the rows it was split from, their chunks and where each starts.
+        self._chunks: dict[str, tuple[pa.Table, list[pa.Array], np.ndarray]] = {}
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -316,13 +327,33 @@ class NodeTable:
         """
         if self._text is not None:
             return [self._text[int(r)] for r in rows]
-        return self._gathered(rows, ["text"]).column("text").to_pylist()
+        return self._values_at("text", rows)
 
     def docs_at(self, rows: np.ndarray) -> list[list[int]]:
         """Doc keys of the rows ``rows``, in order (as :meth:`texts_at`)."""
         if self._docs is not None:
             return [self._docs[int(r)] for r in rows]
-        return self._gathered(rows, ["docs"]).column("docs").to_pylist()
+        return self._values_at("docs", rows)
+
+    def _values_at(self, name: str, rows: np.ndarray) -> list[Any]:
+        """Python values of column ``name`` at the rows ``rows`` (positions in id order),
+        in order: read one by one below ``ROW_BY_ROW_BELOW`` rows, gathered otherwise."""
+        rows = np.asarray(rows, np.int64)
+        if rows.size >= ROW_BY_ROW_BELOW:
+            return self._gathered(rows, [name]).column(name).to_pylist()
+        held, order = self._held
+        at = rows if order is None else order[rows]
+        cached = self._chunks.get(name)
+        if cached is None or cached[0] is not held:
+            chunks = held.column(name).chunks
+            cached = (held, chunks, np.cumsum([0] + [len(c) for c in chunks], dtype=np.int64))
+            self._chunks[name] = cached
+        _, chunks, starts = cached
+        if at.size and (int(at.min()) < 0 or int(at.max()) >= int(starts[-1])):
+            raise IndexError(f"rows out of range for {int(starts[-1])} rows")
+        which = np.searchsorted(starts, at, side="right") - 1
+        local = at - starts[which]
+        return [chunks[c][i].as_py() for c, i in zip(which.tolist(), local.tolist(), strict=True)]
 
     def doc_lists_at(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(doc key, index into rows)`` of every doc key of the rows ``rows``
