@@ -124,9 +124,9 @@ class HeterographConfig:
     #: (``heterograph.graph.leiden_local``; a change opening more than half of the graph runs
     #: it whole; ``graphstrata maintain`` runs it whole on demand). False: the whole graph on
     #: every write. Measured in ``benchmarks/results/scale.md`` (modularity after 26 writes
-    #: within 0.0003 of a whole-graph re-run at 10k chunks, 0.00001 at 100k) and, for the version
-    #: that opened every neighbour at once, ``leiden_local.md`` (modularity within 0.0017 of
-    #: whole-graph runs, graph recall equal or higher).
+    #: within 0.0003 of a whole-graph re-run at 10k chunks, 0.00001 at 100k) and
+    #: ``approximations.md`` (incrementally built shared sets: modularity within 0.003 of
+    #: whole-graph runs, graph recall within 0.5 point or higher).
     local_leiden: bool = True
     attribute_tokens: int = 200
     element_tokens: int = 400
