@@ -203,3 +203,22 @@ def test_paths_checked_once_are_remembered_and_new_ones_still_checked(tmp_path):
     with pytest.raises(CorruptIndexError, match="outside"):
         check_manifest_paths(root, manifest, checked)
     assert "../x.parquet" not in checked
+
+
+def test_opening_and_loading_resolve_each_path_once(tmp_path, monkeypatch):
+    """The opening check's paths are not resolved again by the reads of ``load``."""
+    from graphstrata.engine.store import files
+
+    root = _index(tmp_path)
+    resolved: list[str] = []
+    real = files.resolve_in_root
+
+    def counting(root_: Path, rel, what="file", real_root=None):
+        resolved.append(rel)
+        return real(root_, rel, what, real_root)
+
+    monkeypatch.setattr(files, "resolve_in_root", counting)
+    store = Store.open(root)
+    store.load()
+    manifest = json.loads((root / MANIFEST).read_text())
+    assert sorted(resolved) == sorted(rel for _, rel in manifest_files(manifest))

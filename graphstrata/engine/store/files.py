@@ -307,7 +307,13 @@ def manifest_files(manifest: dict[str, Any]) -> list[tuple[str, Any]]:
     return [(what, entry["file"]) for what, entry in manifest_entries(manifest)]
 
 
-def file_problem(root: Path, entry: dict[str, Any], what: str, checksum: bool) -> str | None:
+def file_problem(
+    root: Path,
+    entry: dict[str, Any],
+    what: str,
+    checksum: bool,
+    checked: set[str] | None = None,
+) -> str | None:
     """Why a file a manifest names cannot be used, or ``None`` when it can.
 
     Opening checks sizes only (one ``stat`` per file); the SHA-256 of every byte is for
@@ -324,6 +330,8 @@ def file_problem(root: Path, entry: dict[str, Any], what: str, checksum: bool) -
         What the entry is, for messages.
     checksum:
         Also compare the file's SHA-256 with the manifest's.
+    checked:
+        Entries already found inside ``root`` (:func:`path_in_root`).
 
     Returns
     -------
@@ -336,7 +344,7 @@ def file_problem(root: Path, entry: dict[str, Any], what: str, checksum: bool) -
     CorruptIndexError
         When the entry's path leaves the index directory (:func:`resolve_in_root`).
     """
-    path = resolve_in_root(root, entry.get("file"), what)
+    path = path_in_root(root, entry.get("file"), what, checked)
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -399,6 +407,22 @@ def resolve_in_root(
             f"{root}: manifest lists {what} {rel!r}, which leads outside the index directory "
             "(a symlink?); refusing to open it"
         )
+    return path
+
+
+def path_in_root(
+    root: Path, rel: Any, what: str, checked: set[str] | None, real_root: Path | None = None
+) -> Path:
+    """``root / rel`` if ``rel`` is in ``checked`` (found inside ``root`` before by this
+    process: committed files are never rewritten in place), else :func:`resolve_in_root`
+    (adding ``rel`` to ``checked``). Reading a segment resolved its path, with the index
+    directory's, twice more after the manifest check had: 0.3 s of a 5 s open at 100k
+    chunks, a few syscalls per path component (issue 17)."""
+    if checked is not None and isinstance(rel, str) and rel in checked:
+        return root / rel
+    path = resolve_in_root(root, rel, what, real_root)
+    if checked is not None:
+        checked.add(rel)
     return path
 
 
@@ -470,11 +494,7 @@ def check_manifest_paths(
     """
     real_root = root.resolve()
     for what, rel in manifest_files(manifest):
-        if checked is not None and isinstance(rel, str) and rel in checked:
-            continue
-        resolve_in_root(root, rel, what, real_root)
-        if checked is not None:
-            checked.add(rel)
+        path_in_root(root, rel, what, checked, real_root)
 
 
 # ------------------------------------------------------------------------ directory swaps

@@ -50,8 +50,8 @@ from graphstrata.engine.store.files import (
     file_problem,
     fsync_file,
     leftover_siblings,
+    path_in_root,
     read_manifest,
-    resolve_in_root,
     seal,
     sha256_file,
     verify_index_files,
@@ -94,14 +94,14 @@ class CommitResult:
 class Store:
     """An index directory. Create or open it, read snapshots, and commit deltas."""
 
-    def __init__(self, root: Path, manifest: dict[str, Any]):
+    def __init__(self, root: Path, manifest: dict[str, Any], paths_checked: set[str] | None = None):
         self.root = root
         self.manifest = manifest
         #: Files the write in progress created (removed if it fails), and the one it writes now.
         self._pending: list[Path] = []
         self._writing: Path | None = None
         #: Manifest entries already found inside ``root`` (``check_manifest_paths``).
-        self._paths_checked: set[str] = set()
+        self._paths_checked: set[str] = set() if paths_checked is None else paths_checked
         self._orphans = OrphanSweeper(root)
 
     # creation and opening -------------------------------------------------------------------
@@ -209,16 +209,17 @@ class Store:
                     "it back yourself)"
                 )
             raise IndexNotFoundError(f"no graphstrata index at {root}{hint}")
+        checked: set[str] = set()  # the opening check's, so that reads do not repeat it
         if version is None:
-            manifest = cls._read(root, root / MANIFEST)
+            manifest = cls._read(root, root / MANIFEST, checked)
         else:
             path = root / "manifests" / f"v{version:08d}.json"
             if not path.exists():
                 raise StoreError(
                     f"version {version} of {root} is not available (compacted or never committed)"
                 )
-            manifest = cls._read(root, path)
-        return cls(root, manifest)
+            manifest = cls._read(root, path, checked)
+        return cls(root, manifest, checked)
 
     @staticmethod
     def _read(root: Path, path: Path, checked: set[str] | None = None) -> dict[str, Any]:
@@ -242,10 +243,10 @@ class Store:
     # reading --------------------------------------------------------------------------------
     def _check(self, entry: dict[str, Any], verify: bool) -> Path:
         """The path of a file to read: present, of its recorded size, hashed if ``verify``."""
-        problem = file_problem(self.root, entry, "file", verify)
+        problem = file_problem(self.root, entry, "file", verify, self._paths_checked)
         if problem is not None:
             raise CorruptIndexError(f"{self.root}: segment {entry['file']} {problem}")
-        return resolve_in_root(self.root, entry["file"])
+        return path_in_root(self.root, entry["file"], "file", self._paths_checked)
 
     def _read_tables(
         self, entries: list[dict[str, Any]], schema: pa.Schema, verify: bool
