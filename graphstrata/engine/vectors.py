@@ -76,7 +76,14 @@ def _search_without(
     at least k valid per query where the index holds that many others (``OVERSAMPLE``)."""
     nq, n = queries.shape[0], len(index)
     kk = min(k + min(dropped.size, OVERSAMPLE), n)
-    keys, sims, valid = match_arrays(index.search(queries, kk, exact=n < EXACT_BELOW), nq, kk)
+    # One query (a retrieval) is searched on the calling thread: usearch's pool (threads=0)
+    # took 1.5-2.7 ms per query against 1.1 ms on the 100k-chunk T index
+    # (build/scratch/search_threads.py), and a server's concurrent requests each keep
+    # their own thread. A write's batch of new nodes uses every core.
+    threads = 1 if nq == 1 else 0
+    keys, sims, valid = match_arrays(
+        index.search(queries, kk, exact=n < EXACT_BELOW, threads=threads), nq, kk
+    )
     if not dropped.size:
         return keys, sims, valid
     valid &= ~np.isin(keys, dropped)
@@ -84,7 +91,9 @@ def _search_without(
     short = np.flatnonzero(valid.sum(axis=1) < min(k, kk))
     if full > kk and short.size:  # those queries' top matches were mostly removed ids
         k2, s2, v2 = match_arrays(
-            index.search(queries[short], full, exact=n < EXACT_BELOW), short.size, full
+            index.search(queries[short], full, exact=n < EXACT_BELOW, threads=threads),
+            short.size,
+            full,
         )
         v2 &= ~np.isin(k2, dropped)
         keys, sims, valid = _widened(keys, full), _widened(sims, full), _widened(valid, full)
@@ -138,7 +147,7 @@ class _Exact:
     def contains(self, ids: np.ndarray) -> np.ndarray:
         return np.isin(ids, self.ids)
 
-    def search(self, queries: np.ndarray, k: int, exact: bool = True) -> _Matches:
+    def search(self, queries: np.ndarray, k: int, exact: bool = True, threads: int = 0) -> _Matches:
         sims = queries @ self.rows.T
         k = min(k, self.ids.size)
         # The k best of up to FRESH_CAP rows, then only those sorted (ties by row).
