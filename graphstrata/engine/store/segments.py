@@ -69,4 +69,7 @@ def read_table_segment(path: Path) -> pa.Table:
     """
     if path.suffix == ".arrow":
         return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
-    return pq.read_table(path)
+    # The file's reader without the dataset layer of ``pq.read_table`` and, for these
+    # commit-sized files, without its thread pool: the 184 small segments of the 1M-chunk
+    # index after 45 writes read in 0.76 s against 1.0-1.9 s (issue 17, ``Index.open``).
+    return pq.ParquetFile(path).read(use_threads=False)
