@@ -40,6 +40,9 @@ from typing import Any
 
 import numpy as np
 
+from graphstrata.core import sets
+from graphstrata.engine.types import EdgeKind
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 HERE = Path(__file__).resolve().parent
@@ -156,18 +159,17 @@ def run(dataset: str, first: float, steps: int, budget: int, embedder: Any) -> d
 def semantic_pairs(index: Any) -> np.ndarray:
     """The semantic edges of ``index``'s last version as sorted (low, high) id pairs, one
     int64 key each (an edge and its reverse are one pair)."""
-    from graphstrata.engine.types import EdgeKind
-
     src, dst = index.engine.state.snapshot.edge_table.kind_edges(int(EdgeKind.SEMANTIC))
     lo, hi = np.minimum(src, dst), np.maximum(src, dst)
     if hi.size and int(hi.max()) >= 2**31:
         raise ValueError("node ids beyond 2^31: widen the pair key")
-    return np.unique((lo << 32) | hi)
+    return sets.unique((lo << 32) | hi)
 
 
 def _shared_share(approximate: np.ndarray, exact: np.ndarray) -> float:
     """Share of the exact run's semantic pairs the approximate run also has."""
-    return round(float(np.isin(exact, approximate).mean()), 4) if exact.size else 1.0
+    shared = sets.intersection(exact, approximate).size
+    return round(shared / exact.size, 4) if exact.size else 1.0
 
 
 def _points(x: dict[str, Any], ref: dict[str, Any], measure: str) -> float:

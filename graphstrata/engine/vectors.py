@@ -77,7 +77,7 @@ def _search_without(
     nq, n = queries.shape[0], len(index)
     kk = min(k + min(dropped.size, OVERSAMPLE), n)
     # One query (a retrieval) is searched on the calling thread: usearch's pool (threads=0)
-    # took 1.5-2.7 ms per query against 1.1 ms on the 100k-chunk T index
+    # took 1.5-2.7 ms per query against 1.1 ms on the 100k-chunk T index, beside a busy core
     # (build/scratch/search_threads.py), and a server's concurrent requests each keep
     # their own thread. A write's batch of new nodes uses every core.
     threads = 1 if nq == 1 else 0

@@ -50,7 +50,6 @@ from graphstrata.engine.store.files import (
     file_problem,
     fsync_file,
     leftover_siblings,
-    path_in_root,
     read_manifest,
     seal,
     sha256_file,
@@ -246,7 +245,7 @@ class Store:
         problem = file_problem(self.root, entry, "file", verify, self._paths_checked)
         if problem is not None:
             raise CorruptIndexError(f"{self.root}: segment {entry['file']} {problem}")
-        return path_in_root(self.root, entry["file"], "file", self._paths_checked)
+        return self.root / entry["file"]  # file_problem found it inside the index
 
     def _read_tables(
         self, entries: list[dict[str, Any]], schema: pa.Schema, verify: bool
