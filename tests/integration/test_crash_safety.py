@@ -86,6 +86,37 @@ def test_sigkill_at_each_commit_point(tmp_path, sample_docs, point):
     assert _assert_consistent(path, before, after) == 2
 
 
+def test_sigkill_after_merging_segments_keeps_the_last_version(tmp_path, sample_docs):
+    """A commit that merges the last ``MERGE_FANIN`` segments of its tables (``merging``),
+    killed after writing the merged segments and before its manifest: the index stays at its
+    last version, and the next writer commits and merges."""
+    from graphstrata.engine.store.merging import MERGE_FANIN, tier
+
+    path, before, batch = _base_index(tmp_path, sample_docs)
+    index = Index.open(path, embedder=HashingEmbedder(64))
+
+    def trailing_commits() -> int:
+        entries = index.engine.store.manifest["segments"]["nodes"]
+        return len(entries) - max((i + 1 for i, e in enumerate(entries) if tier(e) != 0), default=0)
+
+    while trailing_commits() < MERGE_FANIN - 1:
+        n = len(before)
+        doc = {"doc_id": f"extra-{n}", "text": f"Extra note {n} on the Halvorsen Observatory."}
+        index.insert([doc])
+        before.add(doc["doc_id"])
+    version = index.version
+    after = before | {d["doc_id"] for d in sample_docs[15:]}
+    proc = _writer(path, batch, "after_merges")
+    proc.wait(timeout=120)
+    assert proc.stderr is not None
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
+    assert _assert_consistent(path, before, after) == version
+    index = Index.open(path, embedder=HashingEmbedder(64))
+    index.insert(sample_docs[15:])
+    assert _assert_consistent(path, before, after) == version + 1
+    assert [tier(e) for e in index.engine.store.manifest["segments"]["nodes"]][-1] == 1
+
+
 def test_sigkill_at_random_moments(tmp_path, sample_docs):
     path, before, batch = _base_index(tmp_path, sample_docs)
     after = before | {d["doc_id"] for d in sample_docs[15:]}

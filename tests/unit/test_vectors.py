@@ -118,6 +118,29 @@ def test_a_query_whose_best_matches_were_removed_searches_again(monkeypatch):
     assert got[0].tolist() == ids[order[6:10]].tolist()
 
 
+def test_removals_past_the_limit_rewrite_the_base_and_keep_the_fresh_vectors_apart(monkeypatch):
+    """Removed ids beyond ``removal_limit`` give a base copied without them; the vectors
+    added since stay in the fresh part (not linked into the copy) until their own bound."""
+    import graphstrata.engine.vectors as vectors
+
+    monkeypatch.setattr(vectors, "REMOVED_MAX", 4)
+    rng = np.random.default_rng(7)
+    dim, kind = 16, int(NodeKind.T)
+    rows = _unit_rows(rng, 80, dim)
+    ids = np.arange(1, 81, dtype=np.int64)
+    one = np.full(1, kind, np.uint8)
+    vi = VectorIndex(dim).updated(ids[:60], np.full(60, kind, np.uint8), rows[:60], ids[:0])
+    base = vi.by_kind[kind]
+    for j in range(6):  # one new vector and one removal per write, as a rewritten summary
+        vi = vi.updated(ids[60 + j : 61 + j], one, rows[60 + j : 61 + j], ids[j : j + 1])
+    assert vi.by_kind[kind] is not base and len(vi.by_kind[kind]) == 60 - 5
+    assert vi.removed[kind].tolist() == [6] and vi.fresh[kind][0].tolist() == list(range(61, 67))
+    live = {int(i): r for i, r in zip(ids[6:66], rows[6:66], strict=True)}
+    queries = _unit_rows(rng, 6, dim)
+    got, _ = vi.search(queries, [kind], 7)
+    assert [g.tolist() for g in got] == _exact_top(live, queries, 7)
+
+
 def test_kinds_built_side_by_side_equal_kinds_built_one_after_another(monkeypatch):
     # Each kind's index is still linked by one thread: the pool changes the wall time only.
     import graphstrata.engine.vectors as vectors

@@ -57,6 +57,7 @@ from graphstrata.engine.store.files import (
     write_atomic,
     write_failure_cause,
 )
+from graphstrata.engine.store.merging import MERGED_TABLES, merge_tails
 from graphstrata.engine.store.node_state import apply_rows, collapsed, commit_chains
 from graphstrata.engine.store.orphans import OrphanSweeper, referenced_files
 from graphstrata.engine.store.schema import (
@@ -569,6 +570,12 @@ class Store:
             state.pop(key, None)
         for table, entries in new.items():
             manifest["segments"][table].extend(entries)
+        written += merge_tails(
+            manifest["segments"],
+            lambda entries, table: self._read_tables(entries, MERGED_TABLES[table][0], False),
+            lambda rows, _, name: self._write_table(rows, name, version),
+        )
+        crashpoint("after_merges")
         manifest["version"] = version
         manifest["committed_at"] = time.time()
         manifest["next_node_id"] = int(delta.next_node_id)

@@ -135,11 +135,29 @@ def live_nodes(table: pa.Table, dead: np.ndarray) -> NodeTable:
     """
     if table.num_rows == 0:
         return NodeTable(table)
+    return NodeTable(table, newest_live_rows(table, dead))
+
+
+def newest_live_rows(table: pa.Table, dead: np.ndarray) -> np.ndarray | None:
+    """Rows of the newest row per id of node rows, tombstoned ids dropped, in id order.
+
+    Parameters
+    ----------
+    table:
+        Node rows (``NODE_SCHEMA``), any order; an id's rows differ in ``version``.
+    dead:
+        Tombstoned ids, ascending.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        int64 row numbers; None when that is every row in order.
+    """
     ids = table.column("id").to_numpy()
     if bool(np.all(ids[1:] > ids[:-1])):  # one sorted segment (a build, a compaction)
         if not dead.size or not member(ids, dead).any():
-            return NodeTable(table)
-        return NodeTable(table, np.flatnonzero(~member(ids, dead)))
+            return None
+        return np.flatnonzero(~member(ids, dead))
     versions = table.column("version").to_numpy()
     order = np.lexsort((versions, ids))
     sorted_ids = ids[order]
@@ -148,7 +166,7 @@ def live_nodes(table: pa.Table, dead: np.ndarray) -> NodeTable:
     keep = order[last]
     if dead.size:
         keep = keep[~np.isin(ids[keep], dead)]
-    return NodeTable(table, keep)
+    return keep
 
 
 def live_edges(table: pa.Table, live_ids: np.ndarray) -> pa.Table:

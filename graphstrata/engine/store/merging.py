@@ -1,0 +1,190 @@
+"""Tiered merging of the small table segments commits leave, so that opening reads few files.
+
+Every commit appends one Parquet segment per table it changed. Opening reads every segment
+since the last ``compact``, so without merging its cost grew with the versions: at a million
+chunks each one-document commit rewrites the top summaries, whose doc lists cite most
+documents (~565k keys, 0.6-0.95 MB a segment), and after 46 writes reading those node
+segments took 0.59-0.76 s of a 1.9 s open (issue 17, ``Index.open`` <= 2 s).
+
+A commit's own segments are tier 0. When the last ``MERGE_FANIN`` segments of a table are
+all of one tier, they are merged into one segment of the next tier, and the check repeats
+(a counter in base ``MERGE_FANIN``, as a size-tiered LSM tree or Lucene's tiered merge
+policy): after ``v`` commits a table has at most ``(MERGE_FANIN - 1)`` segments per tier,
+``O(log v)`` in all, and each row is rewritten once per tier. A merge drops what no reader
+of the new version needs: node rows replaced by a newer row of their id (a summary rewritten
+in place), and rows of tombstoned nodes and documents, with the edges that die with them.
+So the hot rows the commits kept rewriting are stored once per merged segment.
+
+Segments are immutable: the merged segment is a new file of the commit that merged, named by
+the new manifest; the manifests kept since the last ``compact`` still name the segments they
+were written with. A commit killed before its manifest switch leaves files no manifest names,
+which the next writer removes, as for any commit.
+
+Vector segments are not merged: they are memory-mapped Arrow, cheap to open, and their
+versions say what the vector cache has not seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from graphstrata.core import sets
+from graphstrata.engine.store.schema import (
+    DOC_SCHEMA,
+    EDGE_SCHEMA,
+    NODE_SCHEMA,
+    TOMBSTONE_SCHEMA,
+)
+from graphstrata.engine.store.tables import member, newest_live_rows
+
+__all__ = [
+    "MERGED_TABLES",
+    "MERGE_FANIN",
+    "MERGE_MAX_ROWS",
+    "merge_tails",
+    "merged_rows",
+    "run_to_merge",
+    "tier",
+]
+
+#: Segments of one tier merged into one of the next (Lucene's ``segmentsPerTier`` is 10).
+#: At eight, a merge of one-document commits at a million chunks reads ~8 MB, every eighth
+#: write; ninety versions leave at most 3 x 7 segments per table instead of 90.
+MERGE_FANIN = 8
+#: A run holding more rows than this is left as it is: it came from bulk inserts, which
+#: open in few segments anyway, and rewriting it would cost a write seconds.
+MERGE_MAX_ROWS = 262_144
+#: The tables whose segments are merged, tombstones first (the other merges drop the rows
+#: they kill), with their schemas and the names of their segment files.
+MERGED_TABLES: dict[str, tuple[pa.Schema, str]] = {
+    "node_tombstones": (TOMBSTONE_SCHEMA, "tomb-nodes"),
+    "doc_tombstones": (TOMBSTONE_SCHEMA, "tomb-docs"),
+    "nodes": (NODE_SCHEMA, "nodes"),
+    "edges": (EDGE_SCHEMA, "edges"),
+    "docs": (DOC_SCHEMA, "docs"),
+}
+
+#: Reads the segments of a table (its manifest entries, its name) into one table.
+ReadSegments = Callable[[list[dict[str, Any]], str], pa.Table]
+#: Writes one segment of a table (rows, table name, file name) and returns its entry.
+WriteSegment = Callable[[pa.Table, str, str], dict[str, Any]]
+
+
+def tier(entry: dict[str, Any]) -> int | None:
+    """The merge tier of a segment entry; None for a segment never merged.
+
+    Segments written before tiers were recorded count as tier 0 when they are Parquet (a
+    commit's) and are never merged when they are mapped Arrow (a build or a compaction).
+    """
+    if "tier" in entry:
+        return int(entry["tier"])
+    return 0 if str(entry["file"]).endswith(".parquet") else None
+
+
+def run_to_merge(entries: list[dict[str, Any]]) -> int:
+    """How many trailing ``entries`` to merge now: ``MERGE_FANIN`` or 0.
+
+    The trailing ``MERGE_FANIN`` segments are merged when they are all of one tier and
+    hold at most ``MERGE_MAX_ROWS`` rows together.
+    """
+    if len(entries) < MERGE_FANIN:
+        return 0
+    run = entries[-MERGE_FANIN:]
+    t = tier(run[-1])
+    if t is None or any(tier(e) != t for e in run):
+        return 0
+    if sum(int(e["rows"]) for e in run) > MERGE_MAX_ROWS:
+        return 0
+    return MERGE_FANIN
+
+
+def merged_rows(
+    table: str, rows: pa.Table, dead_nodes: np.ndarray, dead_docs: np.ndarray
+) -> pa.Table:
+    """The rows of merged segments that readers of the new version need.
+
+    Parameters
+    ----------
+    table:
+        The manifest's name of the table (a key of ``MERGED_TABLES``).
+    rows:
+        Every row of the segments merged, in manifest order.
+    dead_nodes, dead_docs:
+        Ascending, unique tombstoned node ids and doc keys of the new version.
+
+    Returns
+    -------
+    pyarrow.Table
+        Nodes: the newest row of each id that is not tombstoned, by id. Edges: those whose
+        two endpoints are not tombstoned. Docs: those not tombstoned. Tombstones: each id
+        once, ascending. Other rows keep their order.
+    """
+    if table == "nodes":
+        keep = newest_live_rows(rows, dead_nodes)
+        return rows if keep is None else rows.take(pa.array(keep))
+    if table == "edges":
+        src, dst = rows.column("src").to_numpy(), rows.column("dst").to_numpy()
+        dead = member(src, dead_nodes) | member(dst, dead_nodes)
+        return rows.filter(pa.array(~dead)) if dead.any() else rows
+    if table == "docs":
+        dead = member(rows.column("key").to_numpy(), dead_docs)
+        return rows.filter(pa.array(~dead)) if dead.any() else rows
+    ids = sets.unique(rows.column("id").to_numpy())
+    return pa.table({"id": ids}, schema=TOMBSTONE_SCHEMA)
+
+
+def merge_tails(
+    segments: dict[str, list[dict[str, Any]]], read: ReadSegments, write: WriteSegment
+) -> int:
+    """Merge the trailing runs of every table's segments in place (``run_to_merge``).
+
+    Parameters
+    ----------
+    segments:
+        The new manifest's segment lists, the commit's own segments appended (changed in
+        place: each merged run is replaced by its merged segment's entry).
+    read:
+        Reads segments of a table into one table.
+    write:
+        Writes a merged segment and returns its entry (``version`` the commit's).
+
+    Returns
+    -------
+    int
+        Bytes written.
+    """
+    written = 0
+    dead: dict[str, np.ndarray] = {}
+    for table, (_, file_name) in MERGED_TABLES.items():
+        entries = segments[table]
+        while n := run_to_merge(entries):
+            run = entries[-n:]
+            if table not in ("node_tombstones", "doc_tombstones") and not dead:
+                dead = {t: _tombstones(segments[t], read, t) for t in _TOMBSTONES}
+            rows = read(run, table)
+            merged = merged_rows(
+                table,
+                rows,
+                dead.get("node_tombstones", _NONE),
+                dead.get("doc_tombstones", _NONE),
+            )
+            entry = write(merged, table, file_name)
+            entry["tier"] = int(tier(run[-1]) or 0) + 1
+            entries[-n:] = [entry]
+            written += int(entry["bytes"])
+    return written
+
+
+_TOMBSTONES = ("node_tombstones", "doc_tombstones")
+_NONE = np.zeros(0, np.int64)
+
+
+def _tombstones(entries: list[dict[str, Any]], read: ReadSegments, table: str) -> np.ndarray:
+    """Ascending, unique ids of every tombstone segment of ``table``."""
+    if not entries:
+        return _NONE
+    return sets.unique(read(entries, table).column("id").to_numpy())
