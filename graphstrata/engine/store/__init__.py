@@ -25,6 +25,9 @@ Rules that keep it simple and crash safe:
 * Edges are append-only. An edge is live while both of its endpoints are live; duplicate
   edges add their weights. So deleting a node deletes its edges, and "+1 weight" is an append.
 * Vectors are keyed by node id and die with their node.
+* A commit's table segments are merged with the commits' before them in tiers of
+  ``merging.MERGE_FANIN`` (a new segment named by the new manifest; the old ones stay for
+  the versions that name them), so a version reads O(log versions) segments per table.
 * A commit that cannot write (a full disk) removes the files it wrote and raises
   ``StoreWriteError`` ("no space left on device while writing PATH ..."); the index stays at
   its last version.
@@ -35,9 +38,10 @@ Rules that keep it simple and crash safe:
   undone by ``files.recover_replace`` (a missing ``NAME`` gets its ``.NAME.old-*`` back).
 
 Modules: ``files`` (checksums, atomic writes, sealed manifests), ``caches`` (cache files:
-when to rewrite them, mapped array files), ``schema`` (Arrow schemas),
-``tables`` (live nodes, memory-mapped vectors), ``snapshot`` (one loaded version),
-``delta`` (one operation's pending changes), ``store`` (the directory: open, load, commit).
+when to rewrite them, mapped array files), ``schema`` (Arrow schemas), ``merging`` (tiered
+merges of commit segments), ``tables`` (live nodes, memory-mapped vectors), ``snapshot`` (one
+loaded version), ``delta`` (one operation's pending changes), ``store`` (the directory: open,
+load, commit).
 """
 
 from graphstrata.engine.store.delta import Delta

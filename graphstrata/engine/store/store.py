@@ -57,7 +57,7 @@ from graphstrata.engine.store.files import (
     write_atomic,
     write_failure_cause,
 )
-from graphstrata.engine.store.merging import MERGED_TABLES, merge_tails
+from graphstrata.engine.store.merging import MERGED_TABLES, HeldSegments, merge_tails
 from graphstrata.engine.store.node_state import apply_rows, collapsed, commit_chains
 from graphstrata.engine.store.orphans import OrphanSweeper, referenced_files
 from graphstrata.engine.store.schema import (
@@ -103,6 +103,8 @@ class Store:
         #: Manifest entries already found inside ``root`` (``check_manifest_paths``).
         self._paths_checked: set[str] = set() if paths_checked is None else paths_checked
         self._orphans = OrphanSweeper(root)
+        #: The table segments this store wrote that a later merge may read.
+        self._held = HeldSegments()
 
     # creation and opening -------------------------------------------------------------------
     @classmethod
@@ -462,7 +464,9 @@ class Store:
         ext = table_segment_format(table.num_rows)
         path = self._track(self.root / self._segment_name(name, version, ext))
         write_table_segment(table, path)
-        return self._entry(path, table.num_rows, version)
+        entry = self._entry(path, table.num_rows, version)
+        self._held.hold(entry, table)
+        return entry
 
     def _entry(self, path: Path, rows: int, version: int) -> dict[str, Any]:
         fsync_file(path)
@@ -570,9 +574,12 @@ class Store:
             state.pop(key, None)
         for table, entries in new.items():
             manifest["segments"][table].extend(entries)
+        self._held.keep_named(manifest["segments"])
         written += merge_tails(
             manifest["segments"],
-            lambda entries, table: self._read_tables(entries, MERGED_TABLES[table][0], False),
+            lambda entries, table: self._held.read(
+                entries, MERGED_TABLES[table][0], partial(self._read_tables, verify=False)
+            ),
             lambda rows, _, name: self._write_table(rows, name, version),
         )
         crashpoint("after_merges")
