@@ -272,3 +272,49 @@ def test_every_mode_reports_tokens_by_kind(tmp_path, hashing_embedder, sample_do
         assert sum(by_kind.values()) == result.report["tokens"] <= 1500, mode
         for kind, tokens in by_kind.items():
             assert tokens == sum(h.tokens for h in result.nodes if h.kind == kind)
+
+
+def _answers(index: Index, questions: list[str]) -> list[list[tuple[int, float]]]:
+    return [
+        [(h.id, round(h.score, 6)) for h in index.query(q, mode="hybrid", budget_tokens=800).nodes]
+        for q in questions
+    ]
+
+
+def test_lists_searched_side_by_side_answer_as_one_after_the_other(index, monkeypatch):
+    """The dense list on a worker thread (``PARALLEL_LISTS_MIN``), or taken back by the
+    calling thread when every worker is busy: the same hits as searched in turn."""
+    import threading
+
+    import graphstrata.engine.search.hybrid as hybrid
+
+    questions = [QUESTION, "Meridian Optics lenses", "observatory funding council"]
+    monkeypatch.setattr(hybrid, "PARALLEL_LISTS_MIN", 10**12)
+    in_turn = _answers(index, questions)
+    monkeypatch.setattr(hybrid, "PARALLEL_LISTS_MIN", 0)
+    searched_on = []
+    real = hybrid.vector_candidates
+
+    def recorded(*args, **kwargs):
+        searched_on.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hybrid, "vector_candidates", recorded)
+    for _ in range(10):  # a worker that has not started when BM25 is done is taken back
+        assert _answers(index, questions) == in_turn
+        if any(name.startswith("gs-dense") for name in searched_on):
+            break
+    assert any(name.startswith("gs-dense") for name in searched_on)
+    # Every worker busy: the queries do not wait for them.
+    release = threading.Event()
+    pool = hybrid._pool()
+    blockers = [pool.submit(release.wait) for _ in range(pool._max_workers)]
+    try:
+        searched_on.clear()
+        assert _answers(index, questions) == in_turn
+        assert not any(name.startswith("gs-dense") for name in searched_on)
+        assert len(searched_on) == 2 * len(questions)
+    finally:
+        release.set()
+        for b in blockers:
+            b.result()
