@@ -50,7 +50,7 @@ def bounds_of(lists, weights, norm):
 
 
 def check_candidates(lists, weights, norm, alive, k):
-    slots, scores, pruned = bm25.top_candidates(
+    slots, scores, incomplete = bm25.top_candidates(
         lists, weights, bounds_of(lists, weights, norm), norm, alive, k
     )
     want = dense_scores(lists, weights, norm)
@@ -61,16 +61,18 @@ def check_candidates(lists, weights, norm, alive, k):
         kth = np.sort(want[live])[::-1][min(k, live.size) - 1]
         must = live[want[live] >= kth]
         assert np.isin(must, slots).all()
-    if not pruned:  # every live slot with a positive score
+    if not incomplete:  # every live slot with a positive score
         np.testing.assert_array_equal(slots, live)
     # the scratch is all zeros again
     assert not bm25.scratch(norm.length.size).acc.any()
     return slots
 
 
+@pytest.mark.parametrize("reduce_min", [4096, 1])
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("k", [1, 5, 40])
-def test_candidates_hold_the_exact_top_k(seed, k):
+def test_candidates_hold_the_exact_top_k(seed, k, reduce_min, monkeypatch):
+    monkeypatch.setattr(bm25, "REDUCE_MIN", reduce_min)  # 1: cut to the contenders
     rng = np.random.default_rng(seed)
     lists, norm = random_collection(rng, 3000, int(rng.integers(1, 6)), int(rng.integers(1, 4)))
     lists = lists[::-1]  # rare terms first, as the caller orders them (heaviest first)
@@ -104,6 +106,27 @@ def test_a_common_term_is_looked_up_not_scanned(monkeypatch):
     assert sum(scanned) == rare.size  # the common term: lookups only
 
 
+def test_many_slots_found_are_cut_to_those_that_can_reach_the_top_k():
+    # Every term scanned (each list far below PRUNE_MIN_LEFT), 20k slots matched: only the
+    # top k and the ties at the k-th come back, flagged as leaving slots out.
+    rng = np.random.default_rng(5)
+    n = 20_000
+    lists = [[(np.arange(n, dtype=np.int64), rng.integers(1, 4, n).astype(np.int32))]]
+    lists.append([(np.arange(0, n, 3, dtype=np.int64), np.ones(-(-n // 3), np.int32))])
+    norm = norm_of(rng.integers(1, 60, n))
+    k = 10
+    assert n >= max(bm25.REDUCE_RATIO * k, bm25.REDUCE_MIN)
+    slots, scores, incomplete = bm25.top_candidates(
+        lists, np.asarray([2.0, 1.0]), bounds_of(lists, [2.0, 1.0], norm), norm,
+        np.ones(n, bool), k,
+    )  # fmt: skip
+    assert incomplete and k <= slots.size < 100
+    want = dense_scores(lists, [2.0, 1.0], norm)
+    kth = np.sort(want)[::-1][k - 1]
+    np.testing.assert_array_equal(slots, np.flatnonzero(want >= kth))
+    np.testing.assert_allclose(scores, want[slots], rtol=1e-12)
+
+
 def test_few_postings_left_are_scanned_not_tested(monkeypatch):
     # Two terms of about the same size: testing would cost more than scanning the second.
     slots = np.arange(0, 1000, 2, dtype=np.int64)
@@ -130,10 +153,10 @@ def test_edge_cases():
     norm = norm_of(np.ones(4))
     alive = np.ones(4, bool)
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int32))
-    slots, scores, pruned = bm25.top_candidates(
+    slots, scores, incomplete = bm25.top_candidates(
         [[empty]], np.asarray([1.0]), np.zeros(1), norm, alive, 3
     )
-    assert slots.size == 0 and scores.size == 0 and not pruned
+    assert slots.size == 0 and scores.size == 0 and not incomplete
     one = [[(np.asarray([2], np.int64), np.asarray([3], np.int32))]]
     assert check_candidates(one, np.asarray([2.0]), norm, alive, 1).tolist() == [2]
     dead = alive.copy()

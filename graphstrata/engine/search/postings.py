@@ -593,11 +593,11 @@ class KindIndex:
         todo = np.ones(cand.size, bool)
         last = getattr(_local, "last_search", None)
         if last is not None and last[0] is self and last[1] == (tuple(terms), k1, b):
-            got, got_scores, pruned = last[2:]
+            got, got_scores, incomplete = last[2:]
             at = np.minimum(np.searchsorted(got, cand), max(got.size - 1, 0))
             hit = got[at] == cand if got.size else np.zeros(cand.size, bool)
             scores[hit] = got_scores[at[hit]]
-            todo = ~hit if pruned else np.zeros(cand.size, bool)  # unpruned: the rest is 0
+            todo = ~hit if incomplete else np.zeros(cand.size, bool)  # complete: the rest is 0
         if todo.any():
             scores[todo] = self._looked_up(terms, cand[todo], k1, b)
         out[found] = scores
@@ -630,10 +630,10 @@ class KindIndex:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         k = int(k)
         bounds = weights * self._bounds(tids, k1, b)
-        hit, vals, pruned = top_candidates(
+        hit, vals, incomplete = top_candidates(
             self._lists(tids), weights, bounds, self._norm(k1, b), self.alive, k
         )
-        _local.last_search = (self, (tuple(terms), k1, b), hit, vals, pruned)
+        _local.last_search = (self, (tuple(terms), k1, b), hit, vals, incomplete)
         ids = self.slot_ids[hit]
         if ids.size > k:
             # A common word matches most of a collection: sort only the candidates scoring at
