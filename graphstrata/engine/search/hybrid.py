@@ -245,8 +245,9 @@ def fused_candidates(
 #: (usearch and the BM25 kernels release the GIL) when the kinds searched hold at least this
 #: many vectors. At a million chunks the two lists of a ``collapsed`` query took 5.9 ms one
 #: after the other and 3.65 ms side by side (warm p50 of 150 queries,
-#: build/scratch/collapsed_parts.py); below, a hand-off to a thread (~0.05-0.1 ms) costs
-#: about what the overlap saves (a 10k-chunk list pair takes well under a millisecond).
+#: build/scratch/collapsed_parts.py; whole queries: docs/architecture.md); below, a
+#: hand-off to a thread (~0.05-0.1 ms) costs about what the overlap saves (a 10k-chunk list
+#: pair takes well under a millisecond).
 PARALLEL_LISTS_MIN = 100_000
 _dense_pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
