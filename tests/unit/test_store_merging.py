@@ -4,6 +4,7 @@ same with and without merges, and the segment count stays logarithmic."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -220,3 +221,44 @@ def test_run_to_merge_takes_full_runs_of_one_tier_only(monkeypatch):
     assert run_to_merge([_entry(f"m{i}.arrow", 9000, 1) for i in range(3)]) == 3
     big = [_entry(f"b{i}.parquet", merging.MERGE_MAX_ROWS // 2) for i in range(3)]
     assert run_to_merge(big) == 0  # bulk commits stay as they are
+
+
+def test_a_full_disk_while_merging_keeps_the_last_version_and_removes_the_files(
+    tmp_path, monkeypatch
+):
+    """The commit that merges runs out of space writing the merged segment: the index stays
+    at its last version without the commit's files, and merges once there is room."""
+    import pyarrow.parquet as pq
+
+    from graphstrata.engine.store import StoreWriteError
+
+    monkeypatch.setattr(merging, "MERGE_FANIN", 3)
+    root = tmp_path / "ix"
+    store = _create(root)
+    rng = np.random.default_rng(2)
+    for _ in range(2):
+        _random_commit(store, rng)
+    files_before = sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file())
+    content_before = _content(root)
+    real_write = pq.write_table
+    node_files: list[str] = []
+    merged_paths: list[str] = []
+
+    def full_when_merging(table, where, **kwargs):
+        if "nodes-" in str(where) and table.num_rows:
+            node_files.append(str(where))
+            if len(node_files) == 2:  # the commit's own node segment first, then the merged
+                merged_paths.append(str(where))
+                Path(where).write_bytes(b"PAR1 half a segment")
+                raise OSError("6528 requested and 5088 written")
+        return real_write(table, where, **kwargs)
+
+    monkeypatch.setattr(pq, "write_table", full_when_merging)
+    with pytest.raises(StoreWriteError, match="stays at version 2"):
+        _random_commit(store, rng)
+    assert merged_paths, "the commit did not reach its merge"
+    assert sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file()) == files_before
+    assert Store.open(root).version == 2 and _content(root) == content_before
+    monkeypatch.setattr(pq, "write_table", real_write)
+    _random_commit(store, rng)
+    assert [tier(e) for e in Store.open(root).manifest["segments"]["nodes"]] == [1]
