@@ -262,3 +262,21 @@ def test_a_full_disk_while_merging_keeps_the_last_version_and_removes_the_files(
     monkeypatch.setattr(pq, "write_table", real_write)
     _random_commit(store, rng)
     assert [tier(e) for e in Store.open(root).manifest["segments"]["nodes"]] == [1]
+
+
+def test_a_run_whose_rows_all_died_leaves_no_segment(tmp_path, monkeypatch):
+    monkeypatch.setattr(merging, "MERGE_FANIN", 2)
+    store = _create(tmp_path / "ix")
+    with store.writer():
+        delta = store.new_delta()
+        ids = delta.new_node_ids(2)
+        delta.add_nodes(ids, int(NodeKind.T), ["a", "b"], np.ones(2), [[0], [0]])
+        store.commit(delta)
+    with store.writer():  # rewrites a and deletes both: the two node segments merge to nothing
+        delta = store.new_delta()
+        delta.replace_rows(store.load().nodes.take(ids[:1]), parent=[-1])
+        delta.delete_nodes(ids)
+        store.commit(delta)
+    segments = Store.open(tmp_path / "ix").manifest["segments"]
+    assert segments["nodes"] == [] and len(segments["node_tombstones"]) == 1
+    assert len(Store.open(tmp_path / "ix").load().nodes) == 0

@@ -221,6 +221,9 @@ def merge_tails(
                 dead.get("node_tombstones", _NONE),
                 dead.get("doc_tombstones", _NONE),
             )
+            if merged.num_rows == 0:  # every row died: the run leaves no segment
+                entries[-n:] = []
+                continue
             entry = write(merged, table, file_name)
             entry["tier"] = int(tier(run[-1]) or 0) + 1
             entries[-n:] = [entry]
