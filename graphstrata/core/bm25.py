@@ -37,8 +37,9 @@ PRUNE_TEST_RATIO = 4
 #: (a MultiHop-RAG question has ~20 terms over 8k chunks; measured in the closing note).
 PRUNE_MIN_LEFT = 32768
 #: The slots found are cut to those that can reach the top k (``_contenders``) once they
-#: number this many times k and at least ``REDUCE_MIN``: below, the cut costs about what
-#: it saves.
+#: number this many times k and at least ``REDUCE_MIN``. The bounds are a choice, not
+#: measured: below them the complete list is kept, which ``KindIndex.score_ids`` reuses
+#: without lookups (a hybrid query scores the union of its two lists right after).
 REDUCE_RATIO = 8
 REDUCE_MIN = 4096
 

@@ -245,10 +245,12 @@ def fused_candidates(
 #: (usearch and the BM25 kernels release the GIL) when the kinds searched hold at least this
 #: many vectors. At a million chunks the two lists of a ``collapsed`` query took 5.9 ms one
 #: after the other and 3.65 ms side by side (warm p50 of 150 queries,
-#: build/scratch/collapsed_parts.py; whole queries: docs/architecture.md); below, a
-#: hand-off to a thread (~0.05-0.1 ms) costs about what the overlap saves (a 10k-chunk list
-#: pair takes well under a millisecond).
-PARALLEL_LISTS_MIN = 100_000
+#: build/scratch/collapsed_parts.py; whole queries: docs/architecture.md). Whole queries,
+#: one process alternating (build/scratch/lists_ab.py): on the 10k-chunk scale index (11k
+#: chunk and summary vectors) ``collapsed`` 5.78 -> 5.32 ms, ``hybrid`` 7.22 -> 7.00; at
+#: 100k 6.97 -> 6.69 and 8.62 -> 8.46. Smaller collections were not measured and are
+#: searched in turn.
+PARALLEL_LISTS_MIN = 10_000
 _dense_pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 

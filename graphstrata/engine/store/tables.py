@@ -165,7 +165,7 @@ def newest_live_rows(table: pa.Table, dead: np.ndarray) -> np.ndarray | None:
     last[:-1] = sorted_ids[1:] != sorted_ids[:-1]
     keep = order[last]
     if dead.size:
-        keep = keep[~np.isin(ids[keep], dead)]
+        keep = keep[~member(ids[keep], dead)]
     return keep
 
 
@@ -202,8 +202,8 @@ CHUNK_MERGE_FACTOR = 2
 #: costs a fixed ~0.2-0.8 ms per call (splitting the table into its ~40 chunks at 100k
 #: chunks, a take per chunk, a table rebuilt and put back in order), one row read alone
 #: ~1-3 us; they broke even between 100 and 300 rows (``build/scratch/gather_bench.py`` on
-#: the 100k index of ``benchmarks/scale.py``, beside a busy core). A query reads the texts and doc lists of a few
-#: dozen rows, three times per ``collapsed`` query.
+#: the 100k index of ``benchmarks/scale.py``, beside a busy core). A query reads the texts
+#: and doc lists of a few dozen rows, three times per ``collapsed`` query.
 ROW_BY_ROW_BELOW = 128
 
 
