@@ -12,6 +12,13 @@ The result is exact: every slot that can be in the top k (ties at the k-th score
 is returned with its full score, summed in the terms' order, so a slot gets bit for bit the
 score :func:`add_lookups` gives it over all terms.
 
+Scores are summed in float32 (each term's contribution computed in float64, then added),
+as Lucene scores: the accumulator is read at a random slot per posting, and at a million
+slots a float64 accumulator beside int64 lengths (18 MB) missed the caches and the TLB on
+most postings; float32 beside uint16 lengths (``Norm``) took the accumulation of the 1M
+scale index's queries from 1.65-3.0 ms to 0.46-1.5 ms (build/scratch/acc_real2.py). The
+pruning tests allow for the float32 rounding (``_slack``).
+
 Kernels (Numba, ``cache=True``, ``nogil=True``): :func:`accumulate` (scan one list),
 :func:`add_lookups` (galloping search of sorted slots in one list). :func:`top_candidates`
 drives them; :class:`Scratch` is the accumulator a thread reuses (zeroed after each call).
@@ -26,7 +33,16 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-__all__ = ["Norm", "Scratch", "accumulate", "add_lookups", "scratch", "top_candidates"]
+__all__ = [
+    "MAX_LENGTH",
+    "Norm",
+    "Scratch",
+    "accumulate",
+    "add_lookups",
+    "lengths",
+    "scratch",
+    "top_candidates",
+]
 
 _local = threading.local()
 
@@ -50,7 +66,7 @@ class Norm(NamedTuple):
     so a new version (another average length) costs no pass over the collection. The
     fields are in the kernels' argument order (``*norm``)."""
 
-    length: np.ndarray  # int64 [n_slots]
+    length: np.ndarray  # [n_slots], any integer type (collections keep uint16: ``lengths``)
     base: float
     per_term: float
 
@@ -64,10 +80,22 @@ class Norm(NamedTuple):
         return self.base + self.per_term * self.length[slots].astype(np.float64)
 
 
+#: Lengths are kept as uint16 and saturate here: a text of more terms counts as this many
+#: (its norm is then so large that every term adds almost nothing). Lucene keeps a length
+#: in one byte; this changes no score of a text under 65,536 terms.
+MAX_LENGTH = 65535
+
+
+def lengths(terms: np.ndarray) -> np.ndarray:
+    """Slot lengths (terms per text, any integer type) as the collections keep them: uint16,
+    at least 1, saturating at ``MAX_LENGTH``."""
+    return np.clip(np.asarray(terms), 1, MAX_LENGTH).astype(np.uint16)
+
+
 class Scratch(NamedTuple):
     """A thread's accumulator: ``acc`` is all zeros between calls."""
 
-    acc: np.ndarray  # float64 [capacity]
+    acc: np.ndarray  # float32 [capacity]
     touched: np.ndarray  # int64 [capacity]: slots with a non-zero acc, first n of them
 
 
@@ -80,7 +108,7 @@ def scratch(n_slots: int) -> Scratch:
     have: Scratch | None = getattr(_local, "scratch", None)
     if have is None or have.acc.size < n_slots:
         size = max(int(n_slots * 1.25), 1024)
-        have = _local.scratch = Scratch(np.zeros(size, np.float64), np.zeros(size, np.int64))
+        have = _local.scratch = Scratch(np.zeros(size, np.float32), np.zeros(size, np.int64))
     return have
 
 
@@ -104,9 +132,10 @@ def accumulate(
     per_term: float,
     weight: float,
 ) -> int:
-    """Add ``weight * tf / (tf + norm(slot))`` of one postings list to ``acc`` (``norm`` is
-    ``Norm``'s ``base + per_term * length[slot]``, passed apart: as a NamedTuple a call on a
-    200-posting list took 1.3-1.9 us against 0.7-1.0 us, build/scratch/unbox_bench.py).
+    """Add ``weight * tf / (tf + norm(slot))`` of one postings list to ``acc`` (float32; the
+    contribution in float64; ``norm`` is ``Norm``'s ``base + per_term * length[slot]``,
+    passed apart: as a NamedTuple a call on a 200-posting list took 1.3-1.9 us against
+    0.7-1.0 us, build/scratch/unbox_bench.py).
 
     Contributions are positive (``weight > 0``, ``tf >= 1``), so a slot whose ``acc`` is 0
     is new: it is appended to ``touched``. Returns the new count of touched slots.
@@ -132,7 +161,8 @@ def add_lookups(
     weight: float,
 ) -> None:
     """``scores[i] += weight * tf / (tf + norm(cand[i]))`` where ``cand[i]`` is in ``slots``
-    (``norm`` as in :func:`accumulate`).
+    (``norm`` as in :func:`accumulate`; ``scores`` float32, as ``acc`` there, so a slot's
+    sum is the same bits).
 
     ``cand`` and ``slots`` ascending (``cand`` may repeat); a galloping search from the last
     position costs O(|cand| log(|slots| / |cand|)).
@@ -163,9 +193,43 @@ def add_lookups(
             scores[i] += _contribution(weight, tf[j], length, base, per_term, c)
 
 
+@njit(cache=True, nogil=True)
+def _live_partials(acc: np.ndarray, found: np.ndarray, alive: np.ndarray, out: np.ndarray) -> int:
+    """``acc`` at the live slots of ``found`` into ``out``; returns how many."""
+    n = 0
+    for i in range(found.shape[0]):
+        s = found[i]
+        if alive[s]:
+            out[n] = acc[s]
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _within_reach(
+    acc: np.ndarray,
+    found: np.ndarray,
+    alive: np.ndarray,
+    rest: float,
+    slack: float,
+    kth: float,
+    out: np.ndarray,
+) -> int:
+    """The live slots of ``found`` with ``(acc + rest) * slack >= kth`` into ``out`` (in
+    ``found``'s order); returns how many."""
+    n = 0
+    for i in range(found.shape[0]):
+        s = found[i]
+        if alive[s] and (acc[s] + rest) * slack >= kth:
+            out[n] = s
+            n += 1
+    return n
+
+
 def _kth_live(acc: np.ndarray, cand: np.ndarray, alive: np.ndarray, k: int) -> float:
     """The k-th best accumulated score of a live candidate (-inf with fewer than k)."""
-    part = acc[cand[alive[cand]]]
+    part = np.empty(cand.size, acc.dtype)
+    part = part[: _live_partials(acc, cand, alive, part)]
     if part.size < k:
         return -np.inf
     return float(np.partition(part, part.size - k)[part.size - k])
@@ -201,7 +265,7 @@ def top_candidates(
     Returns
     -------
     tuple
-        Ascending slots (int64) and their scores (float64, positive): a superset of the
+        Ascending slots (int64) and their scores (float32, positive): a superset of the
         top ``k`` live slots and of every slot tied with the k-th; and whether slots were
         left out (False: the slots are every live slot with a positive score).
     """
@@ -211,6 +275,7 @@ def top_candidates(
     # found) is only worth it while scanning the rest would cost more
     sizes = np.asarray([sum(int(s.size) for s, _ in term) for term in lists], np.int64)
     left = np.append(np.cumsum(sizes[::-1])[::-1], 0)  # left[j]: postings of terms j..m-1
+    slack = _slack(m)
     n = 0
     scanned = 0
     try:
@@ -224,8 +289,7 @@ def top_candidates(
                 or int(left[scanned]) < max(PRUNE_TEST_RATIO * n, PRUNE_MIN_LEFT)
             ):
                 continue
-            # (inflated by a relative 1e-9 against the rounding of the sums)
-            rest = float(bounds[scanned:].sum()) * (1.0 + 1e-9)
+            rest = float(bounds[scanned:].sum()) * slack
             # Unscanned terms give an unseen slot at most ``rest``; prune once that is below
             # the k-th best seen (cheap test first: the best partial is at most the scanned
             # terms' bounds).
@@ -233,8 +297,8 @@ def top_candidates(
                 continue
             if rest < _kth_live(acc, touched[:n], alive, k):
                 break
-        rest = float(bounds[scanned:].sum()) * (1.0 + 1e-9) if scanned < m else 0.0
-        found, reduced = _contenders(acc, touched[:n], alive, k, rest)
+        rest = float(bounds[scanned:].sum()) if scanned < m else 0.0
+        found, reduced = _contenders(acc, touched[:n], alive, k, rest, slack)
         cand = np.sort(found)
         scores = acc[cand]
     finally:
@@ -246,11 +310,17 @@ def top_candidates(
     return cand[live], scores[live], scanned < m or reduced
 
 
+def _slack(m: int) -> float:
+    """Factor a bound is inflated by against float32 rounding: a sum of m positive float32
+    additions is at most ``(1 + 2**-24)**m`` times the exact sum (twice that margin)."""
+    return 1.0 + (m + 1) * 2.0**-23
+
+
 def _contenders(
-    acc: np.ndarray, found: np.ndarray, alive: np.ndarray, k: int, rest: float
+    acc: np.ndarray, found: np.ndarray, alive: np.ndarray, k: int, rest: float, slack: float
 ) -> tuple[np.ndarray, bool]:
     """The slots of ``found`` that can still be among the ``k`` best, and whether any with
-    a positive score was left out.
+    a positive score was left out (``slack``: see :func:`_slack`).
 
     With many more slots found than ``k`` (``REDUCE_RATIO``, ``REDUCE_MIN``), a slot whose
     partial score plus ``rest`` (a bound of what the terms not scanned can add) is below
@@ -259,14 +329,13 @@ def _contenders(
     before the sort and the lookups, which otherwise ran over every slot a query's terms
     matched (five terms of 1k-20k postings each over a million chunks: ~45k slots sorted,
     looked up and mapped to ids, ~1 ms of a 3.5 ms search; build/scratch/lprof_bm25.py).
+    Both passes are compiled: as NumPy gathers and masks they took 0.66 ms per search of
+    the 1M scale index's chunks (three random reads per found slot).
     """
     if found.size < max(REDUCE_RATIO * k, REDUCE_MIN):
         return found, False
-    partial = acc[found]
-    live = alive[found]
-    live_partial = partial[live]
-    if live_partial.size < k:
+    kth = _kth_live(acc, found, alive, k)
+    if kth == -np.inf:
         return found, False
-    kth = float(np.partition(live_partial, live_partial.size - k)[live_partial.size - k])
-    keep = live & (partial + rest >= kth)
-    return found[keep], True
+    out = np.empty(found.size, np.int64)
+    return out[: _within_reach(acc, found, alive, rest, slack, kth, out)], True

@@ -462,3 +462,21 @@ def test_pruned_top_k_equals_the_full_ranking_over_segments_and_tombstones(seed,
             )
     pruned = [size for k, size, cut in calls if k <= 10 and cut]
     assert pruned and max(pruned) < index.n_live // 2  # "lens", in most texts, was pruned
+
+
+def test_postings_saved_with_int64_lengths_load_as_uint16_and_score_the_same():
+    # Cache files written before lengths were uint16 hold int64 lengths.
+    rng = random.Random(4)
+    texts = [" ".join(rng.choices(WORDS, k=rng.randint(1, 12))) for _ in range(60)]
+    texts.append(" ".join(["lens"] * 70_000))  # saturates at core.bm25.MAX_LENGTH
+    part = KindIndex.build(np.arange(len(texts), dtype=np.int64), texts)
+    assert part.slot_len.dtype == np.uint16 and int(part.slot_len[-1]) == bm25.MAX_LENGTH
+    arrays = part.to_arrays()
+    old = dict(arrays, slot_len=arrays["slot_len"].astype(np.int64))
+    loaded = KindIndex.from_arrays(old)
+    assert loaded.slot_len.dtype == np.uint16 and loaded.total_len == part.total_len
+    for query in ("lens optics", "fjord ferry harvest", "running 2023"):
+        want_ids, want_scores = part.search(query, 10)
+        got_ids, got_scores = loaded.search(query, 10)
+        np.testing.assert_array_equal(got_ids, want_ids)
+        np.testing.assert_array_equal(got_scores, want_scores)

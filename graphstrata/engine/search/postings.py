@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import Stemmer
 
-from graphstrata.core.bm25 import Norm, add_lookups, top_candidates
+from graphstrata.core.bm25 import Norm, add_lookups, lengths, top_candidates
 from graphstrata.engine.hashing import stable_hashes
 
 __all__ = [
@@ -263,8 +263,8 @@ class KindIndex:
     vocab:
         Term (stem) -> id, shared by the versions of the collection.
     slot_ids, slot_len, slot_hash, alive:
-        Per slot: the node id, its length in terms (at least 1), the hash of its text and
-        whether it is live. A rewritten node gets a new slot; its old slot is a tombstone.
+        Per slot: the node id, its length in terms (uint16, ``core.bm25.lengths``: at least
+        1, saturating), the hash of its text and whether it is live. A rewritten node gets a new slot; its old slot is a tombstone.
     df:
         Live document frequency of each term id known to this version.
     n_live, total_len:
@@ -297,7 +297,7 @@ class KindIndex:
             vocab=_Vocab(),
             segments=(),
             slot_ids=np.zeros(0, np.int64),
-            slot_len=np.zeros(0, np.int64),
+            slot_len=lengths(np.zeros(0, np.int64)),
             slot_hash=np.zeros(0, np.int64),
             alive=np.zeros(0, bool),
             df=np.zeros(0, np.int64),
@@ -355,7 +355,7 @@ class KindIndex:
             term_docs = self.vocab.add([analyze(t) for t in add_texts])
             n_terms = len(self.vocab)
             seg = _Segment.from_docs(slot_ids.size, term_docs, n_terms)
-            lens = np.fromiter((max(d.size, 1) for d in term_docs), np.int64, len(term_docs))
+            lens = lengths(np.fromiter((d.size for d in term_docs), np.int64, len(term_docs)))
             df = _grown(df, n_terms) + np.bincount(seg.doc_term, minlength=n_terms)
             segments = (*segments, seg)
             slot_ids = np.concatenate([slot_ids, add_ids])
@@ -438,6 +438,9 @@ class KindIndex:
             terms = text.split("\n")
             vocab.ids = dict(zip(terms, range(len(terms)), strict=True))
         slot_ids = arrays["slot_ids"]
+        # Files written before lengths were uint16 hold int64 ones (2 MB copied per 1M slots).
+        slot_len = arrays["slot_len"]
+        slot_len = slot_len if slot_len.dtype == np.uint16 else lengths(slot_len)
         seg = _Segment(
             first=0,
             n=int(slot_ids.size),
@@ -451,12 +454,12 @@ class KindIndex:
             vocab=vocab,
             segments=(seg,) if slot_ids.size else (),
             slot_ids=slot_ids,
-            slot_len=arrays["slot_len"],
+            slot_len=slot_len,
             slot_hash=arrays["slot_hash"],
             alive=np.ones(slot_ids.size, bool),
             df=arrays["df"],
             n_live=int(slot_ids.size),
-            total_len=int(arrays["slot_len"].sum()),
+            total_len=int(slot_len.sum()),
         )
 
     # ------------------------------------------------------------------ search
@@ -558,7 +561,7 @@ class KindIndex:
             idf = None if tid is None else self._idf(tid)
             if tid is None or idf is None:
                 continue
-            scores = np.zeros(cand.size, np.float64)
+            scores = np.zeros(cand.size, np.float32)
             for post, tf in self._lists([tid])[0]:
                 add_lookups(scores, cand, post, tf, *norm, idf)
             out[row, cols] = scores
@@ -589,7 +592,7 @@ class KindIndex:
         terms = self.query_terms(text)
         if not (cand.size and terms):
             return found, out
-        scores = np.zeros(cand.size, np.float64)
+        scores = np.zeros(cand.size, np.float32)
         todo = np.ones(cand.size, bool)
         last = getattr(_local, "last_search", None)
         if last is not None and last[0] is self and last[1] == (tuple(terms), k1, b):
@@ -607,7 +610,7 @@ class KindIndex:
         """Scores of the slots ``cand`` by lookups in every query term's postings."""
         tids, weights = self._weighted(terms)
         order = np.argsort(cand, kind="stable")
-        scores = np.zeros(cand.size, np.float64)
+        scores = np.zeros(cand.size, np.float32)
         norm = self._norm(k1, b)
         for lists, w in zip(self._lists(tids), weights.tolist(), strict=True):
             for post, tf in lists:
@@ -642,4 +645,4 @@ class KindIndex:
             keep = vals >= kth
             ids, vals = ids[keep], vals[keep]
         order = np.lexsort((ids, -vals))[:k]
-        return ids[order], vals[order].astype(np.float32)
+        return ids[order], vals[order]
