@@ -355,8 +355,9 @@ def pack_distinct(
     if dedupe:
         for before in packed_before:
             seen.update(before)
+    token_list = tokens.tolist()
     for i in order.tolist():
-        t = int(tokens[i])
+        t = token_list[i]
         if used + t > budget:
             continue
         if dedupe:

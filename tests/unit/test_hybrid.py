@@ -318,3 +318,23 @@ def test_lists_searched_side_by_side_answer_as_one_after_the_other(index, monkey
         release.set()
         for b in blockers:
             b.result()
+
+
+def test_packing_reads_only_the_texts_it_compares(index, monkeypatch):
+    # Of the fused candidates, only those that fit the budget when reached are read (their
+    # shingles are compared), each once; the hits reuse those texts.
+    index.query(QUESTION, mode="hybrid", budget_tokens=300)  # the postings are built
+    nodes = index.engine.state.snapshot.nodes
+    real = type(nodes).texts_at
+    read: list[int] = []
+
+    def counting(self, rows):
+        read.extend(np.asarray(rows).tolist())
+        return real(self, rows)
+
+    monkeypatch.setattr(type(nodes), "texts_at", counting)
+    result = index.query(QUESTION, mode="hybrid", budget_tokens=300)
+    info = result.report["fusion"]
+    assert result.nodes
+    assert len(read) == len(set(read)) == len(result.nodes) + info["duplicates"]
+    assert len(read) < info["dense"] + info["sparse"] - info["both"]
