@@ -16,7 +16,9 @@ in a fresh subprocess, so its peak RSS is its own. Per size:
   fresh process (imports apart): its open and the first query of each mode, which maps the
   caches (usearch bases, BM25 postings) and builds what stays lazy;
 * the first query of each mode after a write (in the order of ``Index.modes``; state a
-  version's modes share, such as the sparse index, is paid by the first mode that uses it),
+  version's modes share, such as the sparse index, is paid by the first mode that uses it):
+  once in a process that had not queried, once in one that had, and after each of the
+  ``SERIES`` inserts (p50 and max: one sample varied 2x from run to run at 1M chunks),
   then warm p50/p99 per mode over ``--queries`` queries.
 
 Growth exponents: ``log(v2 / v1) / log(n2 / n1)`` between consecutive sizes of one setting,
@@ -196,15 +198,26 @@ def measure(
     out["delete_bytes"] = int(dele.bytes_written)
     out["delete_stages_s"] = _stages(dele, top=6)
     # A series of one-document writes: their median (one write is noisy on shared cores)
-    # and, with the heterograph, what many local Leiden runs did to the partition.
+    # and, with the heterograph, what many local Leiden runs did to the partition. After
+    # each write every mode answers one query: the median of those first queries after a
+    # write (one sample, as above, varied 2x from run to run at 1M chunks).
     series = [corpus.document(n_docs + 10 + i) for i in range(SERIES)]
     seconds, written = [], []
-    for doc in series:
+    firsts: dict[str, list[float]] = {mode: [] for mode in index.modes}
+    for i, doc in enumerate(series):
         rep = index.insert([doc])
         seconds.append(rep.seconds)
         written.append(rep.bytes_written)
+        for mode in index.modes:
+            t = time.perf_counter()
+            index.query(queries[(3 + i) % len(queries)], mode=mode)
+            firsts[mode].append(time.perf_counter() - t)
     out["series_insert_s_p50"] = round(_percentile(seconds, 50), 3)
     out["series_insert_bytes_p50"] = int(_percentile([float(b) for b in written], 50))
+    out["series_first_query_ms"] = {
+        mode: {"p50": round(1000 * _percentile(t, 50), 2), "max": round(1000 * max(t), 2)}
+        for mode, t in firsts.items()
+    }
     if heterograph:
         out["leiden"] = leiden_quality(index)
     # The same documents deleted one by one: the median of a delete, as of an insert.
@@ -636,6 +649,25 @@ def markdown(data: dict[str, Any]) -> str:
             ]
             lines.append(f"| {r['chunks']} | " + " | ".join(cells) + " |")
         lines.append("")
+        series_rows = [r for r in rows if "series_first_query_ms" in r]
+        if series_rows:
+            lines += [
+                f"First query of each mode after each of {SERIES} one-document inserts, in a"
+                " process that had queried every mode: p50 / max (ms), beside the warm p50:",
+                "",
+                "| chunks | " + " | ".join(modes) + " |",
+                "|---|" + "---|" * len(modes),
+            ]
+            for r in series_rows:
+                firsts = r["series_first_query_ms"]
+                cells = [
+                    f"{firsts[m]['p50']} / {firsts[m]['max']} ({r['warm_query'][m]['p50_ms']})"
+                    if m in firsts
+                    else "–"
+                    for m in modes
+                ]
+                lines.append(f"| {r['chunks']} | " + " | ".join(cells) + " |")
+            lines.append("")
     ann = data.get("ann", [])
     if ann:
         lines += [
