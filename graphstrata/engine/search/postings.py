@@ -264,7 +264,8 @@ class KindIndex:
         Term (stem) -> id, shared by the versions of the collection.
     slot_ids, slot_len, slot_hash, alive:
         Per slot: the node id, its length in terms (uint16, ``core.bm25.lengths``: at least
-        1, saturating), the hash of its text and whether it is live. A rewritten node gets a new slot; its old slot is a tombstone.
+        1, saturating), the hash of its text and whether it is live. A rewritten node gets
+        a new slot; its old slot is a tombstone.
     df:
         Live document frequency of each term id known to this version.
     n_live, total_len:
