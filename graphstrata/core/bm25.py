@@ -13,11 +13,12 @@ is returned with its full score, summed in the terms' order, so a slot gets bit 
 score :func:`add_lookups` gives it over all terms.
 
 Scores are summed in float32 (each term's contribution computed in float64, then added),
-as Lucene scores: the accumulator is read at a random slot per posting, and at a million
-slots a float64 accumulator beside int64 lengths (18 MB) missed the caches and the TLB on
-most postings; float32 beside uint16 lengths (``Norm``) took the accumulation of the 1M
-scale index's queries from 1.65-3.0 ms to 0.46-1.5 ms (build/scratch/acc_real2.py). The
-pruning tests allow for the float32 rounding (``_slack``).
+as Lucene scores: the accumulator and the lengths are read at a random slot per posting,
+and at a million slots float32 beside uint16 lengths (``Norm``; 7.5 MB against 18 MB for
+float64 and int64) took the accumulation of the 1M scale index's queries from 1.65-3.0 ms to
+0.46-1.5 ms (build/scratch/acc_real2.py). That the gain is fewer cache and TLB misses is an
+inference from the sizes, not counted. The pruning tests allow for the float32 rounding
+(``_slack``).
 
 Kernels (Numba, ``cache=True``, ``nogil=True``): :func:`accumulate` (scan one list),
 :func:`add_lookups` (galloping search of sorted slots in one list). :func:`top_candidates`
@@ -193,43 +194,9 @@ def add_lookups(
             scores[i] += _contribution(weight, tf[j], length, base, per_term, c)
 
 
-@njit(cache=True, nogil=True)
-def _live_partials(acc: np.ndarray, found: np.ndarray, alive: np.ndarray, out: np.ndarray) -> int:
-    """``acc`` at the live slots of ``found`` into ``out``; returns how many."""
-    n = 0
-    for i in range(found.shape[0]):
-        s = found[i]
-        if alive[s]:
-            out[n] = acc[s]
-            n += 1
-    return n
-
-
-@njit(cache=True, nogil=True)
-def _within_reach(
-    acc: np.ndarray,
-    found: np.ndarray,
-    alive: np.ndarray,
-    rest: float,
-    slack: float,
-    kth: float,
-    out: np.ndarray,
-) -> int:
-    """The live slots of ``found`` with ``(acc + rest) * slack >= kth`` into ``out`` (in
-    ``found``'s order); returns how many."""
-    n = 0
-    for i in range(found.shape[0]):
-        s = found[i]
-        if alive[s] and (acc[s] + rest) * slack >= kth:
-            out[n] = s
-            n += 1
-    return n
-
-
 def _kth_live(acc: np.ndarray, cand: np.ndarray, alive: np.ndarray, k: int) -> float:
     """The k-th best accumulated score of a live candidate (-inf with fewer than k)."""
-    part = np.empty(cand.size, acc.dtype)
-    part = part[: _live_partials(acc, cand, alive, part)]
+    part = acc[cand[alive[cand]]]
     if part.size < k:
         return -np.inf
     return float(np.partition(part, part.size - k)[part.size - k])
@@ -329,13 +296,16 @@ def _contenders(
     before the sort and the lookups, which otherwise ran over every slot a query's terms
     matched (five terms of 1k-20k postings each over a million chunks: ~45k slots sorted,
     looked up and mapped to ids, ~1 ms of a 3.5 ms search; build/scratch/lprof_bm25.py).
-    Both passes are compiled: as NumPy gathers and masks they took 0.66 ms per search of
-    the 1M scale index's chunks (three random reads per found slot).
+    (Compiled passes instead of these gathers and masks measured no faster: 3.04 / 2.55
+    against 2.95 / 2.71 ms per search at 1M chunks, build/scratch/contenders_ab.py.)
     """
     if found.size < max(REDUCE_RATIO * k, REDUCE_MIN):
         return found, False
-    kth = _kth_live(acc, found, alive, k)
-    if kth == -np.inf:
+    partial = acc[found]
+    live = alive[found]
+    live_partial = partial[live]
+    if live_partial.size < k:
         return found, False
-    out = np.empty(found.size, np.int64)
-    return out[: _within_reach(acc, found, alive, rest, slack, kth, out)], True
+    kth = float(np.partition(live_partial, live_partial.size - k)[live_partial.size - k])
+    keep = live & ((partial.astype(np.float64) + rest) * slack >= kth)
+    return found[keep], True

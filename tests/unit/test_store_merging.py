@@ -280,3 +280,30 @@ def test_a_run_whose_rows_all_died_leaves_no_segment(tmp_path, monkeypatch):
     segments = Store.open(tmp_path / "ix").manifest["segments"]
     assert segments["nodes"] == [] and len(segments["node_tombstones"]) == 1
     assert len(Store.open(tmp_path / "ix").load().nodes) == 0
+
+
+def test_a_merge_checks_the_segments_it_reads_from_disk(tmp_path, monkeypatch):
+    """A writer that did not write a segment reads it from its file to merge it: a file
+    whose bytes changed (same size) stops the commit instead of being merged into a
+    segment with a fresh checksum; the index stays at its last version."""
+    from graphstrata.engine.store import CorruptIndexError
+
+    monkeypatch.setattr(merging, "MERGE_FANIN", 2)
+    root = tmp_path / "ix"
+    store = _create(root)
+    with store.writer():
+        delta = store.new_delta()
+        ids = delta.new_node_ids(3)
+        delta.add_nodes(ids, int(NodeKind.T), ["a", "b", "c"], np.ones(3), [[0], [0], [0]])
+        store.commit(delta)
+    (entry,) = Store.open(root).manifest["segments"]["nodes"]
+    path = root / entry["file"]
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    other = Store.open(root)  # holds nothing: the merge reads the file
+    with pytest.raises(CorruptIndexError, match="checksum"), other.writer():
+        delta = other.new_delta()
+        delta.add_nodes(delta.new_node_ids(1), int(NodeKind.T), ["d"], np.ones(1), [[0]])
+        other.commit(delta)
+    assert Store.open(root).version == 1

@@ -264,13 +264,11 @@ def _both_lists(
     is busy (a server's concurrent queries) the calling thread takes it back and searches
     it itself after the BM25 list, so a query never waits in the pool's queue.
     """
-    if vectors.count(kinds) < PARALLEL_LISTS_MIN:
-        return vector_candidates(vectors, query.vector, kinds, k), sparse.search(
-            query.text, kinds, k
-        )
-    future = _pool().submit(vector_candidates, vectors, query.vector, kinds, k)
+    future = None
+    if vectors.count(kinds) >= PARALLEL_LISTS_MIN:
+        future = _pool().submit(vector_candidates, vectors, query.vector, kinds, k)
     sparse_list = sparse.search(query.text, kinds, k)
-    if future.cancel():  # not started: every worker was busy
+    if future is None or future.cancel():  # small, or not started: every worker was busy
         return vector_candidates(vectors, query.vector, kinds, k), sparse_list
     return future.result(), sparse_list
 

@@ -142,7 +142,7 @@ class _LazyShingles(Sequence[frozenset[int]]):
     """The shingles of candidate texts, each text read from the table when the packer
     first reads its shingles: of a fused query's ~100 candidates, the ~13 that fit a 2,000
     token budget are read (reading all 100 texts was 0.5-0.7 ms of a 1M-chunk ``collapsed``
-    query, build/scratch/lprof_fused.py)."""
+    query under line_profiler, build/scratch/lprof_fused.py)."""
 
     def __init__(self, nodes: NodeTable, rows: np.ndarray, n: int, memo: ShingleMemo):
         self._nodes, self._rows, self._n, self._memo = nodes, rows, n, memo

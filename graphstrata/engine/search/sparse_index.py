@@ -10,10 +10,10 @@ Scoring
     with no term at all has length 1 (``bm25s`` gives it one empty token), so it counts in
     N and in the average length, and never matches; a text of over 65,535 terms counts as
     that long (``core.bm25.MAX_LENGTH``). Each term's part is computed in float64 and the
-    sums in float32, as bm25s and Lucene sum (``core.bm25``: a float32 accumulator stays in
-    the caches at a million chunks); scores equal bm25s' float32 sums within 2e-6
-    relative (tested), and results equal ``bm25s``' ``retrieve`` except the order of
-    exactly equal scores (ascending node id here).
+    sums in float32, as bm25s and Lucene sum (``core.bm25``: faster at a million chunks);
+    scores equal bm25s' float32 sums within 2e-6 relative (tested), and results equal
+    ``bm25s``' ``retrieve`` except the order of exactly equal scores (ascending node id
+    here).
 
 Statistics per kind
     N, the document frequencies and the average length are computed *per kind*: the chunks

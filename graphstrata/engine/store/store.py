@@ -575,10 +575,12 @@ class Store:
         for table, entries in new.items():
             manifest["segments"][table].extend(entries)
         self._held.keep_named(manifest["segments"])
+        # Segments read back from disk are checksummed: a merged segment gets a checksum of
+        # its own, so a corrupt input merged unverified would pass `graphstrata check` after.
         written += merge_tails(
             manifest["segments"],
             lambda entries, table: self._held.read(
-                entries, MERGED_TABLES[table][0], partial(self._read_tables, verify=False)
+                entries, MERGED_TABLES[table][0], partial(self._read_tables, verify=True)
             ),
             lambda rows, _, name: self._write_table(rows, name, version),
         )
