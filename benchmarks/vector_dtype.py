@@ -1,0 +1,200 @@
+"""The usearch HNSW storage types side by side: float32, float16 and int8, with the exact scan.
+
+Why: ``IndexConfig.vector_dtype`` decides how the engine stores vectors and how usearch
+holds them. float32 is the peers' way (hnswlib, FAISS ``HNSWFlat``, LightRAG's nano-vectordb
+and usearch's own default on this CPU all keep float32); the exact float32 scan is the
+machine's limit for recall (1 by definition) and the brute-force cost a vector database
+avoids.
+
+Per vector set and size, on the same vectors and queries:
+
+* build: seconds per vector of a single-thread insert (the engine links its HNSW graphs on
+  one thread so that builds are reproducible, ``engine/vectors.py`` ``ADD_THREADS``);
+* search: p50 / p99 of a one-query search on the calling thread at ef 128 (how a retrieval
+  searches), rounds alternating the contenders query by query so that the load of a shared
+  machine hits them alike;
+* recall@k: the share of the exact float32 top k (inner product) each one returns;
+* bytes: usearch's ``memory_usage``.
+
+Vector sets: ``hashing``, the synthetic corpus's chunks through the ``hashing`` embedder
+(the T vectors of ``benchmarks/scale.py``); ``minilm``, every text the retrieval benchmark
+embedded with ``minilm-onnx`` (its cache, ``build/bench-indexes/embed-cache``: chunks,
+semantic units, entities, relationships, summaries of MultiHop-RAG and HotpotQA), when it
+exists. Queries are held-out vectors of the set, not in the index.
+
+    python benchmarks/vector_dtype.py --vectors 20000 200000 --queries 300
+
+Writes ``benchmarks/results/vector_dtype.md`` and ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from graphstrata.core.ann import hnsw_index, match_arrays  # noqa: E402
+
+RESULTS = REPO / "benchmarks" / "results"
+MINILM_CACHE = REPO / "build" / "bench-indexes" / "embed-cache" / "minilm-onnx.f32"
+DTYPES = ("f32", "f16", "i8")
+EF = 128
+K = 50
+
+
+def hashing_vectors(n: int) -> np.ndarray:
+    """The synthetic corpus's first ``n`` chunks, hashing-embedded (scale.py's T vectors)."""
+    import scale
+
+    return scale._ann_vectors(n)
+
+
+def minilm_vectors() -> np.ndarray | None:
+    """Every vector of the retrieval benchmark's minilm-onnx cache, distinct rows only."""
+    if not MINILM_CACHE.exists():
+        return None
+    rows = np.fromfile(MINILM_CACHE, dtype=np.float32)
+    rows = rows[: rows.size - rows.size % 384].reshape(-1, 384)
+    return np.unique(rows, axis=0)
+
+
+def exact_top(base: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
+    """Row numbers of each query's exact top k by float32 inner product."""
+    sims = queries @ base.T
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    return np.take_along_axis(top, np.argsort(-np.take_along_axis(sims, top, 1), 1), 1)
+
+
+def measure_set(name: str, x: np.ndarray, n_queries: int, rounds: int) -> list[dict[str, Any]]:
+    """Build each contender over all but ``n_queries`` rows of ``x`` and search it with them."""
+    rng = np.random.default_rng(17)
+    perm = rng.permutation(x.shape[0])
+    queries = np.ascontiguousarray(x[perm[:n_queries]])
+    base = np.ascontiguousarray(x[np.sort(perm[n_queries:])])
+    ids = np.arange(base.shape[0], dtype=np.int64)
+    k = min(K, base.shape[0])
+    truth = exact_top(base, queries, k)
+    indexes: dict[str, Any] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    for dt in DTYPES:
+        index = hnsw_index(base.shape[1], dt, EF)
+        t0 = time.perf_counter()
+        index.add(ids, base, threads=1)
+        build = time.perf_counter() - t0
+        indexes[dt] = index
+        rows[dt] = {
+            "set": name,
+            "vectors": int(base.shape[0]),
+            "contender": f"HNSW {dt}",
+            "build_ms_per_vector": round(build / base.shape[0] * 1e3, 4),
+            "bytes": int(index.memory_usage),
+            "load_build": round(os.getloadavg()[0], 2),
+        }
+        print(f"  {name} {base.shape[0]} {dt}: build {build:.1f} s", file=sys.stderr, flush=True)
+    lat: dict[str, list[float]] = {c: [] for c in (*DTYPES, "exact")}
+    found = {dt: 0 for dt in DTYPES}
+    for r in range(rounds):
+        for i in range(n_queries):
+            q = queries[i : i + 1]
+            for dt in DTYPES:
+                t0 = time.perf_counter()
+                matches = indexes[dt].search(q, k, threads=1)
+                lat[dt].append(time.perf_counter() - t0)
+                if r == 0:
+                    keys, _, valid = match_arrays(matches, 1, k)
+                    found[dt] += np.intersect1d(keys[0][valid[0]], truth[i]).size
+            t0 = time.perf_counter()
+            exact_top(base, q, k)
+            lat["exact"].append(time.perf_counter() - t0)
+    load = round(os.getloadavg()[0], 2)
+    for dt in DTYPES:
+        rows[dt].update(_latency(lat[dt]), recall=round(found[dt] / (k * n_queries), 4))
+        rows[dt]["load_search"] = load
+    exact = {
+        "set": name,
+        "vectors": int(base.shape[0]),
+        "contender": "exact f32 scan",
+        "build_ms_per_vector": 0.0,
+        "bytes": int(base.nbytes),
+        "recall": 1.0,
+        "load_build": None,
+        "load_search": load,
+        **_latency(lat["exact"]),
+    }
+    return [*rows.values(), exact]
+
+
+def _latency(samples: list[float]) -> dict[str, float]:
+    ms = np.asarray(samples) * 1e3
+    return {
+        "search_p50_ms": round(float(np.median(ms)), 3),
+        "search_p99_ms": round(float(np.percentile(ms, 99)), 3),
+    }
+
+
+def write_report(result: dict[str, Any]) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "vector_dtype.json").write_text(json.dumps(result, indent=1) + "\n")
+    head = (
+        "| set | vectors | contender | build ms / vector | search p50 ms | search p99 ms "
+        f"| recall@{K} of exact | MB | load build / search |\n|---|---|---|---|---|---|---|---|---|\n"
+    )
+    body = "".join(
+        f"| {r['set']} | {r['vectors']} | {r['contender']} | {r['build_ms_per_vector']} "
+        f"| {r['search_p50_ms']} | {r['search_p99_ms']} | {r['recall']} "
+        f"| {r['bytes'] / 1e6:.1f} | {r['load_build']} / {r['load_search']} |\n"
+        for r in result["rows"]
+    )
+    text = (
+        "# Vector storage types: float32, float16, int8 usearch HNSW and the exact scan\n\n"
+        f"Generated by `benchmarks/vector_dtype.py` ({result['command']}), code {result['code']}, "
+        f"{result['date']}. One thread, ef {EF}, {result['queries']} held-out queries x "
+        f"{result['rounds']} rounds, contenders alternating query by query. Recall is the share "
+        f"of the exact float32 top {K} returned. Load: the 1-minute load average after the "
+        "builds and after the searches (2 shared cores).\n\n" + head + body
+    )
+    (RESULTS / "vector_dtype.md").write_text(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--vectors", type=int, nargs="+", default=[20000, 200000])
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    rows: list[dict[str, Any]] = []
+    real = minilm_vectors()
+    if real is None:
+        print(f"no {MINILM_CACHE}: the minilm set is skipped", file=sys.stderr)
+    else:
+        rows += measure_set("minilm", real, args.queries, args.rounds)
+    for n in args.vectors:
+        rows += measure_set("hashing", hashing_vectors(n + args.queries), args.queries, args.rounds)
+    code = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    write_report(
+        {
+            "command": "python benchmarks/vector_dtype.py " + " ".join(sys.argv[1:]),
+            "code": code,
+            "date": time.strftime("%Y-%m-%d"),
+            "queries": args.queries,
+            "rounds": args.rounds,
+            "rows": rows,
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
