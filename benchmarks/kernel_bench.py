@@ -21,9 +21,14 @@ Times are wall-clock: median, min and max of ``--runs`` runs after one warm-up (
 percentiles for PPR). Numba compile (or cache-load) time is measured on the first call and
 reported apart. Writes benchmarks/results/kernels.json and kernels.md and prints the table.
 
-    python benchmarks/kernels.py            # full run (~5-10 min on 2 cores)
-    python benchmarks/kernels.py --quick    # small inputs, a smoke test of the script
-    python benchmarks/kernels.py --cold     # fresh Numba cache: first calls compile
+Not named ``kernels.py``: a script's folder comes first on ``sys.path``, and transformers
+probes for the Hugging Face ``kernels`` package, so every benchmark run from this folder
+imported this file instead and the ONNX export of the embedder failed ("cannot import name
+'CUDAProperties' from 'kernels'").
+
+    python benchmarks/kernel_bench.py            # full run (~5-10 min on 2 cores)
+    python benchmarks/kernel_bench.py --quick    # small inputs, a smoke test of the script
+    python benchmarks/kernel_bench.py --cold     # fresh Numba cache: first calls compile
 """
 
 from __future__ import annotations
