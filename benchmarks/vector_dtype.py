@@ -14,7 +14,7 @@ Per vector set and size, on the same vectors and queries:
   searches), rounds alternating the contenders query by query so that the load of a shared
   machine hits them alike;
 * recall@k: the share of the exact float32 top k (inner product) each one returns;
-* bytes: usearch's ``memory_usage``.
+* bytes: the saved index (vectors and graph; what the engine's ``vcache/`` files hold).
 
 Vector sets: ``hashing``, the synthetic corpus's chunks through the ``hashing`` embedder
 (the T vectors of ``benchmarks/scale.py``); ``minilm``, every text the retrieval benchmark
@@ -98,7 +98,7 @@ def measure_set(name: str, x: np.ndarray, n_queries: int, rounds: int) -> list[d
             "vectors": int(base.shape[0]),
             "contender": f"HNSW {dt}",
             "build_ms_per_vector": round(build / base.shape[0] * 1e3, 4),
-            "bytes": int(index.memory_usage),
+            "bytes": len(index.save()),
             "load_build": round(os.getloadavg()[0], 2),
         }
         print(f"  {name} {base.shape[0]} {dt}: build {build:.1f} s", file=sys.stderr, flush=True)
@@ -128,7 +128,7 @@ def measure_set(name: str, x: np.ndarray, n_queries: int, rounds: int) -> list[d
         "build_ms_per_vector": 0.0,
         "bytes": int(base.nbytes),
         "recall": 1.0,
-        "load_build": None,
+        "load_build": "–",
         "load_search": load,
         **_latency(lat["exact"]),
     }

@@ -27,6 +27,7 @@ from graphstrata.engine.layered import LayeredDict
 from graphstrata.engine.params import ModeParams
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.store.arrow_numpy import numpy_of
 from graphstrata.engine.types import EMBEDDED_KINDS, NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
@@ -208,7 +209,7 @@ class TextIndex:
             return out
         old = self.snapshot.nodes
         rows = delta.nodes
-        row_ids = rows.column("id").to_numpy()
+        row_ids = numpy_of(rows.column("id"))
         leaving = sets.union(delta.dead_nodes, row_ids)
         leaving = leaving[old.contains(leaving)]
         leaving = leaving[self.snapshot.vectors.has(leaving)]

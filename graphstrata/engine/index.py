@@ -43,6 +43,7 @@ from graphstrata.engine.report import OperationReport
 from graphstrata.engine.search.naive import NaiveView
 from graphstrata.engine.search.sparse_index import seed_parts
 from graphstrata.engine.store import Delta, Snapshot, Store
+from graphstrata.engine.store.arrow_numpy import numpy_of
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
@@ -580,9 +581,7 @@ class Engine:
         state = self._state
         snap = state.snapshot
         kinds, counts = np.unique(snap.nodes.kind, return_counts=True)
-        edge_kinds, edge_counts = np.unique(
-            snap.edges.column("kind").to_numpy(), return_counts=True
-        )
+        edge_kinds, edge_counts = np.unique(numpy_of(snap.edges.column("kind")), return_counts=True)
         layers = snap.nodes.layer[snap.nodes.kind == int(NodeKind.L)]
         return {
             "path": str(self.store.root),

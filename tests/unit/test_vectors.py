@@ -189,3 +189,24 @@ def test_a_small_base_is_searched_by_a_matrix_product_like_usearch_exact():
     np.testing.assert_allclose(got.distances, want.distances, atol=1e-5)
     later = vi.updated(np.zeros(0, np.int64), np.zeros(0, np.uint8), queries[:0], np.asarray([1]))
     assert later._parts(kind)[0][0] is searched  # same base: the matrix is not read again
+
+
+def test_an_index_keeps_the_vector_type_it_was_built_with(make_index, sample_docs):
+    """float16 is the default for new indexes; an index built with f32 (every index before the
+    default changed records it) still stores, maps and searches f32 after reopening, and
+    both answer a query with the same chunks."""
+    from graphstrata.bindings.api import Index
+
+    built = {"f16": make_index(name="f16"), "f32": make_index({"vector_dtype": "f32"}, name="f32")}
+    hits = {}
+    for dtype, index in built.items():
+        index.insert(sample_docs)
+        reopened = Index.open(index.path)
+        state = reopened.engine.state
+        assert reopened.engine.config.vector_dtype == dtype
+        matrices = [seg.matrix for seg in state.snapshot.vectors.segments]
+        assert {m.dtype for m in matrices} == {np.dtype(f"float{dtype[1:]}")}
+        assert state.vectors.dtype == dtype
+        assert state.snapshot.vectors.of_kind(int(NodeKind.T))[1].dtype == np.float32
+        hits[dtype] = [h.id for h in reopened.query("Halvorsen Observatory", mode="naive").nodes]
+    assert hits["f16"] == hits["f32"] and hits["f16"]

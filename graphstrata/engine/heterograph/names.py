@@ -22,6 +22,7 @@ from graphstrata.engine.heterograph.parse import normalize_name, title_key
 from graphstrata.engine.heterograph.schema import N, O, T
 from graphstrata.engine.layered import LayeredDict
 from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.store.tables import doc_lists_flat
 
 _EMPTY = np.zeros(0, np.int64)
@@ -40,7 +41,7 @@ def _titles_of(docs: pa.Table) -> dict[int, str]:
     """Doc key -> title key of the documents that have a title."""
     if not docs.num_rows or "title" not in docs.column_names:
         return {}
-    keys = docs.column("key").to_numpy().tolist()
+    keys = numpy_of(docs.column("key")).tolist()
     return {
         int(k): title_key(t)
         for k, t in zip(keys, docs.column("title").to_pylist(), strict=True)
@@ -126,7 +127,7 @@ class NameIndex:
         under their new ones.
         """
         rows = delta.nodes
-        row_ids = rows.column("id").to_numpy()
+        row_ids = numpy_of(rows.column("id"))
         dead = delta.dead_nodes
         old = previous.nodes
         leaving = sets.union(dead, row_ids)
@@ -139,9 +140,9 @@ class NameIndex:
             for t, i in zip(old.texts_at(old_rows[named]), leaving[named])
         )
         live = ~np.isin(row_ids, dead)
-        kinds = rows.column("kind").to_numpy()
+        kinds = numpy_of(rows.column("kind"))
         new_named = np.flatnonzero(live & np.isin(kinds, _NAMED))
-        new_texts = rows.column("text").take(pa.array(new_named)).to_pylist()
+        new_texts = rows.column("text").take(arrow_of(new_named)).to_pylist()
         added = _grouped((normalize_name(t), int(i)) for t, i in zip(new_texts, row_ids[new_named]))
         title_of = self.title_of.changed()
         for key in delta.dead_docs.tolist():

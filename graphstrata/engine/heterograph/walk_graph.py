@@ -38,6 +38,7 @@ from graphstrata.engine.heterograph.buffers import CSR_BUFFERS
 from graphstrata.engine.heterograph.links import StructuralLinks
 from graphstrata.engine.heterograph.schema import HETERO_EDGE_KINDS
 from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.types import EdgeKind
 
 _KINDS = np.asarray(HETERO_EDGE_KINDS, dtype=np.uint8)
@@ -120,9 +121,9 @@ class WalkEdges:
             return WalkEdges.build(snapshot, cfg)  # a new id below a dead slot's
         edges = delta.edges
         if edges.num_rows:
-            s, d = edges.column("src").to_numpy(), edges.column("dst").to_numpy()
+            s, d = numpy_of(edges.column("src")), numpy_of(edges.column("dst"))
             live = snapshot.nodes.contains(s) & snapshot.nodes.contains(d)
-            edges = edges.filter(pa.array(live))
+            edges = edges.filter(arrow_of(live))
         return self._advanced(ids, alive, *_walked(ids, edges, cfg))
 
     def _advanced(
@@ -180,11 +181,11 @@ def _walked(
     if not table.num_rows:
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0, np.float32), np.zeros(0, np.uint8)
-    kind = table.column("kind").to_numpy()
+    kind = numpy_of(table.column("kind"))
     sel = np.isin(kind, kinds)
-    src = positions_in(ids, table.column("src").to_numpy()[sel])
-    dst = positions_in(ids, table.column("dst").to_numpy()[sel])
-    weight = table.column("weight").to_numpy()[sel].astype(np.float32)
+    src = positions_in(ids, numpy_of(table.column("src"))[sel])
+    dst = positions_in(ids, numpy_of(table.column("dst"))[sel])
+    weight = numpy_of(table.column("weight"))[sel].astype(np.float32)
     kind = kind[sel]
     semantic = kind == int(EdgeKind.SEMANTIC)
     weight[semantic] *= np.float32(cfg.semantic_edge_weight)

@@ -76,6 +76,7 @@ from graphstrata.engine.search.postings import (
 )
 from graphstrata.engine.search.sparse_cache import cached_part, save_part
 from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 
 __all__ = [
     "BM25_B",
@@ -320,7 +321,7 @@ class _Change:
         rows = delta.nodes.select(["id", "kind", "text"])
         dead = delta.dead_nodes
         if dead.size and rows.num_rows:
-            rows = rows.filter(pc.invert(pc.is_in(rows.column("id"), pa.array(dead))))
+            rows = rows.filter(pc.invert(pc.is_in(rows.column("id"), arrow_of(dead))))
         return cls(rows, dead)
 
     @classmethod
@@ -365,12 +366,12 @@ def _advance_part(
     """``part`` with ``change`` applied; rebuilt by ``rebuild`` when its live ids are not
     ``snapshot``'s (never expected: a safety net; no check without a snapshot)."""
     rows = change.rows
-    kinds = rows.column("kind").to_numpy()
-    ids = rows.column("id").to_numpy().astype(np.int64)
+    kinds = numpy_of(rows.column("kind"))
+    ids = numpy_of(rows.column("id")).astype(np.int64)
     mine = kinds == kind
     # A row of another kind whose id was of this kind: the node changed kind.
     dead = np.concatenate([change.dead, ids[~mine]])
-    texts = rows.filter(pa.array(mine)).column("text").to_pylist() if mine.any() else []
+    texts = rows.filter(arrow_of(mine)).column("text").to_pylist() if mine.any() else []
     advanced = part.changed(dead, ids[mine], texts)
     if snapshot is not None and not np.array_equal(
         advanced.live_ids(), snapshot.nodes.ids_of_kind(kind)

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from graphstrata.core import sets
 from graphstrata.core.ids import contains
+from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.store.schema import EDGE_SCHEMA
 from graphstrata.engine.store.tables import empty_table, member
 from graphstrata.engine.types import EdgeKind
@@ -35,19 +36,19 @@ def _split(table: pa.Table) -> tuple[pa.Table, pa.Table]:
     """``(other kinds, lazy kinds)`` of an edge table, each in table order."""
     if table.num_rows == 0:
         return table, table
-    lazy = np.isin(table.column("kind").to_numpy(), np.asarray(LAZY_KINDS, np.uint8))
+    lazy = np.isin(numpy_of(table.column("kind")), np.asarray(LAZY_KINDS, np.uint8))
     if not lazy.any():
         return table, table.slice(0, 0)
-    return table.filter(pa.array(~lazy)), table.filter(pa.array(lazy))
+    return table.filter(arrow_of(~lazy)), table.filter(arrow_of(lazy))
 
 
 def _without(table: pa.Table, dead: np.ndarray) -> pa.Table:
     """The rows of ``table`` with neither end in ``dead`` (sorted)."""
     if not dead.size or not table.num_rows:
         return table
-    src, dst = table.column("src").to_numpy(), table.column("dst").to_numpy()
+    src, dst = numpy_of(table.column("src")), numpy_of(table.column("dst"))
     alive = ~(member(src, dead) | member(dst, dead))
-    return table if alive.all() else table.filter(pa.array(alive))
+    return table if alive.all() else table.filter(arrow_of(alive))
 
 
 class _PendingEdges:
@@ -87,8 +88,8 @@ class _PendingEdges:
         for part, cache in zip(self.parts, self._kinds, strict=True):
             found = cache.get(kind)
             if found is None:
-                at = np.flatnonzero(part.column("kind").to_numpy() == kind)
-                found = (part.column("src").to_numpy()[at], part.column("dst").to_numpy()[at])
+                at = np.flatnonzero(numpy_of(part.column("kind")) == kind)
+                found = (numpy_of(part.column("src"))[at], numpy_of(part.column("dst"))[at])
                 for array in found:
                     array.flags.writeable = False  # shared by the versions that share the part
                 cache[kind] = found

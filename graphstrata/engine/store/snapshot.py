@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.store.edges import EdgeTable
 from graphstrata.engine.store.schema import DOC_SCHEMA, EDGE_SCHEMA, NODE_SCHEMA
 from graphstrata.engine.store.tables import NodeTable, VectorSegment, VectorTable, member
@@ -85,17 +86,17 @@ class Snapshot:
         dead = delta.dead_nodes
         rows = delta.nodes.cast(NODE_SCHEMA)
         if dead.size:
-            rows = rows.filter(pa.array(~np.isin(rows.column("id").to_numpy(), dead)))
+            rows = rows.filter(arrow_of(~np.isin(numpy_of(rows.column("id")), dead)))
         nodes = self.nodes.merged(rows, dead)
         new_edges = delta.edges.cast(EDGE_SCHEMA)
         if new_edges.num_rows:
-            src, dst = new_edges.column("src").to_numpy(), new_edges.column("dst").to_numpy()
-            new_edges = new_edges.filter(pa.array(member(src, nodes.ids) & member(dst, nodes.ids)))
+            src, dst = numpy_of(new_edges.column("src")), numpy_of(new_edges.column("dst"))
+            new_edges = new_edges.filter(arrow_of(member(src, nodes.ids) & member(dst, nodes.ids)))
         edges = self.edge_table.advanced(dead, new_edges)
         docs = pa.concat_tables([self.docs.cast(DOC_SCHEMA), delta.docs.cast(DOC_SCHEMA)])
         if delta.dead_docs.size:
-            gone = np.isin(docs.column("key").to_numpy(), delta.dead_docs)
-            docs = docs.filter(pa.array(~gone))
+            gone = np.isin(numpy_of(docs.column("key")), delta.dead_docs)
+            docs = docs.filter(arrow_of(~gone))
         vectors = self.vectors.advanced(new_vectors, nodes.ids, dead)
         per_node = dict(self.node_state_arrays)
         per_node.update({key: mapping for key, (mapping, _) in delta.node_state.items()})

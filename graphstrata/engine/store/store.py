@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphstrata.core import sets
+from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.store.caches import (
     CACHE_NAMES,
     Caches,
@@ -275,15 +276,13 @@ class Store:
             raise CorruptIndexError(
                 f"{self.root}: vector segment {entry['file']} is unreadable: {exc}"
             ) from exc
-        ids = table.column("id").to_numpy()
-        kinds = table.column("kind").to_numpy()
+        ids = numpy_of(table.column("id"))
+        kinds = numpy_of(table.column("kind"))
         column = table.column("vector")
         if column.num_chunks == 1:
-            flat = column.chunk(0).flatten().to_numpy(zero_copy_only=True)
+            flat = numpy_of(column.chunk(0).flatten())
         else:  # written by us as one batch; tolerate others with a copy
-            flat = np.concatenate(
-                [c.flatten().to_numpy(zero_copy_only=False) for c in column.chunks]
-            )
+            flat = np.concatenate([numpy_of(c.flatten()) for c in column.chunks])
         matrix = flat.reshape(-1, dim)
         return VectorSegment(ids=ids, kinds=kinds, matrix=matrix, version=int(entry["version"]))
 
@@ -307,13 +306,13 @@ class Store:
         segs = self.manifest["segments"]
         dead_nodes = self._read_tables(segs["node_tombstones"], TOMBSTONE_SCHEMA, verify)
         dead_docs = self._read_tables(segs["doc_tombstones"], TOMBSTONE_SCHEMA, verify)
-        dead = sets.unique(dead_nodes.column("id").to_numpy())
+        dead = sets.unique(numpy_of(dead_nodes.column("id")))
         nodes = live_nodes(self._read_tables(segs["nodes"], NODE_SCHEMA, verify), dead)
         edges = live_edges(self._read_tables(segs["edges"], EDGE_SCHEMA, verify), nodes.ids)
         docs = self._read_tables(segs["docs"], DOC_SCHEMA, verify)
         if dead_docs.num_rows:
             docs = docs.filter(
-                pa.array(~np.isin(docs.column("key").to_numpy(), dead_docs.column("id").to_numpy()))
+                arrow_of(~np.isin(numpy_of(docs.column("key")), numpy_of(dead_docs.column("id"))))
             )
         vectors = VectorTable(
             int(self.manifest["embedder"]["dim"]),
@@ -484,10 +483,10 @@ class Store:
         dim = int(self.manifest["embedder"]["dim"])
         dtype = str(self.manifest["config"].get("vector_dtype", "f32"))
         np_dtype = np.float16 if dtype == "f16" else np.float32
-        flat = pa.array(np.ascontiguousarray(matrix, dtype=np_dtype).reshape(-1))
+        flat = arrow_of(np.ascontiguousarray(matrix, dtype=np_dtype).reshape(-1))
         vec = pa.FixedSizeListArray.from_arrays(flat, dim)
         table = pa.Table.from_arrays(
-            [pa.array(ids), pa.array(kinds), vec], schema=vector_schema(dim, dtype)
+            [arrow_of(ids), arrow_of(kinds), vec], schema=vector_schema(dim, dtype)
         )
         # Uncompressed IPC so readers memory-map it and reach numpy without a copy.
         path = self._track(self.root / self._segment_name("vectors", version, "arrow"))

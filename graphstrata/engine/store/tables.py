@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from graphstrata.core import sets
 from graphstrata.core.ids import contains, find_positions
 from graphstrata.core.splice import splice_positions, spliced
+from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 
 
 def empty_table(schema: pa.Schema) -> pa.Table:
@@ -78,15 +79,15 @@ def doc_lists_flat(table: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.nd
     Flattened in Arrow: the doc lists of a hub entity's thousands of units are never
     converted to Python lists one by one.
     """
-    return flatten_doc_lists(table.column("docs").take(pa.array(np.asarray(rows, np.int64))))
+    return flatten_doc_lists(table.column("docs").take(arrow_of(np.asarray(rows, np.int64))))
 
 
 def flatten_doc_lists(lists: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """``(doc key, index into lists)`` of every key of a column of doc lists."""
     if isinstance(lists, pa.ChunkedArray):
         lists = lists.combine_chunks()
-    flat = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
-    parent = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+    flat = numpy_of(pc.list_flatten(lists))
+    parent = numpy_of(pc.list_parent_indices(lists))
     return np.asarray(flat, np.int64), np.asarray(parent, np.int64)
 
 
@@ -105,19 +106,19 @@ def gather_rows(table: pa.Table, at: np.ndarray, columns: Sequence[str] | None =
         return table.slice(0, 0)
     batches = [b for b in table.to_batches() if b.num_rows]
     if len(batches) <= 1:
-        return table.take(pa.array(at))
+        return table.take(arrow_of(at))
     starts = np.cumsum([0] + [b.num_rows for b in batches])
     which = np.searchsorted(starts, at, side="right") - 1
     order = np.argsort(which, kind="stable")
     bounds = np.searchsorted(which[order], np.arange(len(batches) + 1))
     parts = [
-        batch.take(pa.array(at[order[lo:hi]] - starts[b]))
+        batch.take(arrow_of(at[order[lo:hi]] - starts[b]))
         for b, (batch, lo, hi) in enumerate(zip(batches, bounds[:-1], bounds[1:], strict=True))
         if hi > lo
     ]
     back = np.empty_like(order)
     back[order] = np.arange(order.size)
-    return pa.Table.from_batches(parts, schema=table.schema).take(pa.array(back))
+    return pa.Table.from_batches(parts, schema=table.schema).take(arrow_of(back))
 
 
 def live_nodes(table: pa.Table, dead: np.ndarray) -> NodeTable:
@@ -153,12 +154,12 @@ def newest_live_rows(table: pa.Table, dead: np.ndarray) -> np.ndarray | None:
     numpy.ndarray or None
         int64 row numbers; None when that is every row in order.
     """
-    ids = table.column("id").to_numpy()
+    ids = numpy_of(table.column("id"))
     if bool(np.all(ids[1:] > ids[:-1])):  # one sorted segment (a build, a compaction)
         if not dead.size or not member(ids, dead).any():
             return None
         return np.flatnonzero(~member(ids, dead))
-    versions = table.column("version").to_numpy()
+    versions = numpy_of(table.column("version"))
     order = np.lexsort((versions, ids))
     sorted_ids = ids[order]
     last = np.ones(sorted_ids.shape[0], dtype=bool)
@@ -173,12 +174,12 @@ def live_edges(table: pa.Table, live_ids: np.ndarray) -> pa.Table:
     """The edges whose two endpoints are both in ``live_ids`` (ascending, unique)."""
     if table.num_rows == 0:
         return table
-    src = table.column("src").to_numpy()
-    dst = table.column("dst").to_numpy()
+    src = numpy_of(table.column("src"))
+    dst = numpy_of(table.column("dst"))
     mask = member(src, live_ids) & member(dst, live_ids)
     if mask.all():
         return table
-    return table.filter(pa.array(mask))
+    return table.filter(arrow_of(mask))
 
 
 #: The fixed-width node columns a ``NodeTable`` holds as numpy arrays: (column, attribute).
@@ -260,7 +261,7 @@ class NodeTable:
         if fixed is None:
             fixed = {}
             for name, _ in FIXED_COLUMNS:
-                values = rows.column(name).to_numpy()
+                values = numpy_of(rows.column(name))
                 fixed[name] = values if order is None else values[order]
         self.ids: np.ndarray = fixed["id"]
         self.kind: np.ndarray = fixed["kind"]
@@ -291,7 +292,7 @@ class NodeTable:
         rows they referred to and no longer need can be freed."""
         rows, order = self._held
         if order is not None:
-            rows = rows.take(pa.array(order))
+            rows = rows.take(arrow_of(order))
             self._held = (rows, None)
         return rows
 
@@ -419,7 +420,7 @@ class NodeTable:
         live rows into one table when what it refers to is over twice its size, and
         combines the trailing chunks of what it refers to (``CHUNK_MERGE_FACTOR``).
         """
-        row_ids = rows.column("id").to_numpy()
+        row_ids = numpy_of(rows.column("id"))
         leaving = sets.union(dead, row_ids)
         by_id = np.argsort(row_ids, kind="stable")
         new_ids = row_ids[by_id]
@@ -430,9 +431,7 @@ class NodeTable:
         held, order = self._held
         fixed: dict[str, np.ndarray] = {}
         for name, attr in FIXED_COLUMNS:
-            fixed[name] = spliced(
-                getattr(self, attr), drop, at, rows.column(name).to_numpy()[by_id]
-            )
+            fixed[name] = spliced(getattr(self, attr), drop, at, numpy_of(rows.column(name))[by_id])
         old_rows = np.arange(len(self), dtype=np.int64) if order is None else order
         new_order = spliced(old_rows, drop, at, held.num_rows + by_id)
         if rows.num_rows:
