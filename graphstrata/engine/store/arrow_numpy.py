@@ -3,8 +3,9 @@
 pyarrow converts through its pandas compatibility layer (``Array.to_numpy``,
 ``ChunkedArray.to_numpy``, ``pa.array`` of a NumPy array), which imports pandas on its first
 use in a process whenever pandas is installed, as it is here through ray and
-sentence-transformers. That import was 0.4-1.1 s of a fresh process opening an index
-(``python -X importtime``; docs/architecture.md, "Opening"). These functions read and wrap
+sentence-transformers. At load 4 that import took 1.08 s (``python -X importtime``), and a
+fresh process opened a small index in 1.08 s without it against 1.42 s with it
+(docs/architecture.md, "Store"). These functions read and wrap
 the value buffers of null-free fixed-width columns directly (zero copy, like ``to_numpy``
 of such a column) and hand anything else to pyarrow.
 """
