@@ -22,8 +22,8 @@ percentiles for PPR). Numba compile (or cache-load) time is measured on the firs
 reported apart. Writes benchmarks/results/kernels.json and kernels.md and prints the table.
 
 Not named ``kernels.py``: a script's folder comes first on ``sys.path``, and transformers
-probes for the Hugging Face ``kernels`` package, so every benchmark run from this folder
-imported this file instead and the ONNX export of the embedder failed ("cannot import name
+probes for the Hugging Face ``kernels`` package, so a benchmark run from this folder that
+exported the embedder to ONNX imported this file instead, and the export failed ("cannot import name
 'CUDAProperties' from 'kernels'").
 
     python benchmarks/kernel_bench.py            # full run (~5-10 min on 2 cores)

@@ -2,7 +2,7 @@
 
 Why: ``IndexConfig.vector_dtype`` decides how the engine stores vectors and how usearch
 holds them. float32 is the peers' way (hnswlib, FAISS ``HNSWFlat``, LightRAG's nano-vectordb
-and usearch's own default on this CPU all keep float32); the exact float32 scan is the
+keep float32; usearch's own default on this CPU is bfloat16, not measured here); the exact float32 scan is the
 machine's limit for recall (1 by definition) and the brute-force cost a vector database
 avoids.
 

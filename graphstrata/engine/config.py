@@ -338,7 +338,7 @@ class IndexConfig:
     #: build took 0.37 against 0.72 ms per vector for 49k all-MiniLM-L6-v2 vectors and 0.80
     #: against 1.37 ms for 200k hashing vectors; a one-query search 1.18 against 1.58 ms and
     #: 2.29 against 4.18 ms; recall of the exact top 50 0.9847 for both and 0.6722 against
-    #: 0.6725. int8 lost 3-11 points of recall. Every product and score is float32; indexes
+    #: 0.6725. int8 lost 3-12 points of recall. Every product and score is float32; indexes
     #: record theirs (an f32 index stays f32).
     vector_dtype: str = "f16"
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)

@@ -278,11 +278,10 @@ class Store:
             ) from exc
         ids = numpy_of(table.column("id"))
         kinds = numpy_of(table.column("kind"))
+        # Written by us as one batch: viewed without a copy (several chunks are concatenated).
         column = table.column("vector")
-        if column.num_chunks == 1:
-            flat = numpy_of(column.chunk(0).flatten())
-        else:  # written by us as one batch; tolerate others with a copy
-            flat = np.concatenate([numpy_of(c.flatten()) for c in column.chunks])
+        values = [c.flatten() for c in column.chunks]
+        flat = numpy_of(pa.chunked_array(values, column.type.value_type))
         matrix = flat.reshape(-1, dim)
         return VectorSegment(ids=ids, kinds=kinds, matrix=matrix, version=int(entry["version"]))
 
