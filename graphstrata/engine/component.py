@@ -310,7 +310,8 @@ class UpdateContext:
         Returns
         -------
         numpy.ndarray
-            float32 ``[len(texts), dim]``, row i the vector of ``ids[i]``.
+            float32 ``[len(texts), dim]``, row i the vector of ``ids[i]`` at the index's
+            storage precision (``Delta.as_stored``).
         """
         ids = np.asarray(ids, dtype=np.int64)
         if ids.shape[0] != len(texts):
@@ -354,6 +355,8 @@ class UpdateContext:
             self.report.chunks_embedded += len(unique)
             if reuse_rows:
                 self.report.notes.append(f"reused {len(reuse_rows)} chunk vectors")
+        # From here on this operation sees the vectors as stored, as every later one will.
+        out = self.delta.as_stored(out)
         self.delta.add_vectors(ids, int(kind), out)
         for node_id, key, row in zip(ids.tolist(), keys, out, strict=True):
             self._pending_vectors[node_id] = row

@@ -383,6 +383,63 @@ def test_bounds_hold_after_any_inserts_and_deletes(
             check_hierarchy(index, config)
 
 
+def vector_on_a_float16_edge(h: np.ndarray, others: np.ndarray, dim: int) -> np.ndarray:
+    """A unit float32 vector whose projection on ``h`` is positive, but negative once the vector
+    is rounded to float16 (and whose other bits keep their sign), so that its LSH code
+    depends on the precision it is hashed at."""
+    rng = np.random.default_rng(7)
+    unit = h / np.linalg.norm(h)
+    for _ in range(10_000):
+        u = rng.standard_normal(dim).astype(np.float32)
+        u -= (u @ unit) * unit
+        u /= np.linalg.norm(u)
+        v = (u + 1e-7 * unit).astype(np.float32)
+        stored = v.astype(np.float16).astype(np.float32)
+        if v @ h > 0 > stored @ h and np.all((others @ v > 0) == (others @ stored > 0)):
+            return v
+    raise AssertionError("no vector found on the float16 edge")
+
+
+def test_codes_are_those_of_the_stored_float16_vectors(tmp_path, hashing_embedder, sample_docs):
+    """With float16 storage (the default) a new node's code is computed from its vector as
+    stored: a chunk whose float32 and float16 vectors hash differently gets the float16 code,
+    which a later operation recomputes from the stored vector (a CI failure of the property
+    test above, 1 code in 32, before ``Delta.as_stored``)."""
+    config = small_config()
+    assert config.vector_dtype == "f16"
+    index = new_index(tmp_path / "idx", hashing_embedder, config)
+    index.insert(sample_docs[:12])
+    planes = index.engine.state.snapshot.hyperplanes
+    edge = vector_on_a_float16_edge(planes[0], planes[1:], hashing_embedder.dim)
+
+    class EdgeEmbedder:
+        """The hashing embedder, except that a text naming Zyxwv embeds to ``edge``."""
+
+        name, dim, max_input_tokens = (
+            hashing_embedder.name,
+            hashing_embedder.dim,
+            hashing_embedder.max_input_tokens,
+        )
+        compatible_names = hashing_embedder.compatible_names
+
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            out = hashing_embedder.embed(texts)
+            out[["Zyxwv" in t for t in texts]] = edge
+            return out
+
+    index.engine.embedder = EdgeEmbedder()
+    index.insert([{"doc_id": "edge.md", "text": "Zyxwv is a name on the edge of a hyperplane."}])
+    nodes = index.engine.state.snapshot.nodes
+    (row,) = np.flatnonzero(
+        (nodes.kind == T) & np.array(["Zyxwv" in t for t in nodes.text_of(nodes.ids)])
+    )
+    stored = index.engine.state.snapshot.vectors.get(nodes.ids[[row]])
+    assert int(project_codes(edge[None], planes)[0]) & 1 == 1  # the float32 vector's bit
+    assert int(nodes.code[row]) == int(project_codes(stored, planes)[0])
+    assert int(nodes.code[row]) & 1 == 0
+    check_hierarchy(index, config)
+
+
 def test_failed_summary_call_commits_nothing(tmp_path, hashing_embedder, sample_docs):
     class FailingLLM(ExtractiveLLM):
         fail = False

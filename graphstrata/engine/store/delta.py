@@ -15,7 +15,12 @@ import pyarrow as pa
 
 from graphstrata.core import sets
 from graphstrata.engine.store.node_state import NodeState, normalize, patch
-from graphstrata.engine.store.schema import DOC_SCHEMA, EDGE_SCHEMA, NODE_SCHEMA
+from graphstrata.engine.store.schema import (
+    DOC_SCHEMA,
+    EDGE_SCHEMA,
+    NODE_SCHEMA,
+    vector_numpy_dtype,
+)
 from graphstrata.engine.store.tables import empty_table
 
 
@@ -178,6 +183,17 @@ class Delta:
                 schema=EDGE_SCHEMA,
             )
         )
+
+    def as_stored(self, matrix: np.ndarray) -> np.ndarray:
+        """float32 ``matrix`` rounded to the precision the index stores vectors in.
+
+        LSH codes, tie-breaks and edges computed from a new vector must be the ones a later
+        operation computes from the same vector read back: with float16 storage a
+        projection within float16 rounding of zero flips its bit otherwise.
+        """
+        matrix = np.asarray(matrix, dtype=np.float32)
+        stored = vector_numpy_dtype(self.vector_dtype)
+        return matrix if stored is np.float32 else matrix.astype(stored).astype(np.float32)
 
     def add_vectors(self, ids: np.ndarray, kinds: np.ndarray | int, matrix: np.ndarray) -> None:
         """Record the vectors ``matrix`` (``[len(ids), dim]``) of new nodes of ``kinds``."""

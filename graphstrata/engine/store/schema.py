@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 NODE_SCHEMA = pa.schema(
@@ -43,6 +44,11 @@ DOC_SCHEMA = pa.schema(
 )
 
 TOMBSTONE_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+
+
+def vector_numpy_dtype(dtype: str) -> type[np.floating]:
+    """The NumPy type of stored vectors: float16 for ``"f16"``, float32 for ``"f32"``."""
+    return np.float16 if dtype == "f16" else np.float32
 
 
 def vector_schema(dim: int, dtype: str = "f32") -> pa.Schema:

@@ -66,6 +66,7 @@ from graphstrata.engine.store.schema import (
     EDGE_SCHEMA,
     NODE_SCHEMA,
     TOMBSTONE_SCHEMA,
+    vector_numpy_dtype,
     vector_schema,
 )
 from graphstrata.engine.store.segments import (
@@ -481,8 +482,7 @@ class Store:
     ) -> dict[str, Any]:
         dim = int(self.manifest["embedder"]["dim"])
         dtype = str(self.manifest["config"].get("vector_dtype", "f32"))
-        np_dtype = np.float16 if dtype == "f16" else np.float32
-        flat = arrow_of(np.ascontiguousarray(matrix, dtype=np_dtype).reshape(-1))
+        flat = arrow_of(np.ascontiguousarray(matrix, dtype=vector_numpy_dtype(dtype)).reshape(-1))
         vec = pa.FixedSizeListArray.from_arrays(flat, dim)
         table = pa.Table.from_arrays(
             [arrow_of(ids), arrow_of(kinds), vec], schema=vector_schema(dim, dtype)
