@@ -1,4 +1,5 @@
-"""The usearch HNSW storage types side by side: float32, float16 and int8, with the exact scan.
+"""The usearch HNSW storage types side by side: float32, float16 and int8, with the exact scan;
+and float16 (the engine's default) at the query-time expansions around its default.
 
 Why: ``IndexConfig.vector_dtype`` decides how the engine stores vectors and how usearch
 holds them. float32 is the peers' way (hnswlib, FAISS ``HNSWFlat``, LightRAG's nano-vectordb
@@ -10,9 +11,11 @@ Per vector set and size, on the same vectors and queries:
 
 * build: seconds per vector of a single-thread insert (the engine links its HNSW graphs on
   one thread so that builds are reproducible, ``engine/vectors.py`` ``ADD_THREADS``);
-* search: p50 / p99 of a one-query search on the calling thread at ef 128 (how a retrieval
-  searches), rounds alternating the contenders query by query so that the load of a shared
-  machine hits them alike;
+* search: p50 / p99 of a one-query search on the calling thread, rounds alternating the
+  contenders query by query so that the load of a shared machine hits them alike; every
+  storage type at ef 128, float16 also at 64 (``SearchConfig.expansion_search``, usearch's
+  own default) and 96: one float16 index searched at each (the expansion is a query-time
+  setting);
 * recall@k: the share of the exact float32 top k (inner product) each one returns;
 * bytes: the saved index (vectors and graph; what the engine's ``vcache/`` files hold).
 
@@ -49,7 +52,8 @@ from graphstrata.core.ann import hnsw_index, match_arrays  # noqa: E402
 RESULTS = REPO / "benchmarks" / "results"
 MINILM_CACHE = REPO / "build" / "bench-indexes" / "embed-cache" / "minilm-onnx.f32"
 DTYPES = ("f32", "f16", "i8")
-EF = 128
+#: (storage type, query-time expansion) of each HNSW contender.
+CONTENDERS = (("f32", 128), ("f16", 128), ("f16", 96), ("f16", 64), ("i8", 128))
 K = 50
 
 
@@ -86,41 +90,49 @@ def measure_set(name: str, x: np.ndarray, n_queries: int, rounds: int) -> list[d
     k = min(K, base.shape[0])
     truth = exact_top(base, queries, k)
     indexes: dict[str, Any] = {}
-    rows: dict[str, dict[str, Any]] = {}
+    built: dict[str, dict[str, Any]] = {}
     for dt in DTYPES:
-        index = hnsw_index(base.shape[1], dt, EF)
+        index = hnsw_index(base.shape[1], dt, 128)
         t0 = time.perf_counter()
         index.add(ids, base, threads=1)
         build = time.perf_counter() - t0
         indexes[dt] = index
-        rows[dt] = {
-            "set": name,
-            "vectors": int(base.shape[0]),
-            "contender": f"HNSW {dt}",
+        built[dt] = {
             "build_ms_per_vector": round(build / base.shape[0] * 1e3, 4),
             "bytes": len(index.save()),
             "load_build": round(os.getloadavg()[0], 2),
         }
         print(f"  {name} {base.shape[0]} {dt}: build {build:.1f} s", file=sys.stderr, flush=True)
-    lat: dict[str, list[float]] = {c: [] for c in (*DTYPES, "exact")}
-    found = {dt: 0 for dt in DTYPES}
+    lat: dict[Any, list[float]] = {c: [] for c in (*CONTENDERS, "exact")}
+    found = dict.fromkeys(CONTENDERS, 0)
     for r in range(rounds):
         for i in range(n_queries):
             q = queries[i : i + 1]
-            for dt in DTYPES:
+            for dt, ef in CONTENDERS:
+                index = indexes[dt]
+                index.expansion_search = ef
                 t0 = time.perf_counter()
-                matches = indexes[dt].search(q, k, threads=1)
-                lat[dt].append(time.perf_counter() - t0)
+                matches = index.search(q, k, threads=1)
+                lat[(dt, ef)].append(time.perf_counter() - t0)
                 if r == 0:
                     keys, _, valid = match_arrays(matches, 1, k)
-                    found[dt] += np.intersect1d(keys[0][valid[0]], truth[i]).size
+                    found[(dt, ef)] += np.intersect1d(keys[0][valid[0]], truth[i]).size
             t0 = time.perf_counter()
             exact_top(base, q, k)
             lat["exact"].append(time.perf_counter() - t0)
     load = round(os.getloadavg()[0], 2)
-    for dt in DTYPES:
-        rows[dt].update(_latency(lat[dt]), recall=round(found[dt] / (k * n_queries), 4))
-        rows[dt]["load_search"] = load
+    rows = [
+        {
+            "set": name,
+            "vectors": int(base.shape[0]),
+            "contender": f"HNSW {dt} ef {ef}",
+            **built[dt],
+            **_latency(lat[(dt, ef)]),
+            "recall": round(found[(dt, ef)] / (k * n_queries), 4),
+            "load_search": load,
+        }
+        for dt, ef in CONTENDERS
+    ]
     exact = {
         "set": name,
         "vectors": int(base.shape[0]),
@@ -132,7 +144,7 @@ def measure_set(name: str, x: np.ndarray, n_queries: int, rounds: int) -> list[d
         "load_search": load,
         **_latency(lat["exact"]),
     }
-    return [*rows.values(), exact]
+    return [*rows, exact]
 
 
 def _latency(samples: list[float]) -> dict[str, float]:
@@ -157,11 +169,13 @@ def write_report(result: dict[str, Any]) -> None:
         for r in result["rows"]
     )
     text = (
-        "# Vector storage types: float32, float16, int8 usearch HNSW and the exact scan\n\n"
+        "# Vector storage types and query-time expansion: usearch HNSW and the exact scan\n\n"
         f"Generated by `benchmarks/vector_dtype.py` ({result['command']}), code {result['code']}, "
-        f"{result['date']}. One thread, ef {EF}, {result['queries']} held-out queries x "
+        f"{result['date']}. One thread, {result['queries']} held-out queries x "
         f"{result['rounds']} rounds, contenders alternating query by query. Recall is the share "
-        f"of the exact float32 top {K} returned. Load: the 1-minute load average after the "
+        f"of the exact float32 top {K} returned. One index per storage type (built on one thread, "
+        "build-time expansion 128): its build and size columns repeat on each of its expansion "
+        "rows. Load: the 1-minute load average after the "
         "builds and after the searches (2 shared cores).\n\n" + head + body
     )
     (RESULTS / "vector_dtype.md").write_text(text)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["Index", "IndexConfig", "__version__"]
+__all__ = ["Index", "IndexConfig", "SearchConfig", "__version__"]
 
 
 def __getattr__(name: str):  # lazy: importing the package must not load torch
@@ -19,4 +19,8 @@ def __getattr__(name: str):  # lazy: importing the package must not load torch
         from graphstrata.engine.config import IndexConfig
 
         return IndexConfig
+    if name == "SearchConfig":
+        from graphstrata.engine.config import SearchConfig
+
+        return SearchConfig
     raise AttributeError(name)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from graphstrata.bindings.backend_choice import Backends, resolve_backends
-from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.config import IndexConfig, SearchConfig
 from graphstrata.engine.documents import read_documents
 from graphstrata.engine.index import Engine, QueryResult
 from graphstrata.engine.interfaces import LLM, Embedder
@@ -85,12 +85,16 @@ class Index:
         llm: str | LLM | None = None,
         version: int | None = None,
         use_cache: bool = True,
+        search: SearchConfig | None = None,
     ) -> Index:
         """Open an existing index (the newest version, or a pinned ``version``).
 
         The backends follow :func:`resolve_backends`: the LLM is the argument, else
         ``GRAPHSTRATA_LLM``, else the one recorded in the index; the embedder is the one that
         built the index unless the argument or ``GRAPHSTRATA_EMBEDDER`` names a compatible one.
+        ``search`` replaces the query defaults recorded at creation (budget, top k, HNSW
+        expansion) for this process, e.g. ``SearchConfig()`` for this release's defaults;
+        the index keeps its own.
 
         Raises
         ------
@@ -107,7 +111,7 @@ class Index:
             cache_path=Path(path) / LLM_CACHE_FILE,
             use_cache=use_cache,
         )
-        return cls(Engine.open(path, chosen.embedder, chosen.llm, version=version))
+        return cls(Engine.open(path, chosen.embedder, chosen.llm, version=version, search=search))
 
     @classmethod
     def open_or_create(

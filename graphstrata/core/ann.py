@@ -19,7 +19,7 @@ CONNECTIVITY = 16
 EXPANSION_ADD = 128
 
 
-def hnsw_index(dim: int, dtype: str = "f32", expansion_search: int = 128) -> UsearchIndex:
+def hnsw_index(dim: int, dtype: str, expansion_search: int) -> UsearchIndex:
     """An empty inner-product HNSW index.
 
     Parameters
@@ -29,7 +29,8 @@ def hnsw_index(dim: int, dtype: str = "f32", expansion_search: int = 128) -> Use
     dtype : str
         usearch's storage type; explicit because its default depends on the CPU's features.
     expansion_search : int
-        Query-time expansion (ef): higher is closer to exact and slower.
+        Query-time expansion (ef): higher is closer to exact and slower (the engine's
+        default: ``SearchConfig.expansion_search``).
     """
     return UsearchIndex(
         ndim=dim,

@@ -218,8 +218,16 @@ class SearchConfig:
     budget_tokens: int = 2000
     #: Candidates fetched from the vector index before packing under the budget.
     top_k: int = 50
-    #: usearch's query-time expansion (ef); higher = closer to exact.
-    expansion_search: int = 128
+    #: usearch's query-time expansion (ef): candidates kept while walking the HNSW graph;
+    #: higher = closer to exact, slower (usearch's own default is 64; ``top_k`` above it
+    #: searches with ``top_k``). 128 until this was measured: retrieval quality at 64 was the
+    #: same on HotpotQA (every column) and on MultiHop-RAG (naive fact recall 0.629 against
+    #: 0.630, the rest within 0.001; ``benchmarks/retrieval.py --budgets 2000 --no-sweep``
+    #: with each value, build/scratch/retrieval_ef.py), and a dense list of the 1M scale
+    #: index took 0.74 ms against 1.40 ms (build/scratch/ef_sweep.py). Recall of the exact top
+    #: 50 per value: benchmarks/results/vector_dtype.md. Indexes keep the value they were
+    #: created with; ``Index.open(path, search=SearchConfig())`` searches one with these.
+    expansion_search: int = 64
 
 
 @dataclass

@@ -9,6 +9,7 @@ atomically after a commit, so concurrent queries never see a half-applied change
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import threading
 import time
@@ -32,7 +33,7 @@ from graphstrata.engine.component import (
     TextIndex,
     UpdateContext,
 )
-from graphstrata.engine.config import ConfigError, IndexConfig
+from graphstrata.engine.config import ConfigError, IndexConfig, SearchConfig
 from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
 from graphstrata.engine.ingest import add_docs, doc_lookup, remove_docs
 from graphstrata.engine.interfaces import LLM, Embedder, LLMRequest
@@ -220,10 +221,18 @@ class Engine:
         llm: LLM,
         version: int | None = None,
         components: list[Component] | None = None,
+        search: SearchConfig | None = None,
     ) -> Engine:
-        """Open an index (its current or a pinned ``version``) with the embedder that built it."""
+        """Open an index (its current or a pinned ``version``) with the embedder that built it.
+
+        ``search`` replaces the query defaults recorded at creation (``IndexConfig.search``:
+        budget, top k, HNSW expansion) for this process only; the index is not changed.
+        Every other section shapes what is stored and stays as recorded.
+        """
         store = Store.open(path, version=version)
         config = IndexConfig.from_dict(store.manifest["config"])
+        if search is not None:
+            config = dataclasses.replace(config, search=search)
         check_embedder(store.manifest, embedder)
         return cls(store, config, embedder, llm, components)
 

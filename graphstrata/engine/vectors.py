@@ -27,8 +27,11 @@ from graphstrata.core import ids as core_ids
 from graphstrata.core import sets
 from graphstrata.core.ann import hnsw_index, match_arrays
 from graphstrata.core.knn import best_per_query
+from graphstrata.engine.config import SearchConfig
 from graphstrata.engine.store import VectorTable
 
+#: The HNSW query-time expansion of a VectorIndex made without one (the config's default).
+DEFAULT_EXPANSION = SearchConfig.expansion_search
 #: Below this many vectors a kind is searched exactly (brute force is faster and exact).
 EXACT_BELOW = 4096
 #: usearch threads that insert into an HNSW graph. One: a multi-threaded insert links the
@@ -164,7 +167,7 @@ class _Exact:
 class VectorIndex:
     """usearch indexes keyed by node kind; vectors are L2-normalized so inner product = cosine."""
 
-    def __init__(self, dim: int, dtype: str = "f32", expansion_search: int = 128):
+    def __init__(self, dim: int, dtype: str = "f32", expansion_search: int = DEFAULT_EXPANSION):
         self.dim = dim
         self.dtype = dtype
         self.expansion_search = expansion_search
@@ -181,7 +184,7 @@ class VectorIndex:
     # construction ---------------------------------------------------------------------------
     @classmethod
     def build(
-        cls, vectors: VectorTable, dtype: str = "f32", expansion_search: int = 128
+        cls, vectors: VectorTable, dtype: str = "f32", expansion_search: int = DEFAULT_EXPANSION
     ) -> VectorIndex:
         """Index every live vector of a version from scratch."""
         vi = cls(vectors.dim, dtype, expansion_search)
@@ -202,7 +205,7 @@ class VectorIndex:
         vectors: VectorTable,
         cache_version: int,
         dtype: str = "f32",
-        expansion_search: int = 128,
+        expansion_search: int = DEFAULT_EXPANSION,
     ) -> VectorIndex:
         """Map the cache files written at ``cache_version`` and bring them to ``vectors``.
 
@@ -240,7 +243,7 @@ class VectorIndex:
         vectors: VectorTable,
         cache_version: int,
         dtype: str = "f32",
-        expansion_search: int = 128,
+        expansion_search: int = DEFAULT_EXPANSION,
     ) -> VectorIndex:
         """As :meth:`restore`, from the one ``.npz`` of every kind that indexes written
         before the per-kind files keep until their cache is next written (read into memory:

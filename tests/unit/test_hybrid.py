@@ -274,9 +274,11 @@ def test_every_mode_reports_tokens_by_kind(tmp_path, hashing_embedder, sample_do
             assert tokens == sum(h.tokens for h in result.nodes if h.kind == kind)
 
 
-def _answers(index: Index, questions: list[str]) -> list[list[tuple[int, float]]]:
+def _answers(
+    index: Index, questions: list[str], mode: str = "hybrid"
+) -> list[list[tuple[int, float]]]:
     return [
-        [(h.id, round(h.score, 6)) for h in index.query(q, mode="hybrid", budget_tokens=800).nodes]
+        [(h.id, round(h.score, 6)) for h in index.query(q, mode=mode, budget_tokens=800).nodes]
         for q in questions
     ]
 
@@ -318,6 +320,42 @@ def test_lists_searched_side_by_side_answer_as_one_after_the_other(index, monkey
         release.set()
         for b in blockers:
             b.result()
+
+
+def test_summaries_bm25_list_is_searched_beside_the_chunks(
+    tmp_path, hashing_embedder, sample_docs, monkeypatch
+):
+    """``collapsed`` searches chunks and summaries: the worker takes the dense lists and the
+    summaries' BM25 list (the kind with fewer documents), the calling thread the chunks'
+    BM25 list; the hits are those of searching all four in turn."""
+    import threading
+
+    import graphstrata.engine.search.hybrid as hybrid
+
+    cfg = config()
+    cfg.hierarchy.enabled = True
+    index = Index.create(tmp_path / "h", cfg, embedder=hashing_embedder, llm="extractive")
+    index.insert(sample_docs)
+    questions = [QUESTION, "Meridian Optics lenses", "observatory funding council"]
+    monkeypatch.setattr(hybrid, "PARALLEL_LISTS_MIN", 10**12)
+    in_turn = _answers(index, questions, "collapsed")
+    nodes = index.engine.state.snapshot.nodes
+    assert nodes.ids_of_kind(int(NodeKind.L)).size  # there are summaries to search
+    monkeypatch.setattr(hybrid, "PARALLEL_LISTS_MIN", 0)
+    kinds_on: dict[int, set[str]] = {}
+    real = SparseIndex.search_kind
+
+    def recorded(self, text, kind, k):
+        kinds_on.setdefault(int(kind), set()).add(threading.current_thread().name[:8])
+        return real(self, text, kind, k)
+
+    monkeypatch.setattr(SparseIndex, "search_kind", recorded)
+    for _ in range(10):  # a worker that has not started when BM25 is done is taken back
+        assert _answers(index, questions, "collapsed") == in_turn
+        if "gs-dense" in kinds_on.get(int(NodeKind.L), set()):
+            break
+    assert "gs-dense" in kinds_on[int(NodeKind.L)]
+    assert kinds_on[int(NodeKind.T)] == {threading.current_thread().name[:8]}
 
 
 def test_packing_reads_only_the_texts_it_compares(index, monkeypatch):

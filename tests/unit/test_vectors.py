@@ -210,3 +210,27 @@ def test_an_index_keeps_the_vector_type_it_was_built_with(make_index, sample_doc
         assert state.snapshot.vectors.of_kind(int(NodeKind.T))[1].dtype == np.float32
         hits[dtype] = [h.id for h in reopened.query("Halvorsen Observatory", mode="naive").nodes]
     assert hits["f16"] == hits["f32"] and hits["f16"]
+
+
+def test_open_with_other_search_defaults_leaves_the_index_as_it_was(make_index, sample_docs):
+    """``Index.open(search=...)`` searches with other query defaults (HNSW expansion, top k)
+    in this process; the manifest, and so the next plain open, keeps the recorded ones."""
+    import json
+
+    from graphstrata.bindings.api import Index
+    from graphstrata.engine.config import SearchConfig
+
+    index = make_index({"search": {"expansion_search": 96}}, name="ef")
+    index.insert(sample_docs)
+    tuned = Index.open(index.path, search=SearchConfig(top_k=7, expansion_search=33))
+    assert tuned.engine.config.search == SearchConfig(top_k=7, expansion_search=33)
+    vectors = tuned.engine.state.vectors
+    assert vectors.expansion_search == 33
+    assert {i.expansion_search for i in vectors.by_kind.values()} == {33}
+    assert len(tuned.query("Halvorsen Observatory", mode="naive").nodes) <= 7
+    tuned.insert([{"doc_id": "more.md", "text": "A later note on the observatory."}])
+    recorded = json.loads((index.path / "manifest.json").read_text())["config"]["search"]
+    assert recorded["expansion_search"] == 96 and recorded["top_k"] == 50
+    plain = Index.open(index.path)
+    assert plain.engine.config.search.expansion_search == 96
+    assert {i.expansion_search for i in plain.engine.state.vectors.by_kind.values()} == {96}

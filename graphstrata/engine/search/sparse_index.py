@@ -221,17 +221,29 @@ class SparseIndex:
         tuple of numpy.ndarray
             Node ids (int64) and scores (float32), best first; equal scores in ascending id.
         """
+        return self.merged([self.search_kind(text, kind, k) for kind in kinds], k)
+
+    def search_kind(self, text: str, kind: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`search` over one kind; :meth:`merged` joins such lists (searched on other
+        threads, say) into what :meth:`search` over their kinds returns."""
         k = int(k)
         if k <= 0 or not query_words(text):
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        found = [self.part(kind).search(text, k, self.k1, self.b) for kind in kinds]
+        return self.part(kind).search(text, k, self.k1, self.b)
+
+    @staticmethod
+    def merged(
+        found: Sequence[tuple[np.ndarray, np.ndarray]], k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best of per-kind lists: best first, equal scores in ascending id (so the
+        order of the lists does not matter)."""
         if len(found) == 1:
             return found[0]
         if not found:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         ids = np.concatenate([f[0] for f in found])
         scores = np.concatenate([f[1] for f in found])
-        order = np.lexsort((ids, -scores.astype(np.float64)))[:k]
+        order = np.lexsort((ids, -scores.astype(np.float64)))[: int(k)]
         return ids[order], scores[order]
 
     def score(self, text: str, ids: np.ndarray) -> np.ndarray:
