@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from graphstrata.engine.store import (
@@ -632,3 +634,41 @@ def test_merged_tail_keeps_the_rows_and_few_chunks(seed):
         )
         assert table.column("id").to_pylist() == want
         assert table.column("id").num_chunks <= 3 + int(np.log2(max(len(want), 1)))
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_row_reads_across_chunks_equal_the_oracle(ordered):
+    """``texts_at`` / ``docs_at`` of rows spread over many Arrow chunks, with and without an
+    order (rows held out of id order), one by one and gathered, against Python lists."""
+    from graphstrata.engine.store.schema import NODE_SCHEMA
+    from graphstrata.engine.store.tables import ROW_BY_ROW_BELOW, NodeTable
+
+    rng = np.random.default_rng(5)
+    n = 300
+    ids = np.arange(n, dtype=np.int64) * 3
+    texts = [f"node {i} " + "é" * int(rng.integers(0, 5)) for i in range(n)]
+    docs = [rng.integers(0, 50, int(rng.integers(0, 4))).tolist() for _ in range(n)]
+    held = np.arange(n) if ordered else rng.permutation(n)  # held row -> position in id order
+    columns = {
+        "id": ids[held],
+        "kind": np.ones(n, np.uint8),
+        "layer": np.zeros(n, np.uint8),
+        "text": [texts[i] for i in held],
+        "tokens": np.ones(n, np.int32),
+        "docs": [docs[i] for i in held],
+        "code": np.zeros(n, np.uint64),
+        "parent": np.full(n, -1, np.int64),
+        "version": np.ones(n, np.int64),
+    }
+    whole = pa.table(columns, schema=NODE_SCHEMA)
+    cuts = [0, 1, 2, 40, 41, 170, n]  # chunks of 1, 1, 38, 1, 129 and 130 rows
+    rows_table = pa.concat_tables([whole.slice(a, b - a) for a, b in itertools.pairwise(cuts)])
+    order = None if ordered else np.argsort(held)  # position in id order -> held row
+    nodes = NodeTable(rows_table, order)
+    assert nodes.ids.tolist() == ids.tolist()
+    for size in (1, 5, ROW_BY_ROW_BELOW - 1, ROW_BY_ROW_BELOW, n):
+        rows = rng.integers(0, n, size)
+        assert nodes.texts_at(rows) == [texts[r] for r in rows]
+        assert nodes.docs_at(rows) == [docs[r] for r in rows]
+    with pytest.raises(IndexError):
+        nodes.texts_at(np.array([n]))
