@@ -672,3 +672,31 @@ def test_row_reads_across_chunks_equal_the_oracle(ordered):
         assert nodes.docs_at(rows) == [docs[r] for r in rows]
     with pytest.raises(IndexError):
         nodes.texts_at(np.array([n]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_vector_reads_across_segments_equal_the_oracle(dtype):
+    """``VectorTable.get`` of ids spread over many segments, in any order and repeated, is
+    each id's row as float32 (ids are never reused); a dead id raises."""
+    rng = np.random.default_rng(11)
+    dim, segments, row_of = 6, [], {}
+    next_id = 0
+    for version in range(1, 13):
+        n = int(rng.integers(1, 9))
+        ids = np.arange(next_id, next_id + n, dtype=np.int64)
+        next_id += n
+        matrix = rng.standard_normal((ids.size, dim)).astype(dtype)
+        segments.append(VectorSegment(ids, np.ones(ids.size, np.uint8), matrix, version))
+        for i, node in enumerate(ids.tolist()):
+            row_of[node] = matrix[i].astype(np.float32)
+    dead = rng.choice(next_id, size=5, replace=False)
+    live = np.asarray(sorted(set(row_of) - set(dead.tolist())), np.int64)
+    table = VectorTable(dim, segments, live)
+    for size in (0, 1, 7, 60):
+        want = rng.choice(live, size=size, replace=True)
+        got = table.get(want)
+        assert got.dtype == np.float32 and got.shape == (size, dim)
+        for row, node in zip(got, want.tolist(), strict=True):
+            np.testing.assert_array_equal(row, row_of[node])
+    with pytest.raises(KeyError):
+        table.get(np.asarray([live[0], dead[0]]))
