@@ -247,8 +247,9 @@ def open_engine(path: Path, embedder: Any, llm: Any, components: list[Any]) -> A
     from graphstrata.engine.config import IndexConfig
     from graphstrata.engine.index import Engine
 
-    engine = Engine.open(path, embedder, llm, components=components)
     fresh = IndexConfig()
+    # the search section at open: the HNSW indexes take its expansion as they are opened
+    engine = Engine.open(path, embedder, llm, components=components, search=fresh.search)
     for section in QUERY_SECTIONS:  # views read engine.config at query time
         setattr(engine.config, section, getattr(fresh, section))
     return engine
