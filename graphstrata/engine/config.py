@@ -221,7 +221,7 @@ class SearchConfig:
     #: usearch's query-time expansion (ef): candidates kept while walking the HNSW graph;
     #: higher = closer to exact, slower (usearch's own default is 64; ``top_k`` above it
     #: searches with ``top_k``). 128 until this was measured: retrieval quality at 64 was
-    #: within 0.001 of it on MultiHop-RAG (naive fact recall 0.629 against 0.630; its 8,144
+    #: within 0.001 of it on MultiHop-RAG (naive doc recall 0.629 against 0.630; its 8,144
     #: chunks are searched by HNSW) and the same on HotpotQA (every column; there only the
     #: heterograph's entities and relationships exceed ``EXACT_BELOW``), by
     #: ``benchmarks/retrieval.py --budgets 2000 --no-sweep`` at each value

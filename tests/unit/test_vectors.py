@@ -217,8 +217,7 @@ def test_open_with_other_search_defaults_leaves_the_index_as_it_was(make_index, 
     in this process; the manifest, and so the next plain open, keeps the recorded ones."""
     import json
 
-    from graphstrata.bindings.api import Index
-    from graphstrata.engine.config import SearchConfig
+    from graphstrata import Index, SearchConfig  # the package's own exports
 
     index = make_index({"search": {"expansion_search": 96}}, name="ef")
     index.insert(sample_docs)
