@@ -248,10 +248,12 @@ def open_engine(path: Path, embedder: Any, llm: Any, components: list[Any]) -> A
     from graphstrata.engine.index import Engine
 
     fresh = IndexConfig()
-    # the search section at open: the HNSW indexes take its expansion as they are opened
+    # the search section at open (the HNSW indexes take its expansion as they are opened);
+    # the others are read by the views at query time
     engine = Engine.open(path, embedder, llm, components=components, search=fresh.search)
-    for section in QUERY_SECTIONS:  # views read engine.config at query time
-        setattr(engine.config, section, getattr(fresh, section))
+    for section in QUERY_SECTIONS:
+        if section != "search":
+            setattr(engine.config, section, getattr(fresh, section))
     return engine
 
 

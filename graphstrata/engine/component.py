@@ -311,7 +311,7 @@ class UpdateContext:
         -------
         numpy.ndarray
             float32 ``[len(texts), dim]``, row i the vector of ``ids[i]`` at the index's
-            storage precision (``Delta.as_stored``).
+            storage precision (``Delta.add_vectors``).
         """
         ids = np.asarray(ids, dtype=np.int64)
         if ids.shape[0] != len(texts):
@@ -356,8 +356,7 @@ class UpdateContext:
             if reuse_rows:
                 self.report.notes.append(f"reused {len(reuse_rows)} chunk vectors")
         # From here on this operation sees the vectors as stored, as every later one will.
-        out = self.delta.as_stored(out)
-        self.delta.add_vectors(ids, int(kind), out)
+        out = self.delta.add_vectors(ids, int(kind), out)
         for node_id, key, row in zip(ids.tolist(), keys, out, strict=True):
             self._pending_vectors[node_id] = row
             self._pending_texts[(int(kind), key)] = row

@@ -219,11 +219,12 @@ class SearchConfig:
     #: Candidates fetched from the vector index before packing under the budget.
     top_k: int = 50
     #: usearch's query-time expansion (ef): candidates kept while walking the HNSW graph;
-    #: higher = closer to exact, slower (usearch's own default is 64; ``top_k`` above it
-    #: searches with ``top_k``). 128 until this was measured: retrieval quality at 64 was
-    #: within 0.001 of it on MultiHop-RAG (naive doc recall 0.629 against 0.630; its 8,144
-    #: chunks are searched by HNSW) and the same on HotpotQA (every column; there only the
-    #: heterograph's entities and relationships exceed ``EXACT_BELOW``), by
+    #: higher = closer to exact, slower (usearch's own default is 64; below ``top_k`` it
+    #: searches as with ``top_k``: ef 32 and 48 gave the same recall to four digits over
+    #: 49k vectors, build/scratch/ef_recall10.py). 128 until this was measured: retrieval
+    #: quality at 64 was within 0.001 of it on MultiHop-RAG (naive doc recall 0.629 against
+    #: 0.630; its 8,144 chunks are searched by HNSW) and the same on HotpotQA (every column;
+    #: there only the heterograph's entities and relationships exceed ``EXACT_BELOW``), by
     #: ``benchmarks/retrieval.py --budgets 2000 --no-sweep`` at each value
     #: (build/scratch/retrieval_ef.py); a dense list of the 1M scale index took 0.74 ms
     #: against 1.40 ms (build/scratch/ef_sweep.py). The cost is dense recall: over 49k

@@ -131,7 +131,7 @@ def check_hierarchy(index: Index, config: IndexConfig) -> None:
     # codes are the stored hyperplanes' codes of the stored vectors; a bit may differ only
     # where the projection is within float32 rounding of zero (BLAS may sum a row in
     # another order when it is hashed in another batch), not float16's (~1e-4, the CI
-    # failure fixed by ``Delta.as_stored``)
+    # failure fixed by ``Delta.add_vectors``)
     vectors = snap.vectors.get(ids)
     differ = nodes.code[nodes.rows(ids)] ^ project_codes(vectors, snap.hyperplanes)
     projections = vectors.astype(np.float64) @ snap.hyperplanes.astype(np.float64).T
@@ -409,7 +409,7 @@ def test_codes_are_those_of_the_stored_float16_vectors(tmp_path, hashing_embedde
     """With float16 storage (the default) a new node's code is computed from its vector as
     stored: a chunk whose float32 and float16 vectors hash differently gets the float16 code,
     which a later operation recomputes from the stored vector (a CI failure of the property
-    test above, 1 code in 32, before ``Delta.as_stored``)."""
+    test above, 1 code in 32, before ``Delta.add_vectors``)."""
     config = small_config()
     assert config.vector_dtype == "f16"
     index = new_index(tmp_path / "idx", hashing_embedder, config)

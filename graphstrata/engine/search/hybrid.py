@@ -264,10 +264,12 @@ def _both_lists(
 
     The worker searches the dense lists, then the BM25 lists of every kind but the one
     with the most documents, which the calling thread searches meanwhile. On the 1M-chunk
-    scale index (warm p50s of 200 searches each, load 0.4-0.7) the chunks' BM25 list took
-    2.61 ms and the summaries' 0.47 ms (build/scratch/bm25_kinds.py), the two dense lists
-    0.74 + 0.69 ms at ``expansion_search`` 64 (build/scratch/ef_sweep.py): moving the
-    summaries' BM25 list to the worker evens the threads out.
+    scale index, searched alone (warm p50s of 200 searches each, load 0.4-0.7), the chunks'
+    BM25 list took 2.61 ms and the summaries' 0.47 ms (build/scratch/bm25_kinds.py), the two
+    dense lists 0.74 + 0.69 ms at ``expansion_search`` 64 (build/scratch/ef_sweep.py).
+    Side by side the threads slow each other, and the gain is small: ``collapsed`` p50
+    4.30 / 5.37 ms against 4.65 / 5.42 ms with both BM25 lists on the caller (two runs, one
+    process alternating, build/scratch/collapsed_variants.py).
     The worker comes from a shared pool of one thread per core; when every worker is busy
     (a server's concurrent queries) the calling thread takes its part back and searches it
     itself, so a query never waits in the pool's queue.

@@ -2,12 +2,12 @@
 
 pyarrow converts through its pandas compatibility layer (``Array.to_numpy``,
 ``ChunkedArray.to_numpy``, ``pa.array`` of a NumPy array), which imports pandas on its first
-use in a process whenever pandas is installed, as it is here through
-the ``ray`` extra (``ray[data]`` requires it). At load 4 that import took 1.08 s (``python -X importtime``), and a
-fresh process opened a small index in 1.08 s without it against 1.42 s with it
-(docs/architecture.md, "Store"). These functions read and wrap
-the value buffers of null-free fixed-width columns directly (zero copy, like ``to_numpy``
-of such a column) and hand anything else to pyarrow.
+use in a process whenever pandas is installed, as it is here through the ``ray`` extra
+(``ray[data]`` requires it). At load 4 that import took 1.08 s (``python -X importtime``),
+and a fresh process opened a small index in 1.08 s without it against 1.42 s with it
+(docs/architecture.md, "Store"). These functions read and wrap the value buffers of
+null-free fixed-width columns directly (zero copy, like ``to_numpy`` of such a column) and
+hand anything else to pyarrow.
 """
 
 from __future__ import annotations

@@ -184,31 +184,34 @@ class Delta:
             )
         )
 
-    def as_stored(self, matrix: np.ndarray) -> np.ndarray:
-        """float32 ``matrix`` rounded to the precision the index stores vectors in.
+    def add_vectors(
+        self, ids: np.ndarray, kinds: np.ndarray | int, matrix: np.ndarray
+    ) -> np.ndarray:
+        """Record the vectors ``matrix`` (``[len(ids), dim]``) of new nodes of ``kinds``.
 
-        LSH codes, tie-breaks and edges computed from a new vector must be the ones a later
-        operation computes from the same vector read back: with float16 storage a
-        projection within float16 rounding of zero flips its bit otherwise.
+        Returns
+        -------
+        numpy.ndarray
+            float32 ``matrix`` rounded to the precision the index stores vectors in, as
+            recorded: LSH codes, tie-breaks and edges computed from a new vector must be the
+            ones a later operation computes from the same vector read back (with float16
+            storage a projection within float16 rounding of zero flips its bit otherwise).
         """
-        matrix = np.asarray(matrix, dtype=np.float32)
-        stored = vector_numpy_dtype(self.vector_dtype)
-        return matrix if stored is np.float32 else matrix.astype(stored).astype(np.float32)
-
-    def add_vectors(self, ids: np.ndarray, kinds: np.ndarray | int, matrix: np.ndarray) -> None:
-        """Record the vectors ``matrix`` (``[len(ids), dim]``) of new nodes of ``kinds``."""
         ids = np.asarray(ids, dtype=np.int64)
-        if ids.size == 0:
-            return
-        matrix = np.asarray(matrix)
+        matrix = np.asarray(matrix, dtype=np.float32)
         if matrix.ndim != 2 or matrix.shape != (ids.shape[0], self.dim):
             raise ValueError(
                 f"add_vectors: expected matrix [{ids.shape[0]}, {self.dim}], got {matrix.shape}"
             )
-        k = np.asarray(kinds, dtype=np.uint8)
-        self._vectors.append(
-            (ids, np.full(ids.shape[0], k, np.uint8) if k.ndim == 0 else k, matrix)
-        )
+        stored = vector_numpy_dtype(self.vector_dtype)
+        if stored is not np.float32:
+            matrix = matrix.astype(stored).astype(np.float32)
+        if ids.size:
+            k = np.asarray(kinds, dtype=np.uint8)
+            self._vectors.append(
+                (ids, np.full(ids.shape[0], k, np.uint8) if k.ndim == 0 else k, matrix)
+            )
+        return matrix
 
     def add_docs(self, table: pa.Table) -> None:
         """Append document rows (``DOC_SCHEMA``)."""

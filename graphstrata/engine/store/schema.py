@@ -53,7 +53,7 @@ def vector_numpy_dtype(dtype: str) -> type[np.floating]:
 
 def vector_schema(dim: int, dtype: str = "f32") -> pa.Schema:
     """Vectors: one fixed-size list per embedded node, stored as uncompressed Arrow IPC."""
-    value_type = pa.float16() if dtype == "f16" else pa.float32()
+    value_type = pa.from_numpy_dtype(vector_numpy_dtype(dtype))
     return pa.schema(
         [
             pa.field("id", pa.int64(), nullable=False),

@@ -244,6 +244,12 @@ class Store:
         """The version of the manifest this store holds."""
         return int(self.manifest["version"])
 
+    @property
+    def vector_dtype(self) -> str:
+        """How the index stores vectors, ``"f16"`` or ``"f32"`` (indexes from before the
+        setting existed record none and are ``"f32"``)."""
+        return str(self.manifest["config"].get("vector_dtype", "f32"))
+
     # reading --------------------------------------------------------------------------------
     def _check(self, entry: dict[str, Any], verify: bool) -> Path:
         """The path of a file to read: present, of its recorded size, hashed if ``verify``."""
@@ -407,7 +413,7 @@ class Store:
             next_node_id=int(m["next_node_id"]),
             next_doc_key=int(m["next_doc_key"]),
             dim=int(m["embedder"]["dim"]),
-            vector_dtype=str(m["config"].get("vector_dtype", "f32")),
+            vector_dtype=self.vector_dtype,
         )
 
     def _segment_name(self, table: str, version: int, ext: str) -> str:
@@ -481,7 +487,7 @@ class Store:
         self, ids: np.ndarray, kinds: np.ndarray, matrix: np.ndarray, version: int
     ) -> dict[str, Any]:
         dim = int(self.manifest["embedder"]["dim"])
-        dtype = str(self.manifest["config"].get("vector_dtype", "f32"))
+        dtype = self.vector_dtype
         flat = arrow_of(np.ascontiguousarray(matrix, dtype=vector_numpy_dtype(dtype)).reshape(-1))
         vec = pa.FixedSizeListArray.from_arrays(flat, dim)
         table = pa.Table.from_arrays(
