@@ -388,13 +388,16 @@ class Engine:
         delta = ctx.delta
         with report.stage("vector_index"):
             add_ids, add_kinds, add_mat = delta.vectors()
-            vectors = state.vectors.updated(add_ids, add_kinds, add_mat, delta.dead_nodes)
+            vectors = state.vectors.updated(
+                add_ids, add_kinds, add_mat, delta.dead_nodes, delta.version
+            )
         with report.stage("caches"):
             views = state.views.values()
             caches, parts = save_caches(self.store.root, state.snapshot, views, vectors, delta)
         with report.stage("commit"):
             counts = _counts_after(state.snapshot, delta)
             result = self.store.commit(delta, counts=counts, caches=caches)
+            vectors.mark_saved(caches.get("vector_cache", {}))
         report.version = result.version
         report.bytes_written = result.bytes_written
         report.nodes_added = int(delta.nodes.num_rows)
@@ -456,7 +459,10 @@ class Engine:
             report.notes.append(f"size {before} -> {self.store.size_bytes()} bytes")
             snapshot = self.store.load(verify=False)
             seed_parts(snapshot, parts)
-            self._state = self._load_state(snapshot, state.vectors)
+            # The usearch indexes are mapped from the files just written: the compacted
+            # vector segment has the new version, so the in-memory bases' versions no
+            # longer say which vectors are fresh.
+            self._state = self._load_state(snapshot)
         report.seconds = time.perf_counter() - start
         return report
 

@@ -11,7 +11,14 @@ from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.search.postings import KindIndex
 from graphstrata.engine.search.sparse_index import save_committed_parts
 from graphstrata.engine.store import Delta, Snapshot
-from graphstrata.engine.store.caches import Caches, cache_is_stale, cache_path, cache_rows_since
+from graphstrata.engine.store.caches import (
+    CacheFile,
+    Caches,
+    cache_is_stale,
+    cache_kind_versions,
+    cache_path,
+    cache_rows_since,
+)
 from graphstrata.engine.vectors import VectorIndex
 
 __all__ = ["open_vectors", "save_caches"]
@@ -34,10 +41,9 @@ def open_vectors(root: Path, snapshot: Snapshot, config: IndexConfig) -> VectorI
     ef = config.search.expansion_search
     cache = snapshot.manifest.get("vector_cache") or {}
     if "kinds" in cache:
-        paths = {int(k): root / e["file"] for k, e in cache["kinds"].items()}
-        if all(p.exists() for p in paths.values()):
-            version = int(cache["version"])
-            return VectorIndex.restore(paths, snapshot.vectors, version, dtype, ef)
+        files = {k: CacheFile(root / f, v) for k, (f, v) in cache_kind_versions(cache).items()}
+        if all(f.path.exists() for f in files.values()):
+            return VectorIndex.restore(files, snapshot.vectors, dtype, ef)
     elif "file" in cache and (root / cache["file"]).exists():  # written before per kind
         return VectorIndex.restore_single_file(
             root / cache["file"], snapshot.vectors, int(cache["version"]), dtype, ef
@@ -54,9 +60,12 @@ def save_caches(
 ) -> tuple[Caches, dict[int, KindIndex]]:
     """Write the caches of the next version that are stale, before it is committed.
 
-    Amortized: a cache is written again when a quarter of its rows are newer than it
-    (``engine.store.caches.cache_is_stale``), so small writes write little and opening
-    applies at most that quarter to the files it maps.
+    The vector cache: the kinds whose HNSW base was rebuilt (``VectorIndex.unsaved``), each
+    as its base; a reader applies the fresh vectors and removals the writer keeps apart,
+    bounded as the writer's are. The BM25 cache, amortized: written again when a quarter of
+    its rows are newer than it (``engine.store.caches.cache_is_stale``), so small writes
+    write little and opening applies at most that quarter to the files it maps. A
+    compaction writes both whole.
 
     Parameters
     ----------
@@ -80,21 +89,24 @@ def save_caches(
     manifest = snapshot.manifest
     version = snapshot.version + 1
     caches: Caches = {}
-    changed_vectors = delta.vector_count if delta is not None else 0
-    stale = cache_rows_since(manifest, "vector_cache", "vectors") + changed_vectors
-    if delta is None or cache_is_stale(stale, vectors.count()):
-        caches["vector_cache"] = vectors.save(
-            lambda kind: cache_path(root, "vector_cache", version, kind, "usearch")
-        )
+
+    def vector_file(kind: int) -> Path:
+        return cache_path(root, "vector_cache", version, kind, "usearch")
+
+    if delta is None:
+        caches["vector_cache"] = vectors.save_merged(vector_file, version)
+    elif vectors.unsaved():
+        caches["vector_cache"] = vectors.save_bases(vector_file, vectors.unsaved())
     kinds = sorted({k for view in views if view.sparse is not None for k in view.sparse.kinds})
     changed_nodes = int(delta.nodes.num_rows) if delta is not None else 0
     stale = cache_rows_since(manifest, "sparse_cache") + changed_nodes
     parts: dict[int, KindIndex] = {}
     if kinds and (delta is None or cache_is_stale(stale, len(snapshot.nodes))):
-        caches["sparse_cache"], parts = save_committed_parts(
+        files, parts = save_committed_parts(
             snapshot,
             delta,
             kinds,
             lambda kind: cache_path(root, "sparse_cache", version, kind, "postings"),
         )
+        caches["sparse_cache"] = {kind: CacheFile(path, version) for kind, path in files.items()}
     return caches, parts

@@ -9,6 +9,13 @@ the fresh part, O(change), not the whole index. When the fresh vectors outgrow
 ``FRESH_SHARE`` of the base (at least ``FRESH_MIN``), they are merged into a new base (one
 O(n) copy, amortized over the writes before it); when more ids are removed than
 ``removal_limit`` allows, the base is copied without them and the fresh vectors stay apart.
+
+The cache file of a kind is its base, and the version whose vectors the base holds: a
+reader maps it and takes the vectors written since as fresh, the ids gone since as removed,
+and so reaches the writer's state. A commit writes the file of a kind whose base was rebuilt
+(``unsaved``), so that no reader copies a base again that a writer already copied: on the
+1M-chunk scale index the summaries' 94k-vector base passed its removal limit some 60 writes
+after its cache, and every open then spent 0.36 s copying it (issue 17).
 """
 
 from __future__ import annotations
@@ -23,12 +30,12 @@ from typing import Any
 import numpy as np
 from usearch.index import Index as UsearchIndex
 
-from graphstrata.core import ids as core_ids
 from graphstrata.core import sets
 from graphstrata.core.ann import hnsw_index, match_arrays
 from graphstrata.core.knn import best_per_query
 from graphstrata.engine.config import SearchConfig
 from graphstrata.engine.store import VectorTable
+from graphstrata.engine.store.caches import CacheFile
 
 #: The HNSW query-time expansion of a VectorIndex made without one (the config's default).
 DEFAULT_EXPANSION = SearchConfig.expansion_search
@@ -180,16 +187,21 @@ class VectorIndex:
         #: Per kind: a base below ``EXACT_BELOW`` vectors and its vectors in one matrix
         #: (``_small_base``), carried to the next versions while they share the base.
         self._exact_bases: dict[int, tuple[UsearchIndex, _Exact]] = {}
+        #: Per kind: the version whose vectors the base holds (those written later are fresh).
+        self.base_versions: dict[int, int] = {}
+        #: Per kind: the base its cache file holds (``unsaved`` compares by identity).
+        self.cached: dict[int, UsearchIndex] = {}
 
     # construction ---------------------------------------------------------------------------
     @classmethod
     def build(
         cls, vectors: VectorTable, dtype: str = "f32", expansion_search: int = DEFAULT_EXPANSION
     ) -> VectorIndex:
-        """Index every live vector of a version from scratch."""
+        """Index every live vector of a version from scratch (no base is in a cache file)."""
         vi = cls(vectors.dim, dtype, expansion_search)
         kinds = [int(k) for k in sets.unique(vectors.kinds)]
         indexes = [vi._index_for(kind) for kind in kinds]
+        vi.base_versions = dict.fromkeys(kinds, vectors.version)
 
         def add(j: int) -> None:
             ids, mat = vectors.of_kind(kinds[j])
@@ -201,28 +213,26 @@ class VectorIndex:
     @classmethod
     def restore(
         cls,
-        paths: dict[int, Path],
+        files: dict[int, CacheFile],
         vectors: VectorTable,
-        cache_version: int,
         dtype: str = "f32",
         expansion_search: int = DEFAULT_EXPANSION,
     ) -> VectorIndex:
-        """Map the cache files written at ``cache_version`` and bring them to ``vectors``.
+        """Map each kind's cache file and bring it to ``vectors``.
 
         Each kind's file is memory-mapped (usearch ``view``): opening reads no index into
         memory. A view is never modified (usearch cannot modify one): the vectors added and
-        removed since the cache are applied as the version's fresh and removed parts, and
-        when they are many the kind is merged into an in-memory base at once, as a write
-        would do (module docstring).
+        removed since the file's version are applied as the version's fresh and removed
+        parts, and when they are many the kind is merged into an in-memory base at once, as
+        a write would do (module docstring). A kind with vectors but no file is built.
 
         Parameters
         ----------
-        paths:
-            The cache file of each kind (``save``'s result, as recorded in the manifest).
+        files:
+            The cache file of each kind and the version whose vectors it holds (as
+            ``save_bases`` or ``save_merged`` wrote them and the manifest records them).
         vectors:
             The vector table of the version opened.
-        cache_version:
-            The version the files were written at.
         dtype, expansion_search:
             As for ``build``.
 
@@ -232,9 +242,10 @@ class VectorIndex:
             A file is not a usearch index.
         """
         vi = cls(vectors.dim, dtype, expansion_search)
-        for kind, path in sorted(paths.items()):
-            vi._set_base(int(kind), UsearchIndex.restore(str(path), view=True), path)
-        return vi._caught_up(vectors, cache_version)
+        for kind, file in sorted(files.items()):
+            vi._set_base(int(kind), UsearchIndex.restore(str(file.path), view=True), file.path)
+        vi.cached = dict(vi.by_kind)
+        return vi._caught_up(vectors, {kind: file.version for kind, file in files.items()})
 
     @classmethod
     def restore_single_file(
@@ -247,14 +258,15 @@ class VectorIndex:
     ) -> VectorIndex:
         """As :meth:`restore`, from the one ``.npz`` of every kind that indexes written
         before the per-kind files keep until their cache is next written (read into memory:
-        an ``.npz`` member cannot be mapped)."""
+        an ``.npz`` member cannot be mapped). No kind counts as saved: the next commit writes
+        each into its own file."""
         vi = cls(vectors.dim, dtype, expansion_search)
         with np.load(path) as blobs:
             for name in blobs.files:
                 vi._set_base(
                     int(name), UsearchIndex.restore(bytearray(blobs[name].tobytes())), path
                 )
-        return vi._caught_up(vectors, cache_version)
+        return vi._caught_up(vectors, dict.fromkeys(vi.by_kind, cache_version))
 
     def _set_base(self, kind: int, index: UsearchIndex | None, path: Path) -> None:
         if index is None:
@@ -263,26 +275,66 @@ class VectorIndex:
         index.expansion_search = self.expansion_search  # type: ignore[misc]
         self.by_kind[kind] = index
 
-    def _caught_up(self, vectors: VectorTable, cache_version: int) -> VectorIndex:
-        """This restored cache with the vectors written and removed since applied."""
-        live = np.sort(vectors.ids)
-        new_ids, new_kinds = vectors.since(cache_version)
-        for kind in sorted(set(self.by_kind) | set(sets.unique(new_kinds).tolist())):
+    def _caught_up(self, vectors: VectorTable, versions: dict[int, int]) -> VectorIndex:
+        """This restored cache with the vectors written and removed since each kind's
+        ``versions`` entry applied (a kind without one is built from all its vectors)."""
+        self.base_versions = dict(versions)
+        since: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        present = np.flatnonzero(np.bincount(vectors.kinds, minlength=1)).tolist()
+        for kind in sorted(set(self.by_kind) | set(present)):
+            version = versions.get(kind, -1)
+            if version not in since:
+                since[version] = vectors.since(version)
+            new_ids, new_kinds = since[version]
             base = self.by_kind.get(kind)
             keys = np.asarray(base.keys, np.int64) if base is not None else _EMPTY_IDS
             add = new_ids[new_kinds == kind]
-            # Dead since the cache, or written again (a rewritten vector keeps its node id).
-            gone = sets.union(keys[~core_ids.contains(live, keys)], add)
-            self._apply(kind, add, vectors.get(add), gone)
+            # Dead since the file, or written again (a rewritten vector keeps its node id).
+            gone = sets.union(keys[~vectors.has(keys)], add)
+            self._apply(kind, add, vectors.get(add), gone, vectors.version)
         return self
 
-    def save(self, path_of: Callable[[int], Path]) -> dict[int, Path]:
-        """Write each kind's index into its own usearch file (``restore`` maps them back).
+    def unsaved(self) -> list[int]:
+        """Kinds whose base is not the one their cache file holds (rebuilt since, or never
+        saved): a reader of the file would rebuild it again."""
+        return [k for k in self.kinds() if self.by_kind[k] is not self.cached.get(k)]
+
+    def save_bases(
+        self, path_of: Callable[[int], Path], kinds: Iterable[int]
+    ) -> dict[int, CacheFile]:
+        """Write the bases of ``kinds``, each into its own usearch file with the version
+        whose vectors it holds (a commit: its fresh vectors and removals stay to be applied
+        by a reader, as the writer keeps them apart).
 
         Parameters
         ----------
         path_of:
             The file to write for a node kind.
+        kinds:
+            The kinds to write (``unsaved``).
+
+        Returns
+        -------
+        dict
+            The file written for each kind (``restore`` maps them back).
+        """
+        out = {}
+        for kind in kinds:
+            path = path_of(kind)
+            self.by_kind[kind].save(str(path))
+            out[kind] = CacheFile(path, self.base_versions[kind])
+        return out
+
+    def save_merged(self, path_of: Callable[[int], Path], version: int) -> dict[int, CacheFile]:
+        """Write every kind whole, its fresh vectors linked and removals applied, as of
+        ``version`` (a compaction: a reader then has nothing to apply).
+
+        Parameters
+        ----------
+        path_of:
+            The file to write for a node kind.
+        version:
+            The version this index is of.
 
         Returns
         -------
@@ -293,8 +345,13 @@ class VectorIndex:
         for kind in self.kinds():
             path = path_of(kind)
             self._merged(kind).save(str(path))
-            out[kind] = path
+            out[kind] = CacheFile(path, version)
         return out
+
+    def mark_saved(self, kinds: Iterable[int]) -> None:
+        """Record that the cache files of ``kinds`` were committed (for ``unsaved``); one
+        assignment, as readers may share this object."""
+        self.cached = {**self.cached, **{int(k): self.by_kind[int(k)] for k in kinds}}
 
     def _merged(self, kind: int, with_fresh: bool = True) -> UsearchIndex:
         """``kind``'s base with its removals and (``with_fresh``) its fresh vectors applied
@@ -323,9 +380,11 @@ class VectorIndex:
         add_kinds: np.ndarray,
         add_matrix: np.ndarray,
         remove_ids: np.ndarray,
+        version: int,
     ) -> VectorIndex:
-        """A new VectorIndex with the changes applied; untouched kinds are shared, not copied,
-        and a touched kind copies only its fresh part (module docstring)."""
+        """A new VectorIndex with the changes of ``version`` applied; untouched kinds are
+        shared, not copied, and a touched kind copies only its fresh part (module
+        docstring)."""
         out = VectorIndex(self.dim, self.dtype, self.expansion_search)
         out.by_kind, out.fresh, out.removed, out._exact_bases = (
             dict(self.by_kind),
@@ -333,6 +392,7 @@ class VectorIndex:
             dict(self.removed),
             dict(self._exact_bases),
         )
+        out.base_versions, out.cached = dict(self.base_versions), dict(self.cached)
         remove_ids = np.asarray(remove_ids, np.int64)
         touched: set[int] = set(sets.unique(add_kinds).tolist())
         if remove_ids.size:
@@ -341,23 +401,29 @@ class VectorIndex:
 
         def apply(j: int) -> None:
             sel = add_kinds == kinds[j]
-            out._apply(kinds[j], add_ids[sel], add_matrix[sel], remove_ids)
+            out._apply(kinds[j], add_ids[sel], add_matrix[sel], remove_ids, version)
 
         # Each kind's update writes only its own entries of ``out``'s dicts.
         _for_each_kind(apply, len(kinds), parallel=add_ids.size >= PARALLEL_KINDS_MIN)
         return out
 
     def _apply(
-        self, kind: int, add_ids: np.ndarray, add_matrix: np.ndarray, remove_ids: np.ndarray
+        self,
+        kind: int,
+        add_ids: np.ndarray,
+        add_matrix: np.ndarray,
+        remove_ids: np.ndarray,
+        version: int,
     ) -> None:
-        """Add and remove the vectors of one kind (this object is the new version's)."""
+        """Add and remove the vectors of one kind at ``version`` (this object is the new
+        version's)."""
         matrix = np.ascontiguousarray(add_matrix, dtype=np.float32)
         base = self.by_kind.get(kind)
         if base is None:  # a new kind: its base is built directly
             index = _new_index(self.dim, self.dtype, self.expansion_search)
             if add_ids.size:
                 index.add(add_ids, matrix, threads=ADD_THREADS)
-            self.by_kind[kind] = index
+            self.by_kind[kind], self.base_versions[kind] = index, version
             return
         ids, rows = self.fresh.get(kind, (_EMPTY_IDS, np.zeros((0, self.dim), np.float32)))
         removed = self.removed.get(kind, _EMPTY_IDS)
@@ -370,7 +436,7 @@ class VectorIndex:
         big = min(max(FRESH_MIN, FRESH_SHARE * len(base)), FRESH_CAP)
         self.fresh[kind], self.removed[kind] = (ids, rows), removed
         if ids.size > big:
-            self.by_kind[kind] = self._merged(kind)
+            self.by_kind[kind], self.base_versions[kind] = self._merged(kind), version
             self.fresh.pop(kind)
             self.removed.pop(kind)
         elif removed.size > removal_limit(len(base)):

@@ -61,6 +61,68 @@ def test_vector_index_follows_changed_summaries_only(tmp_path, hashing_embedder,
     assert not {h.id for h in result.nodes} & removed
 
 
+def test_a_rebuilt_summary_base_is_cached_alone_and_reopens_as_the_writer_has_it(
+    tmp_path, hashing_embedder, sample_docs, monkeypatch
+):
+    """A write whose rewritten summaries pass the removal limit copies the summaries' base;
+    that commit writes the summaries' cache file only (the chunks' entry stays), with the
+    version the base holds, and a new process opens it without copying it again and answers
+    as the writer does."""
+    import graphstrata.engine.vectors as vectors
+
+    monkeypatch.setattr(vectors, "REMOVED_MAX", 1)
+    path = tmp_path / "idx"
+    index = new_index(path, hashing_embedder)
+    index.insert(sample_docs[:25])
+    before = index.engine.store.manifest["vector_cache"]["kinds"]
+    index.insert(sample_docs[25:26])
+    vi = index.engine.state.vectors
+    after = index.engine.store.manifest["vector_cache"]["kinds"]
+    T = str(int(NodeKind.T))
+    assert after[T] == before[T]  # the chunks' base was not rebuilt: not rewritten
+    assert after[str(L)]["file"] != before[str(L)]["file"]
+    assert after[str(L)]["version"] == vi.base_versions[L] < index.engine.store.version
+    assert vi.fresh[L][0].size and vi.unsaved() == []
+    reopened = Index.open(path, embedder=hashing_embedder, llm="extractive")
+    opened = reopened.engine.state.vectors
+    assert opened.unsaved() == []
+    np.testing.assert_array_equal(np.sort(opened.fresh[L][0]), np.sort(vi.fresh[L][0]))
+    for doc in sample_docs[20:26]:
+        for mode in ("collapsed", "summarized", "naive"):
+            want = [h.id for h in index.query(doc["text"][:120], mode=mode).nodes]
+            assert [h.id for h in reopened.query(doc["text"][:120], mode=mode).nodes] == want
+
+
+def test_a_base_rebuilt_after_a_compaction_reopens_with_every_vector(
+    tmp_path, hashing_embedder, sample_docs, monkeypatch
+):
+    """A compaction rewrites every vector at its own version; a base rebuilt by a later
+    write is cached with a version from after it, so a reader takes none of the compacted
+    vectors as new and misses none of the fresh ones."""
+    import graphstrata.engine.vectors as vectors
+
+    monkeypatch.setattr(vectors, "REMOVED_MAX", 1)
+    path = tmp_path / "idx"
+    index = new_index(path, hashing_embedder)
+    index.insert(sample_docs[:20])
+    index.insert(sample_docs[20:23])  # fresh vectors and removals kept apart
+    index.compact()
+    compacted = index.engine.store.version
+    assert all(v == compacted for v in index.engine.state.vectors.base_versions.values())
+    index.insert(sample_docs[23:25])  # rebuilds the summaries' base again
+    cache = index.engine.store.manifest["vector_cache"]["kinds"]
+    assert int(cache[str(L)]["version"]) >= compacted
+    reopened = Index.open(path, embedder=hashing_embedder, llm="extractive")
+    opened, live = reopened.engine.state.vectors, reopened.engine.state.snapshot.vectors
+    assert opened.unsaved() == []
+    for kind in (L, int(NodeKind.T)):
+        assert opened.count([kind]) == int((live.kinds == kind).sum())
+        assert opened.contains(live.ids[live.kinds == kind], kind).all()
+    for doc in sample_docs[18:25]:
+        want = [h.id for h in index.query(doc["text"][:120], mode="collapsed").nodes]
+        assert [h.id for h in reopened.query(doc["text"][:120], mode="collapsed").nodes] == want
+
+
 def test_single_document_insert_is_local(tmp_path, hashing_embedder, sample_docs):
     config = small_config()
     index = new_index(tmp_path / "idx", hashing_embedder, config)

@@ -247,15 +247,16 @@ def test_mapped_vector_cache_brought_to_a_later_version_answers_exactly(
     mat1 = _rows(rng, ids1.size, dim)
     seg1 = VectorSegment(ids1, kinds1, mat1, 1)
     built = VectorIndex.build(VectorTable(dim, [seg1], ids1))
-    paths = built.save(lambda kind: tmp_path / f"k{kind}.usearch")
-    assert sorted(paths) == sorted([s, t])
+    assert built.unsaved() == sorted([s, t])
+    paths = built.save_bases(lambda kind: tmp_path / f"k{kind}.usearch", built.unsaved())
+    assert sorted(paths) == sorted([s, t]) and {f.version for f in paths.values()} == {1}
     ids2 = np.arange(201, 231, dtype=np.int64)
     kinds2 = np.where(ids2 % 2 == 0, t, s).astype(np.uint8)
     mat2 = _rows(rng, ids2.size, dim)
     dead = rng.choice(ids1, 10, replace=False)
     live = np.setdiff1d(np.concatenate([ids1, ids2]), dead)
     table = VectorTable(dim, [seg1, VectorSegment(ids2, kinds2, mat2, 2)], live)
-    opened = VectorIndex.restore(paths, table, 1)
+    opened = VectorIndex.restore(paths, table)
     queries = _rows(rng, 6, dim)
     all_ids = np.concatenate([ids1, ids2])
     all_kinds = np.concatenate([kinds1, kinds2])
@@ -268,7 +269,7 @@ def test_mapped_vector_cache_brought_to_a_later_version_answers_exactly(
         assert [g.tolist() for g in got] == want
         assert opened.count([kind]) == int(keep.sum())
     # The files were mapped, not modified: the version-1 cache still answers as before.
-    again = VectorIndex.restore(paths, VectorTable(dim, [seg1], ids1), 1)
+    again = VectorIndex.restore(paths, VectorTable(dim, [seg1], ids1))
     for kind in (s, t):
         a, _ = again.search(queries, [kind], 5)
         b, _ = built.search(queries, [kind], 5)
@@ -291,3 +292,98 @@ def test_the_single_file_cache_of_older_indexes_still_opens(tmp_path):
     got, _ = opened.search(queries, [s], 5)
     want, _ = VectorIndex.build(VectorTable(dim, [seg], live)).search(queries, [s], 5)
     assert [g.tolist() for g in got] == [w.tolist() for w in want]
+
+
+def _brute_top(table: VectorTable, kind: int, queries: np.ndarray, k: int) -> list[list[int]]:
+    ids = table.ids[table.kinds == kind]
+    sims = queries @ table.get(ids).T
+    return [ids[np.argsort(-row, kind="stable")[:k]].tolist() for row in sims]
+
+
+def test_a_base_rebuilt_by_a_write_is_saved_alone_and_opens_without_a_copy(tmp_path, monkeypatch):
+    """Writes that rewrite one kind's vectors pass its removal limit: the writer copies that
+    base without the removed ids and keeps the new vectors apart. Saved as a base with the
+    version it holds, the file opens into the writer's state (same fresh and removed parts,
+    nothing rebuilt: ``unsaved`` empty), answering exactly; the other kind is not rewritten."""
+    import graphstrata.engine.vectors as vectors
+
+    monkeypatch.setattr(vectors, "REMOVED_MAX", 3)
+    rng = np.random.default_rng(11)
+    dim, s, t = 16, int(NodeKind.S), int(NodeKind.T)
+    ids = np.arange(1, 121, dtype=np.int64)
+    kinds = np.where(ids <= 90, t, s).astype(np.uint8)
+    segs = [VectorSegment(ids, kinds, _rows(rng, ids.size, dim), 1)]
+    table = VectorTable(dim, segs, ids)
+    writer = VectorIndex.build(table)
+    files = writer.save_bases(lambda k: tmp_path / f"v1-k{k}.usearch", writer.unsaved())
+    writer.mark_saved(files)
+    rebuilt_at = None
+    next_id = 121
+    for version in range(2, 8):  # each write replaces one S vector (a rewritten summary)
+        dead = np.asarray([90 + version - 1], np.int64)
+        new = np.asarray([next_id], np.int64)
+        next_id += 1
+        mat = _rows(rng, 1, dim)
+        live = np.sort(np.concatenate([np.setdiff1d(table.ids, dead), new]))
+        segs.append(VectorSegment(new, np.full(1, s, np.uint8), mat, version))
+        table = VectorTable(dim, segs, live)
+        writer = writer.updated(new, np.full(1, s, np.uint8), mat, dead, version)
+        if writer.unsaved():
+            assert writer.unsaved() == [s]  # only the kind whose base was copied
+            rebuilt_at = rebuilt_at or version
+            written = writer.save_bases(
+                lambda k, v=version: tmp_path / f"v{v}-k{k}.usearch", writer.unsaved()
+            )
+            assert {k: f.version for k, f in written.items()} == {s: 1}  # fresh kept apart
+            writer.mark_saved(written)
+            files.update(written)
+    assert rebuilt_at is not None and writer.fresh[s][0].size > 0
+    opened = VectorIndex.restore(files, table)
+    assert opened.unsaved() == []  # nothing copied at the open
+    np.testing.assert_array_equal(opened.fresh[s][0], writer.fresh[s][0])
+    np.testing.assert_array_equal(opened.removed.get(s, ids[:0]), writer.removed.get(s, ids[:0]))
+    queries = _rows(rng, 5, dim)
+    for kind in (s, t):
+        got, _ = opened.search(queries, [kind], 6)
+        assert [g.tolist() for g in got] == _brute_top(table, kind, queries, 6)
+        assert opened.count([kind]) == int((table.kinds == kind).sum())
+
+
+def test_a_kind_without_a_cache_file_is_built_at_the_open(tmp_path):
+    rng = np.random.default_rng(12)
+    dim, s, t = 16, int(NodeKind.S), int(NodeKind.T)
+    ids = np.arange(1, 61, dtype=np.int64)
+    kinds = np.where(ids % 2 == 0, t, s).astype(np.uint8)
+    table = VectorTable(dim, [VectorSegment(ids, kinds, _rows(rng, ids.size, dim), 3)], ids)
+    built = VectorIndex.build(table)
+    files = built.save_bases(lambda k: tmp_path / f"k{k}.usearch", [t])
+    opened = VectorIndex.restore(files, table)
+    assert opened.unsaved() == [s]  # built here, so the next commit writes it
+    queries = _rows(rng, 3, dim)
+    for kind in (s, t):
+        got, _ = opened.search(queries, [kind], 4)
+        assert [g.tolist() for g in got] == _brute_top(table, kind, queries, 4)
+
+
+def test_a_commit_records_only_the_kinds_it_wrote():
+    manifest = {"vector_cache": {"version": 4, "kinds": {"3": {"file": "a", "bytes": 1}}}}
+
+    def entry(path: Path) -> dict:
+        return {"file": path.name, "sha256": "x", "bytes": 10}
+
+    written = caches.record_caches(
+        manifest, {"vector_cache": {5: caches.CacheFile(Path("b"), 7)}}, 9, entry
+    )
+    assert written == 10
+    assert manifest["vector_cache"] == {
+        "version": 4,
+        "kinds": {
+            "3": {"file": "a", "bytes": 1, "version": 4},
+            "5": {"file": "b", "sha256": "x", "bytes": 10, "version": 7},
+        },
+    }
+    assert caches.cache_kind_versions(manifest["vector_cache"]) == {3: ("a", 4), 5: ("b", 7)}
+    with pytest.raises(ValueError, match="holds version 10 > 9"):
+        caches.record_caches(
+            manifest, {"vector_cache": {5: caches.CacheFile(Path("c"), 10)}}, 9, entry
+        )

@@ -67,7 +67,7 @@ def test_vector_index_neighbours_skip_self_and_excluded_ids():
     x = _unit(rng, 300, 16)
     ids = np.arange(1000, 1300, dtype=np.int64)
     kinds = np.where(ids % 3 == 0, int(NodeKind.T), int(NodeKind.S)).astype(np.uint8)
-    vi = VectorIndex(16).updated(ids, kinds, x, np.zeros(0, np.int64))
+    vi = VectorIndex(16).updated(ids, kinds, x, np.zeros(0, np.int64), 1)
     queries, qids = x[:20], ids[:20]
     exclude = ids[20:60]
     src, dst, sim = vi.neighbours(queries, qids, [int(NodeKind.T), int(NodeKind.S)], 5, exclude)
@@ -96,11 +96,11 @@ def test_vector_index_neighbours_when_the_best_matches_are_excluded(oversample, 
     x = _unit(rng, 400, 16)
     ids = np.arange(1, 401, dtype=np.int64)
     kind = int(NodeKind.S)
-    vi = VectorIndex(16).updated(ids, np.full(400, kind, np.uint8), x, np.zeros(0, np.int64))
+    vi = VectorIndex(16).updated(ids, np.full(400, kind, np.uint8), x, ids[:0], 1)
     queries, qids = x[:12], ids[:12]
     best = np.argsort(-(queries @ x.T), axis=1)[:, 1:7]  # each query's six best others
     removed, exclude = ids[best[:, :3].ravel()], ids[best[:, 3:].ravel()]
-    vi = vi.updated(np.zeros(0, np.int64), np.zeros(0, np.uint8), x[:0], np.unique(removed))
+    vi = vi.updated(ids[:0], np.zeros(0, np.uint8), x[:0], np.unique(removed), 2)
     assert vi.removed[kind].size  # kept as removals of the base
     src, dst, sim = vi.neighbours(queries, qids, [kind], 5, np.unique(exclude))
     keep = ~np.isin(ids, np.concatenate([removed, exclude]))

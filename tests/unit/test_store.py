@@ -417,9 +417,10 @@ def _live_oracle(rows: list[tuple[int, int]], dead: set[int]) -> list[tuple[int,
     return sorted((i, v) for i, v in newest.items() if i not in dead)
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(16))
 def test_live_nodes_equals_the_oracle(seed):
-    """Sorted single segments (the no-copy path) and unsorted, repeated ids (the merge)."""
+    """Sorted single segments (the no-copy path), unsorted repeated ids, and a sorted
+    segment followed by later ones (a build's segment and the writes since)."""
     import pyarrow as pa
 
     from graphstrata.engine.store.schema import NODE_SCHEMA
@@ -427,13 +428,20 @@ def test_live_nodes_equals_the_oracle(seed):
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 30))
-    if seed % 2:  # one sorted segment: ascending unique ids
+    if seed % 4 == 1:  # one sorted segment: ascending unique ids
         ids = np.sort(rng.choice(100, n, replace=False)).astype(np.int64)
+    elif seed % 4 == 3:  # a sorted build segment, then writes rewriting or adding ids
+        first = np.sort(rng.choice(60, n, replace=False)).astype(np.int64)
+        later = rng.integers(0, 70, int(rng.integers(1, 12))).astype(np.int64)
+        ids = np.concatenate([first, later])
+        n = ids.size
     else:  # several segments: ids repeat (a rewritten row) in any order
         ids = rng.integers(0, 20, n).astype(np.int64)
     versions = rng.integers(1, 5, n).astype(np.int64)
-    if not seed % 2:  # a later row of one id has a larger version, as commits write them
+    if seed % 4 != 1:  # a later row of one id has a larger version, as commits write them
         versions = np.arange(1, n + 1, dtype=np.int64)
+    if seed == 7:  # a tail row older than the sorted segment's row of its id loses
+        versions = rng.permutation(n).astype(np.int64) + 1
     dead = np.unique(rng.choice(np.arange(100), int(rng.integers(0, 6)))).astype(np.int64)
     if seed == 5:
         dead = np.zeros(0, np.int64)

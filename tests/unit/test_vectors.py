@@ -79,7 +79,7 @@ def test_updates_through_fresh_parts_and_merges_answer_like_brute_force(
         kk = np.concatenate([add_kinds, readd_kinds.astype(np.uint8)])
         mat = _unit_rows(rng, ids.size, dim)
         before = (vi, {k: dict(v) for k, v in live.items()})
-        vi = vi.updated(ids, kk, mat, remove)
+        vi = vi.updated(ids, kk, mat, remove, _step + 1)
         for k in kinds:
             for i in remove.tolist():
                 live[k].pop(i, None)
@@ -108,11 +108,11 @@ def test_a_query_whose_best_matches_were_removed_searches_again(monkeypatch):
     dim, kind = 16, int(NodeKind.T)
     rows = _unit_rows(rng, 60, dim)
     ids = np.arange(1, 61, dtype=np.int64)
-    vi = VectorIndex(dim).updated(ids, np.full(60, kind, np.uint8), rows, np.zeros(0, np.int64))
+    vi = VectorIndex(dim).updated(ids, np.full(60, kind, np.uint8), rows, ids[:0], 1)
     query = rows[:1]
     order = np.argsort(-(rows @ query[0]), kind="stable")
     gone = ids[order[:6]]  # the query's six best
-    after = vi.updated(np.zeros(0, np.int64), np.zeros(0, np.uint8), rows[:0], gone)
+    after = vi.updated(ids[:0], np.zeros(0, np.uint8), rows[:0], gone, 2)
     assert after.removed[kind].size == 6  # kept as removals of the base, not merged
     got, _ = after.search(query, [kind], 4)
     assert got[0].tolist() == ids[order[6:10]].tolist()
@@ -129,10 +129,10 @@ def test_removals_past_the_limit_rewrite_the_base_and_keep_the_fresh_vectors_apa
     rows = _unit_rows(rng, 80, dim)
     ids = np.arange(1, 81, dtype=np.int64)
     one = np.full(1, kind, np.uint8)
-    vi = VectorIndex(dim).updated(ids[:60], np.full(60, kind, np.uint8), rows[:60], ids[:0])
+    vi = VectorIndex(dim).updated(ids[:60], np.full(60, kind, np.uint8), rows[:60], ids[:0], 1)
     base = vi.by_kind[kind]
     for j in range(6):  # one new vector and one removal per write, as a rewritten summary
-        vi = vi.updated(ids[60 + j : 61 + j], one, rows[60 + j : 61 + j], ids[j : j + 1])
+        vi = vi.updated(ids[60 + j : 61 + j], one, rows[60 + j : 61 + j], ids[j : j + 1], j + 2)
     assert vi.by_kind[kind] is not base and len(vi.by_kind[kind]) == 60 - 5
     assert vi.removed[kind].tolist() == [6] and vi.fresh[kind][0].tolist() == list(range(61, 67))
     live = {int(i): r for i, r in zip(ids[6:66], rows[6:66], strict=True)}
@@ -158,7 +158,7 @@ def test_kinds_built_side_by_side_equal_kinds_built_one_after_another(monkeypatc
     answers = []
     for threads in (1, 3):
         monkeypatch.setattr(vectors, "KIND_THREADS", threads)
-        built = VectorIndex(16).updated(ids, kinds, mat, empty)
+        built = VectorIndex(16).updated(ids, kinds, mat, empty, 1)
         table = VectorTable(16, [VectorSegment(ids, kinds, mat, 1)], ids)
         for vi in (built, VectorIndex.build(table)):
             answers.append([vi.search(queries, [k], 8) for k in wanted])
@@ -187,7 +187,9 @@ def test_a_small_base_is_searched_by_a_matrix_product_like_usearch_exact():
     got = searched.search(queries, 9)
     np.testing.assert_array_equal(got.keys, np.asarray(want.keys, np.int64))
     np.testing.assert_allclose(got.distances, want.distances, atol=1e-5)
-    later = vi.updated(np.zeros(0, np.int64), np.zeros(0, np.uint8), queries[:0], np.asarray([1]))
+    later = vi.updated(
+        np.zeros(0, np.int64), np.zeros(0, np.uint8), queries[:0], np.asarray([1]), 2
+    )
     assert later._parts(kind)[0][0] is searched  # same base: the matrix is not read again
 
 

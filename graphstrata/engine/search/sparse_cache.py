@@ -13,7 +13,7 @@ from pathlib import Path
 
 from graphstrata.engine.search.postings import KindIndex
 from graphstrata.engine.store import Snapshot
-from graphstrata.engine.store.caches import map_arrays, save_arrays
+from graphstrata.engine.store.caches import cache_kind_versions, map_arrays, save_arrays
 
 __all__ = ["FORMAT", "cached_part", "load_part", "save_part"]
 
@@ -46,11 +46,10 @@ def cached_part(snapshot: Snapshot, kind: int) -> tuple[KindIndex, int] | None:
     None when the manifest records none for the kind, or its file cannot be read (a cache:
     the caller builds the collection from the texts instead).
     """
-    cache = snapshot.manifest.get("sparse_cache") or {}
-    entry = cache.get("kinds", {}).get(str(int(kind)))
+    entry = cache_kind_versions(snapshot.manifest.get("sparse_cache")).get(int(kind))
     if entry is None:
         return None
     try:
-        return load_part(snapshot.root / entry["file"]), int(cache["version"])
+        return load_part(snapshot.root / entry[0]), entry[1]
     except (OSError, ValueError, KeyError):
         return None

@@ -9,11 +9,14 @@ Two caches, each rebuildable from the segments at any time:
     memory-mapped on open.
 
 A cache is recorded in the manifest as ``{"version": v, "kinds": {"<kind>": entry}}``, where
-each entry is a file entry like a segment's (path, SHA-256, bytes). It describes version ``v``;
-a reader brings it to its own version with the changes committed since (rows with a newer
-``version``, ids no longer live). Writers rewrite a cache when :func:`cache_is_stale`: when
-the rows changed since it reach a quarter of the index, so that small writes write little and
-opening applies at most a quarter of the index as changes.
+each entry is a file entry like a segment's (path, SHA-256, bytes) and the version whose rows
+its file holds. A reader brings each kind's file to its own version with the changes
+committed since that kind's version (rows with a newer ``version``, ids no longer live);
+``v`` is the oldest kind's (manifests written before the per-kind versions have only ``v``).
+A commit records the kinds it wrote and keeps the others' entries, so that a kind is written
+when it changed enough, not when another did: the BM25 cache rewrites its kinds when
+:func:`cache_is_stale` (the rows changed since it reach a quarter of the index), the vector
+cache a kind whose HNSW base a writer rebuilt (``engine.vectors``).
 
 Array files (:func:`save_arrays`, :func:`map_arrays`) are a JSON header followed by raw
 arrays at 64-byte aligned offsets, so that a reader maps them without a copy.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import json
 import mmap
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +37,11 @@ __all__ = [
     "CACHE_FOLDERS",
     "CACHE_MIN_ROWS",
     "CACHE_NAMES",
+    "CacheFile",
     "Caches",
     "cache_entries",
     "cache_is_stale",
+    "cache_kind_versions",
     "cache_path",
     "cache_paths",
     "cache_rows_since",
@@ -53,8 +59,18 @@ CACHE_MIN_ROWS = 2048
 #: ... nor for fewer than this share of the index's rows.
 CACHE_STALE_SHARE = 0.25
 
-#: Cache files a commit records: ``{cache name: {node kind: path of the written file}}``.
-Caches = dict[str, dict[int, Path]]
+
+@dataclass(frozen=True)
+class CacheFile:
+    """One kind's cache file written by a commit, and the version whose rows it holds (a
+    reader applies the rows committed after it)."""
+
+    path: Path
+    version: int
+
+
+#: Cache files a commit records: ``{cache name: {node kind: file written}}``.
+Caches = dict[str, dict[int, CacheFile]]
 
 _MAGIC = b"GSARRAY1"
 _ALIGN = 64
@@ -72,11 +88,22 @@ def cache_is_stale(stale_rows: int, total_rows: int) -> bool:
     return stale_rows >= max(CACHE_MIN_ROWS, CACHE_STALE_SHARE * total_rows)
 
 
-def cache_rows_since(manifest: dict[str, Any], name: str, table: str = "nodes") -> int:
-    """Rows of ``table``'s segments committed after cache ``name``'s version (all if none)."""
+def cache_rows_since(manifest: dict[str, Any], name: str) -> int:
+    """Node rows committed after cache ``name``'s oldest kind (all rows if it has none)."""
     cache = manifest.get(name) or {}
     since = int(cache["version"]) if "kinds" in cache else -1
-    return sum(int(e["rows"]) for e in manifest["segments"][table] if int(e["version"]) > since)
+    return sum(int(e["rows"]) for e in manifest["segments"]["nodes"] if int(e["version"]) > since)
+
+
+def cache_kind_versions(cache: dict[str, Any] | None) -> dict[int, tuple[str, int]]:
+    """``{kind: (file, version its rows are of)}`` of a per-kind cache record (empty for
+    none, or for the single-file record of older indexes)."""
+    if not cache or "kinds" not in cache:
+        return {}
+    return {
+        int(k): (e["file"], int(e.get("version", cache["version"])))
+        for k, e in cache["kinds"].items()
+    }
 
 
 def cache_entries(manifest: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -100,7 +127,7 @@ def cache_entries(manifest: dict[str, Any]) -> list[tuple[str, Any]]:
 
 def cache_paths(caches: Caches | None) -> list[Path]:
     """Every file of ``caches``."""
-    return [p for files in (caches or {}).values() for p in files.values()]
+    return [f.path for files in (caches or {}).values() for f in files.values()]
 
 
 def record_caches(
@@ -111,17 +138,26 @@ def record_caches(
 ) -> int:
     """Record the cache files written for ``version`` in ``manifest``; their bytes.
 
-    A cache given here replaces the manifest's whole entry for it (its other kinds too).
+    A kind given here replaces that kind's entry; the cache's other kinds keep theirs (a
+    compaction clears the record first). The record's ``version`` becomes its oldest
+    kind's. A record of the older single-file form is replaced whole.
     """
     written = 0
     for name, files in (caches or {}).items():
         if name not in CACHE_FOLDERS:
             raise ValueError(f"unknown cache {name!r} (known: {', '.join(CACHE_NAMES)})")
-        kinds = {}
-        for kind, path in sorted(files.items()):
-            kinds[str(int(kind))] = entry(path)
+        before = manifest.get(name) or {}
+        kinds = {
+            k: {**e, "version": int(e.get("version", before["version"]))}
+            for k, e in before.get("kinds", {}).items()
+        }
+        for kind, file in sorted(files.items()):
+            if file.version > version:
+                raise ValueError(f"{name} of kind {kind} holds version {file.version} > {version}")
+            kinds[str(int(kind))] = {**entry(file.path), "version": int(file.version)}
             written += int(kinds[str(int(kind))]["bytes"])
-        manifest[name] = {"version": int(version), "kinds": kinds}
+        oldest = min((int(e["version"]) for e in kinds.values()), default=int(version))
+        manifest[name] = {"version": oldest, "kinds": dict(sorted(kinds.items()))}
     return written
 
 

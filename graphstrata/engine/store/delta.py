@@ -305,11 +305,6 @@ class Delta:
             else np.zeros(0, np.int64)
         )
 
-    @property
-    def vector_count(self) -> int:
-        """How many vectors are recorded (without concatenating them, as :meth:`vectors`)."""
-        return sum(len(v[0]) for v in self._vectors)
-
     def vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ids, kinds, float32 matrix) of every vector recorded, in order."""
         if not self._vectors:

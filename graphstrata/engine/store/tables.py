@@ -621,6 +621,12 @@ class VectorTable:
         ids = self._all_ids[self._kinds == kind]
         return ids, self.get(ids)
 
+    @property
+    def version(self) -> int:
+        """The newest version that wrote vectors (-1 for none): the table holds every vector
+        written up to it."""
+        return max((s.version for s in self.segments), default=-1)
+
     def since(self, version: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids, kinds) of live vectors written after ``version``."""
         seg_versions = np.array([s.version for s in self.segments], dtype=np.int64)
