@@ -70,9 +70,19 @@ class HierarchyConfig:
     #: (benchmarks/results/update.md): a 5% step costs 0.05-0.09 of a rebuild's tokens with
     #: True, 0.49-0.69 with False.
     group_new_first: bool = True
+    #: Documents a summary cites at most (0: every document below it): those most of its
+    #: members cite, ties by older document (smaller key). An upper summary of a large
+    #: corpus sits above nearly every document (117k doc keys per top summary of the
+    #: 1M-chunk scale index), and each write rewrites dozens of such rows, re-parented under
+    #: a new summary (1.08 MB per one-document insert; 18M doc keys decoded when opening
+    #: its write segments, 0.29 s; issue 17). LightRAG caps the sources of an entity at 300
+    #: (``DEFAULT_MAX_SOURCE_IDS_PER_ENTITY``); GraphRAG cites 5 records and "+more".
+    summary_docs_max: int = 300
 
     def validate(self) -> None:
         """Raise ``ConfigError`` on an invalid value."""
+        if self.summary_docs_max < 0:
+            raise ConfigError(f"summary_docs_max must be >= 0, got {self.summary_docs_max}")
         if not 1 <= self.n_bits <= 64:
             raise ConfigError(f"n_bits must be in [1, 64], got {self.n_bits}")
         if not 1 <= self.s_min <= self.s_max:

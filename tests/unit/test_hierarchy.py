@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,8 +35,9 @@ T, L = int(NodeKind.T), int(NodeKind.L)
 def small_config(s_min: int = 3, s_max: int = 5, max_layers: int = 5) -> IndexConfig:
     config = IndexConfig()
     config.heterograph.enabled = False
+    # A cap the sample's upper summaries pass, so that ``check_hierarchy`` checks it.
     config.hierarchy = dataclasses.replace(
-        config.hierarchy, s_min=s_min, s_max=s_max, max_layers=max_layers
+        config.hierarchy, s_min=s_min, s_max=s_max, max_layers=max_layers, summary_docs_max=3
     )
     # The search tests check EraRAG's own ranking (Algorithm 2: dense only, plain greedy
     # packing); the fused default (dense + BM25, duplicates skipped) is tested at the end.
@@ -116,7 +118,8 @@ def check_hierarchy(index: Index, config: IndexConfig) -> None:
         # partition relaxes it only for e.g. 13..15 items with bounds 8..12)
         low = cfg.s_min if feasible(int(counts[lay]), cfg.s_min, cfg.s_max) else 1
         assert low <= len(members) <= cfg.s_max, f"segment of {p}: {len(members)} items"
-    # summaries: text = summary of exactly their children (corpus order), docs = union
+    # summaries: text = summary of exactly their children (corpus order); docs = union,
+    # or past summary_docs_max the most-cited (ties: smaller key)
     anchor = anchors(h)
     llm = ExtractiveLLM()
     for p, members in children.items():
@@ -126,8 +129,10 @@ def check_hierarchy(index: Index, config: IndexConfig) -> None:
         (text,) = nodes.text_of([p])
         assert text == expected.text.strip()
         assert int(nodes.tokens[nodes.rows([p])[0]]) == count_tokens(text)
-        union = sorted({d for ds in nodes.docs_of(members) for d in ds})
-        assert nodes.docs_of([p])[0] == union
+        cited = Counter(d for ds in nodes.docs_of(members) for d in ds)
+        ranked = sorted(cited, key=lambda d: (-cited[d], d))
+        most = cfg.summary_docs_max or len(ranked)
+        assert nodes.docs_of([p])[0] == sorted(ranked[:most])
     # codes are the stored hyperplanes' codes of the stored vectors; a bit may differ only
     # where the projection is within float32 rounding of zero (BLAS may sum a row in
     # another order when it is hashed in another batch), not float16's (~1e-4, the CI
@@ -717,3 +722,21 @@ def test_summary_postings_follow_inserts_and_deletes(fused_built, sample_docs):
         np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
     result = index.query(QUESTION, mode="collapsed", budget_tokens=1200)
     assert [h.id for h in result.nodes] == fused_oracle(index, [T, L], 1200)
+
+
+def test_cited_docs_keeps_the_most_cited_then_the_older():
+    from graphstrata.engine.hierarchy.update import cited_docs
+
+    empty = np.zeros(0, np.int64)
+    assert cited_docs(empty, 3).tolist() == [] and cited_docs(empty, 0).tolist() == []
+    docs = np.asarray([9, 4, 4, 7, 9, 1, 4, 2, 2], np.int64)  # 4 x3, 9 x2, 2 x2, 7, 1
+    assert cited_docs(docs, 0).tolist() == [1, 2, 4, 7, 9]
+    assert cited_docs(docs, 5).tolist() == [1, 2, 4, 7, 9]
+    assert cited_docs(docs, 1).tolist() == [4]
+    assert cited_docs(docs, 2).tolist() == [2, 4]  # 9 and 2 tie: the smaller key
+    assert cited_docs(docs, 4).tolist() == [1, 2, 4, 9]
+    assert cited_docs(np.asarray([5], np.int64), 1).tolist() == [5]
+    from graphstrata.engine.config import ConfigError, HierarchyConfig
+
+    with pytest.raises(ConfigError, match="summary_docs_max must be >= 0"):
+        HierarchyConfig(summary_docs_max=-1).validate()

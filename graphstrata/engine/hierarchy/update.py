@@ -390,10 +390,11 @@ class Update:
         ]
 
     def _docs(self, members: list[np.ndarray]) -> list[np.ndarray]:
-        """Sorted doc keys cited by each segment's members (an upper summary cites every
-        document below it). The committed members' doc lists are read in one lookup for
-        the layer: a lookup per summary cost ~0.5 ms of fixed overhead over the node
-        table's Arrow chunks, 11 ms of a write at 100k chunks under line_profiler."""
+        """Sorted doc keys each segment's summary cites: those its members cite, at most
+        ``summary_docs_max`` (``cited_docs``). The committed members' doc lists are read in
+        one lookup for the layer: a lookup per summary cost ~0.5 ms of fixed overhead over
+        the node table's Arrow chunks, 11 ms of a write at 100k chunks under
+        line_profiler."""
         if not members:
             return []
         flat = np.concatenate(members).astype(np.int64)
@@ -407,7 +408,10 @@ class Update:
         for j, i in zip(owner[is_new].tolist(), flat[is_new].tolist(), strict=True):
             new_docs[j].append(np.asarray(self.new[i].docs, np.int64))
         return [
-            sets.unique(np.concatenate([keys[bounds[j] : bounds[j + 1]], *new_docs[j]]))
+            cited_docs(
+                np.concatenate([keys[bounds[j] : bounds[j + 1]], *new_docs[j]]),
+                self.cfg.summary_docs_max,
+            )
             for j in range(len(members))
         ]
 
@@ -444,6 +448,17 @@ class Update:
             )
         if self.dead:
             delta.delete_nodes(np.asarray(sorted(self.dead), dtype=np.int64))
+
+
+def cited_docs(member_docs: np.ndarray, most: int) -> np.ndarray:
+    """The doc keys a summary cites, ascending: every key of its members' doc lists
+    (``member_docs``, concatenated), or with more than ``most`` (> 0) the ``most`` keys the
+    most members cite, ties by smaller key (the older document)."""
+    keys, inverse = sets.unique_inverse(np.asarray(member_docs, np.int64))
+    if most <= 0 or keys.size <= most:
+        return keys
+    counts = np.bincount(inverse, minlength=keys.size)
+    return np.sort(keys[np.lexsort((keys, -counts))[:most]])
 
 
 def stored_direction(ctx: UpdateContext) -> np.ndarray:
