@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
+
 from graphstrata.engine.component import ComponentView
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.search.postings import KindIndex
@@ -21,7 +23,7 @@ from graphstrata.engine.store.caches import (
 )
 from graphstrata.engine.vectors import VectorIndex
 
-__all__ = ["open_vectors", "save_caches"]
+__all__ = ["open_vectors", "save_caches", "stale_vector_kinds"]
 
 
 def open_vectors(root: Path, snapshot: Snapshot, config: IndexConfig) -> VectorIndex:
@@ -51,6 +53,36 @@ def open_vectors(root: Path, snapshot: Snapshot, config: IndexConfig) -> VectorI
     return VectorIndex.build(snapshot.vectors, dtype, ef)
 
 
+def stale_vector_kinds(snapshot: Snapshot, delta: Delta, vectors: VectorIndex) -> list[int]:
+    """Kinds whose usearch base should be written with the version ``delta`` commits.
+
+    A kind whose base was rebuilt since its file (``VectorIndex.unsaved``) and whose vectors
+    written since that file's version, this commit's included, reach the stale share of the
+    kind (``cache_is_stale``). Writing a rebuilt base at once instead made every open of the
+    1M-chunk scale index map it instead of copying it again (0.32 s), but wrote the
+    summaries' 87 MB base every ~16 writes (5 MB a write, amortized), and below ~16k vectors
+    a base is rebuilt every few writes (``removal_limit`` has a floor of 64 removals): those
+    bytes grew with the kind, not with the change. A kind never rebuilt is not written: its
+    reader applies the fresh vectors and removals the writer keeps, bounded as those.
+    """
+    unsaved = vectors.unsaved()
+    if not unsaved:
+        return []
+    files = cache_kind_versions(snapshot.manifest.get("vector_cache"))
+    added = np.bincount(delta.vector_kinds, minlength=256)
+    since: dict[int, np.ndarray] = {}
+    stale = []
+    for kind in unsaved:
+        version = files[kind][1] if kind in files else -1
+        if version not in since:
+            kinds = snapshot.vectors.since(version)[1]
+            since[version] = np.bincount(kinds, minlength=256)
+        rows = int(since[version][kind]) + int(added[kind])
+        if cache_is_stale(rows, vectors.count([kind])):
+            stale.append(kind)
+    return stale
+
+
 def save_caches(
     root: Path,
     snapshot: Snapshot,
@@ -60,12 +92,11 @@ def save_caches(
 ) -> tuple[Caches, dict[int, KindIndex]]:
     """Write the caches of the next version that are stale, before it is committed.
 
-    The vector cache: the kinds whose HNSW base was rebuilt (``VectorIndex.unsaved``), each
-    as its base; a reader applies the fresh vectors and removals the writer keeps apart,
-    bounded as the writer's are. The BM25 cache, amortized: written again when a quarter of
-    its rows are newer than it (``engine.store.caches.cache_is_stale``), so small writes
-    write little and opening applies at most that quarter to the files it maps. A
-    compaction writes both whole.
+    Both amortized: a cache is written again when a quarter of its rows are newer than it
+    (``engine.store.caches.cache_is_stale``), so small writes write little and opening
+    applies at most that quarter to the files it maps. The vector cache counts per kind
+    (``stale_vector_kinds``) and writes a stale kind's base; the BM25 cache counts the node
+    rows. A compaction writes both whole.
 
     Parameters
     ----------
@@ -95,8 +126,10 @@ def save_caches(
 
     if delta is None:
         caches["vector_cache"] = vectors.save_merged(vector_file, version)
-    elif vectors.unsaved():
-        caches["vector_cache"] = vectors.save_bases(vector_file, vectors.unsaved())
+    else:
+        stale_kinds = stale_vector_kinds(snapshot, delta, vectors)
+        if stale_kinds:
+            caches["vector_cache"] = vectors.save_bases(vector_file, stale_kinds)
     kinds = sorted({k for view in views if view.sparse is not None for k in view.sparse.kinds})
     changed_nodes = int(delta.nodes.num_rows) if delta is not None else 0
     stale = cache_rows_since(manifest, "sparse_cache") + changed_nodes

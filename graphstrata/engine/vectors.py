@@ -10,12 +10,11 @@ the fresh part, O(change), not the whole index. When the fresh vectors outgrow
 O(n) copy, amortized over the writes before it); when more ids are removed than
 ``removal_limit`` allows, the base is copied without them and the fresh vectors stay apart.
 
-The cache file of a kind is its base, and the version whose vectors the base holds: a
-reader maps it and takes the vectors written since as fresh, the ids gone since as removed,
-and so reaches the writer's state. A commit writes the file of a kind whose base was rebuilt
-(``unsaved``), so that no reader copies a base again that a writer already copied: on the
-1M-chunk scale index the summaries' 94k-vector base passed its removal limit some 60 writes
-after its cache, and every open then spent 0.36 s copying it (issue 17).
+The cache file of a kind is a base, and the version whose vectors that base holds: a reader
+maps it and takes the vectors written since as fresh, the ids gone since as removed, and so
+reaches the writer's state (copying the base, as the writer did, when they pass the
+bounds). A commit writes the base of a kind that was rebuilt since its file (``unsaved``)
+once the kind's rows written since reach the stale share (``engine.read_caches``).
 """
 
 from __future__ import annotations

@@ -61,24 +61,44 @@ def test_vector_index_follows_changed_summaries_only(tmp_path, hashing_embedder,
     assert not {h.id for h in result.nodes} & removed
 
 
-def test_a_rebuilt_summary_base_is_cached_alone_and_reopens_as_the_writer_has_it(
+def test_a_rebuilt_summary_base_is_cached_alone_once_stale(
     tmp_path, hashing_embedder, sample_docs, monkeypatch
 ):
-    """A write whose rewritten summaries pass the removal limit copies the summaries' base;
-    that commit writes the summaries' cache file only (the chunks' entry stays), with the
-    version the base holds, and a new process opens it without copying it again and answers
-    as the writer does."""
+    """A write whose rewritten summaries pass the removal limit copies the summaries' base.
+    While the summaries written since their file stay below the stale share, the file stays
+    and a reader copies the base at its open; once they reach it, that commit writes the
+    summaries' file only (the chunks' entry stays), with the version the base holds, and a
+    reader opens it without copying and answers as the writer does."""
     import graphstrata.engine.vectors as vectors
+    from graphstrata.engine.store import caches
 
     monkeypatch.setattr(vectors, "REMOVED_MAX", 1)
+    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
     path = tmp_path / "idx"
     index = new_index(path, hashing_embedder)
     index.insert(sample_docs[:25])
     before = index.engine.store.manifest["vector_cache"]["kinds"]
+    T = str(int(NodeKind.T))
+
+    def same_answers(reopened: Index) -> None:
+        for doc in sample_docs[20:27]:
+            for mode in ("collapsed", "summarized", "naive"):
+                want = [h.id for h in index.query(doc["text"][:120], mode=mode).nodes]
+                got = [h.id for h in reopened.query(doc["text"][:120], mode=mode).nodes]
+                assert got == want
+
+    monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.9)
     index.insert(sample_docs[25:26])
+    assert index.engine.state.vectors.unsaved() == [L]
+    assert index.engine.store.manifest["vector_cache"]["kinds"] == before
+    reopened = Index.open(path, embedder=hashing_embedder, llm="extractive")
+    assert reopened.engine.state.vectors.unsaved() == [L]  # copied again at the open
+    same_answers(reopened)
+
+    monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.01)
+    index.insert(sample_docs[26:27])
     vi = index.engine.state.vectors
     after = index.engine.store.manifest["vector_cache"]["kinds"]
-    T = str(int(NodeKind.T))
     assert after[T] == before[T]  # the chunks' base was not rebuilt: not rewritten
     assert after[str(L)]["file"] != before[str(L)]["file"]
     assert after[str(L)]["version"] == vi.base_versions[L] < index.engine.store.version
@@ -87,10 +107,7 @@ def test_a_rebuilt_summary_base_is_cached_alone_and_reopens_as_the_writer_has_it
     opened = reopened.engine.state.vectors
     assert opened.unsaved() == []
     np.testing.assert_array_equal(np.sort(opened.fresh[L][0]), np.sort(vi.fresh[L][0]))
-    for doc in sample_docs[20:26]:
-        for mode in ("collapsed", "summarized", "naive"):
-            want = [h.id for h in index.query(doc["text"][:120], mode=mode).nodes]
-            assert [h.id for h in reopened.query(doc["text"][:120], mode=mode).nodes] == want
+    same_answers(reopened)
 
 
 def test_a_base_rebuilt_after_a_compaction_reopens_with_every_vector(
@@ -100,8 +117,11 @@ def test_a_base_rebuilt_after_a_compaction_reopens_with_every_vector(
     write is cached with a version from after it, so a reader takes none of the compacted
     vectors as new and misses none of the fresh ones."""
     import graphstrata.engine.vectors as vectors
+    from graphstrata.engine.store import caches
 
     monkeypatch.setattr(vectors, "REMOVED_MAX", 1)
+    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
+    monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.01)
     path = tmp_path / "idx"
     index = new_index(path, hashing_embedder)
     index.insert(sample_docs[:20])

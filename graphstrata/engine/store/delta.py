@@ -305,6 +305,13 @@ class Delta:
             else np.zeros(0, np.int64)
         )
 
+    @property
+    def vector_kinds(self) -> np.ndarray:
+        """uint8 node kind of every vector recorded (without concatenating the vectors)."""
+        if not self._vectors:
+            return np.zeros(0, np.uint8)
+        return np.concatenate([v[1] for v in self._vectors]).astype(np.uint8)
+
     def vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ids, kinds, float32 matrix) of every vector recorded, in order."""
         if not self._vectors:
