@@ -16,7 +16,8 @@ committed since that kind's version (rows with a newer ``version``, ids no longe
 A commit records the kinds it wrote and keeps the others' entries, so that a kind is written
 when it changed enough, not when another did: the BM25 cache rewrites its kinds when
 :func:`cache_is_stale` (the rows changed since it reach a quarter of the index), the vector
-cache a kind whose HNSW base a writer rebuilt (``engine.vectors``).
+cache a kind whose own vectors since its file reach a quarter of the kind and whose HNSW
+base a writer rebuilt since (``engine.read_caches.stale_vector_kinds``).
 
 Array files (:func:`save_arrays`, :func:`map_arrays`) are a JSON header followed by raw
 arrays at 64-byte aligned offsets, so that a reader maps them without a copy.
