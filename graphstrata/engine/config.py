@@ -76,7 +76,8 @@ class HierarchyConfig:
     #: 1M-chunk scale index), and each write rewrites dozens of such rows, re-parented under
     #: a new summary (1.08 MB per one-document insert; 18M doc keys decoded when opening
     #: its write segments, 0.29 s; issue 17). LightRAG caps the sources of an entity at 300
-    #: (``DEFAULT_MAX_SOURCE_IDS_PER_ENTITY``); GraphRAG cites 5 records and "+more".
+    #: (``DEFAULT_MAX_SOURCE_IDS_PER_ENTITY``); GraphRAG's answer prompts list at most 5
+    #: record ids per reference and "+more".
     summary_docs_max: int = 300
 
     def validate(self) -> None:

@@ -387,3 +387,24 @@ def test_a_commit_records_only_the_kinds_it_wrote():
         caches.record_caches(
             manifest, {"vector_cache": {5: caches.CacheFile(Path("c"), 10)}}, 9, entry
         )
+
+
+def test_rows_since_counts_each_kind_of_the_newer_segments():
+    """Against a count over every row with its segment's version (dead rows included)."""
+    rng = np.random.default_rng(13)
+    dim, segs, next_id = 4, [], 1
+    for version in (1, 2, 2, 5, 7):
+        n = int(rng.integers(0, 9))
+        ids = np.arange(next_id, next_id + n, dtype=np.int64)
+        next_id += n
+        kinds = rng.choice([1, 2, 8], n).astype(np.uint8)
+        segs.append(VectorSegment(ids, kinds, _rows(rng, n, dim), version))
+    every = np.concatenate([s.ids for s in segs])
+    table = VectorTable(dim, segs, every[every % 3 != 0])  # some rows dead
+    for since in (-1, 0, 1, 2, 4, 5, 7, 9):
+        want = np.zeros(256, np.int64)
+        for s in segs:
+            if s.version > since:
+                np.add.at(want, s.kinds.astype(np.int64), 1)
+        np.testing.assert_array_equal(table.rows_since(since), want)
+    assert VectorTable(dim, [], np.zeros(0, np.int64)).rows_since(-1).sum() == 0

@@ -310,7 +310,7 @@ class Delta:
         """uint8 node kind of every vector recorded (without concatenating the vectors)."""
         if not self._vectors:
             return np.zeros(0, np.uint8)
-        return np.concatenate([v[1] for v in self._vectors]).astype(np.uint8)
+        return np.concatenate([v[1] for v in self._vectors])
 
     def vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ids, kinds, float32 matrix) of every vector recorded, in order."""

@@ -627,6 +627,13 @@ class VectorTable:
         written up to it."""
         return max((s.version for s in self.segments), default=-1)
 
+    def rows_since(self, version: int) -> np.ndarray:
+        """Vector rows written after ``version`` per node kind (int64 ``[256]``, dead rows
+        included): a count over those segments' kinds only."""
+        newer = [s.kinds for s in self.segments if s.version > version]
+        kinds = np.concatenate(newer) if newer else np.zeros(0, np.uint8)
+        return np.bincount(np.asarray(kinds, np.uint8), minlength=256).astype(np.int64)
+
     def since(self, version: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids, kinds) of live vectors written after ``version``."""
         seg_versions = np.array([s.version for s in self.segments], dtype=np.int64)
