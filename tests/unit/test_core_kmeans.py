@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from graphstrata.core import kmeans
 from graphstrata.core.kmeans import kmeans_assign, kmeans_fit, nearest_centroid
 
 
@@ -42,6 +43,24 @@ def test_inertia_is_close_to_scikit_learn(k: int, dim: int, seed: int) -> None:
     ref = sklearn_cluster.KMeans(k, n_init=10, random_state=seed).fit(x.astype(np.float64))
     # A few Lloyd iterations from one k-means++ start: within 2% of the best of 10 starts.
     assert ours <= 1.02 * float(ref.inertia_) + 1e-6
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_training_on_a_sample_still_labels_every_row_by_its_nearest_centroid(
+    monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    k = 8
+    x = _blobs(seed, k, 500, 16, 0.15)
+    whole = kmeans_fit(x, k, seed=seed)  # the same k-means++ start, every row trains
+    monkeypatch.setattr(kmeans, "TRAIN_PER_CENTRE", 50)  # 400 of 4,000 rows train
+    centroids, labels = kmeans_fit(x, k, seed=seed)
+    again = kmeans_fit(x, k, seed=seed)
+    assert np.array_equal(labels, again[1]) and np.array_equal(centroids, again[0])
+    d2 = ((x[:, None, :].astype(np.float64) - centroids[None].astype(np.float64)) ** 2).sum(-1)
+    assert np.allclose(d2[np.arange(x.shape[0]), labels], d2.min(axis=1), rtol=1e-4, atol=1e-4)
+    # A centre estimated from m rows adds ~1/m of its cluster's variance (2% for 50):
+    # within twice that of the centroids of every row.
+    assert kmeans_inertia(x, centroids, labels) <= 1.04 * kmeans_inertia(x, *whole) + 1e-6
 
 
 def test_labels_are_the_brute_force_nearest_centroid():
