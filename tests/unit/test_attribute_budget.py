@@ -1,5 +1,6 @@
-"""``attributes._within`` and ``_within_all``: the leading facts that fit the token budget,
-counted in blocks, equal to the cumulative sum over every fact (the oracle)."""
+"""``Work.leading_within`` and ``attributes._within_all``: the leading facts (or community
+members) that fit the token budget, counted in blocks, equal to the cumulative sum over every
+one (the oracle)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from graphstrata.engine.heterograph.attributes import _within, _within_all
+from graphstrata.engine.heterograph.attributes import _within_all
+from graphstrata.engine.heterograph.work import Work
 
 
 class Nodes:
@@ -19,6 +21,24 @@ class Nodes:
     def rows(self, ids: np.ndarray) -> np.ndarray:
         self.asked += len(ids)
         return np.asarray(ids, np.int64)
+
+
+def _work(nodes: Nodes, tokens_of: object) -> SimpleNamespace:
+    """What ``Work.leading_within`` reads of a Work: its nodes' token counts and
+    ``tokens_of`` (the texts this operation rewrote)."""
+    work = SimpleNamespace(nodes=nodes, tokens_of=tokens_of)
+    work.token_counts = lambda ids, before: Work.token_counts(work, ids, before)  # type: ignore[arg-type]
+    work.leading_within = lambda ids, budget, before=False: Work.leading_within(
+        work,  # type: ignore[arg-type]
+        ids,
+        budget,
+        before,
+    )
+    return work
+
+
+def _within(work: SimpleNamespace, ids: np.ndarray, budget: int, before: bool) -> list[int]:
+    return list(work.leading_within(ids, budget, before))
 
 
 def oracle(ids: np.ndarray, tokens: np.ndarray, budget: int) -> list[int]:
@@ -34,17 +54,17 @@ def test_within_equals_the_full_cumulative_sum(seed, budget):
     tokens = rng.integers(0, 60, 5000)
     ids = rng.permutation(5000)[: int(rng.integers(1, 5000))]
     nodes = Nodes(tokens)
-    work = SimpleNamespace(nodes=nodes, tokens_of=lambda part: tokens[part])
+    work = _work(nodes, lambda part: tokens[part])
     for before in (True, False):
-        assert _within(work, ids, budget, before) == oracle(ids, tokens, budget)  # type: ignore[arg-type]
-    assert _within(work, ids[:0], budget, True) == []  # type: ignore[arg-type]
+        assert _within(work, ids, budget, before) == oracle(ids, tokens, budget)
+    assert _within(work, ids[:0], budget, True) == []
 
 
 def test_a_hub_entity_counts_few_facts():
     tokens = np.full(100_000, 20)
     nodes = Nodes(tokens)
-    work = SimpleNamespace(nodes=nodes, tokens_of=None)
-    got = _within(work, np.arange(100_000)[::-1], 1500, True)  # type: ignore[arg-type]
+    work = _work(nodes, None)
+    got = _within(work, np.arange(100_000)[::-1], 1500, True)
     assert len(got) == 75 and nodes.asked < 300
 
 
@@ -55,7 +75,7 @@ def test_within_all_equals_within_per_list(seed):
     rng = np.random.default_rng(10 + seed)
     tokens = rng.integers(0, 60, 5000)
     nodes = Nodes(tokens)
-    work = SimpleNamespace(nodes=nodes, tokens_of=lambda part: tokens[part])
+    work = _work(nodes, lambda part: tokens[part])
     lists = [rng.permutation(5000)[: int(rng.integers(0, 400))] for _ in range(12)]
     lists.append(lists[0])
     budgets = [int(b) for b in rng.choice([0, 30, 1500, 10**6], len(lists))]

@@ -21,7 +21,7 @@ from graphstrata.engine.component import MeteredLLM
 from graphstrata.engine.heterograph.decompose import Names
 from graphstrata.engine.heterograph.graph import group_by, important_entities, unique_pairs
 from graphstrata.engine.heterograph.schema import G1_EDGES, A, N, R, S
-from graphstrata.engine.heterograph.work import EMPTY, EdgeList, Work
+from graphstrata.engine.heterograph.work import EMPTY, FIRST_TOKEN_BLOCK, EdgeList, Work
 from graphstrata.engine.prompts import attribute_request
 from graphstrata.engine.types import EdgeKind
 
@@ -30,29 +30,8 @@ from graphstrata.engine.types import EdgeKind
 ATTRIBUTE_FACT_TOKENS = 1500
 ATTRIBUTE_RELATION_TOKENS = 500
 
-#: Facts are counted newest first in blocks, the first this long, each next one twice as
-#: long, until the budget is passed: a hub has thousands of facts, the budget a few dozen.
-_FIRST_BLOCK = 64
-
 #: ``entity -> (S ids, R ids)`` an attribute is written from.
 Facts = dict[int, tuple[list[int], list[int]]]
-
-
-def _within(work: Work, ids: np.ndarray, budget: int, before: bool) -> list[int]:
-    """The leading ``ids`` that fit ``budget`` tokens (at least one), sorted."""
-    if ids.size == 0:
-        return []
-    counted: list[np.ndarray] = []
-    total, end, step = 0, 0, _FIRST_BLOCK
-    while end < ids.size and total <= budget:
-        part = ids[end : end + step]
-        counted.append(_tokens(work, part, before))
-        total += int(counted[-1].sum())
-        end += part.size
-        step *= 2
-    fits = np.cumsum(np.concatenate(counted)) <= budget
-    fits[0] = True  # at least one fact, even a long one
-    return sorted(ids[:end][fits].tolist())
 
 
 def facts(work: Work, entities: np.ndarray) -> tuple[Facts, Facts]:
@@ -88,19 +67,19 @@ def _facts_of(work: Work, entities: np.ndarray, sn: EdgeList, nr: EdgeList, befo
 def _within_all(
     work: Work, id_lists: list[np.ndarray], budgets: list[int], before: bool
 ) -> list[list[int]]:
-    """:func:`_within` of each list, the first block of every list counted in one lookup
+    """:meth:`Work.leading_within` of each list, the first block of every list counted in one lookup
     (a lookup per list was ~0.15 ms under line_profiler: ~10 ms of a write at 100k chunks,
     issue 17)."""
-    heads = [ids[:_FIRST_BLOCK] for ids in id_lists]
+    heads = [ids[:FIRST_TOKEN_BLOCK] for ids in id_lists]
     flat = np.concatenate([EMPTY, *heads])
-    counted = _tokens(work, flat, before)
+    counted = work.token_counts(flat, before)
     out: list[list[int]] = []
     start = 0
     for ids, head, budget in zip(id_lists, heads, budgets, strict=True):
         tokens = counted[start : start + head.size]
         start += head.size
         if ids.size > head.size and int(tokens.sum()) <= budget:  # read on: rare
-            out.append(_within(work, ids, budget, before))
+            out.append(work.leading_within(ids, budget, before))
         elif not ids.size:
             out.append([])
         else:
@@ -108,13 +87,6 @@ def _within_all(
             fits[0] = True  # at least one fact, even a long one
             out.append(sorted(head[fits].tolist()))
     return out
-
-
-def _tokens(work: Work, ids: np.ndarray, before: bool) -> np.ndarray:
-    """Token counts of ``ids``: of the committed rows (``before``), else as rewritten."""
-    if before:
-        return np.asarray(work.nodes.tokens[work.nodes.rows(ids)], np.int64)
-    return np.asarray(work.tokens_of(ids), np.int64)
 
 
 def _select(work: Work, g1_ids: np.ndarray) -> tuple[set[int], dict[str, Any]]:

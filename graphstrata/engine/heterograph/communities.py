@@ -246,11 +246,7 @@ def communities(
 
 def _context(work: Work, ids: np.ndarray) -> list[int]:
     """The newest members that fit the community prompt's budget (at least one), sorted."""
-    newest = np.sort(ids)[::-1]
-    tokens = work.tokens_of(newest)
-    fits = np.cumsum(tokens) <= COMMUNITY_CONTEXT_TOKENS
-    fits[0] = True
-    return sorted(newest[fits].tolist())
+    return work.leading_within(np.sort(ids)[::-1], COMMUNITY_CONTEXT_TOKENS)
 
 
 def write_elements(
