@@ -322,7 +322,8 @@ class Work:
         return sorted(ids[:end][fits].tolist())
 
     def cited_docs_by(self, owners: np.ndarray, ids: np.ndarray) -> dict[int, list[int]]:
-        """``{owner: cited_docs(its ids)}`` for ``ids[i]`` owned by ``owners[i]``, in one pass.
+        """``{owner: sorted union of the doc keys of its ids}`` for ``ids[i]`` owned by
+        ``owners[i]``, in one pass.
 
         The touched hub entities of a write at 100k chunks have tens of thousands of
         supporting units between them; their doc lists are gathered once, in Arrow, and
@@ -353,8 +354,3 @@ class Work:
             for o, docs in group_by(owner_of[first], key[first]).items():
                 out[o] = docs.tolist()
         return out
-
-    def cited_docs(self, ids: Iterable[int]) -> list[int]:
-        """Sorted union of the doc keys of ``ids`` (:meth:`cited_docs_by` with one owner)."""
-        ids = np.fromiter((int(i) for i in ids), np.int64)
-        return self.cited_docs_by(np.zeros(ids.size, np.int64), ids).get(0, [])
