@@ -22,8 +22,9 @@ BLOCK_ROWS = 65_536
 SAMPLE_PER_CENTRE = 64
 #: Lloyd iterations run on at most this many rows per centre (faiss's
 #: ``max_points_per_centroid``), then every row is assigned once. With NodeRAG's
-#: K = sqrt(N), iterating over all N rows made the fit grow as N^1.5: the heterograph's
-#: clusters took 1.4 s at 10k chunks and 25.1 s at 100k (benchmarks/results/scale.md).
+#: K = sqrt(N), an iteration over all N rows compares N^1.5 row-centre pairs: the
+#: heterograph's clusters took 1.4 s at 10k chunks and 25.1 s at 100k (N^1.25,
+#: benchmarks/results/scale.md).
 TRAIN_PER_CENTRE = 256
 
 

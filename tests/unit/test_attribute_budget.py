@@ -1,4 +1,4 @@
-"""``Work.leading_within`` and ``attributes._within_all``: the leading facts (or community
+"""``Work.leading_within`` and ``Work.leading_within_all``: the leading facts (or community
 members) that fit the token budget, counted in blocks, equal to the cumulative sum over every
 one (the oracle)."""
 
@@ -9,7 +9,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from graphstrata.engine.heterograph.attributes import _within_all
 from graphstrata.engine.heterograph.work import Work
 
 
@@ -34,7 +33,19 @@ def _work(nodes: Nodes, tokens_of: object) -> SimpleNamespace:
         budget,
         before,
     )
+    work.leading_within_all = lambda lists, budgets, before=False: Work.leading_within_all(
+        work,  # type: ignore[arg-type]
+        lists,
+        budgets,
+        before,
+    )
     return work
+
+
+def _within_all(
+    work: SimpleNamespace, lists: list[np.ndarray], budgets: list[int], before: bool
+) -> list[list[int]]:
+    return list(work.leading_within_all(lists, budgets, before))
 
 
 def _within(work: SimpleNamespace, ids: np.ndarray, budget: int, before: bool) -> list[int]:
@@ -80,7 +91,7 @@ def test_within_all_equals_within_per_list(seed):
     lists.append(lists[0])
     budgets = [int(b) for b in rng.choice([0, 30, 1500, 10**6], len(lists))]
     for before in (True, False):
-        got = _within_all(work, lists, budgets, before)  # type: ignore[arg-type]
+        got = _within_all(work, lists, budgets, before)
         want = [oracle(i, tokens, b) if i.size else [] for i, b in zip(lists, budgets)]
         assert got == want
-    assert _within_all(work, [], [], True) == []  # type: ignore[arg-type]
+    assert _within_all(work, [], [], True) == []

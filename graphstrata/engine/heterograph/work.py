@@ -321,6 +321,29 @@ class Work:
         fits[0] = True  # at least one, even a long one
         return sorted(ids[:end][fits].tolist())
 
+    def leading_within_all(
+        self, id_lists: list[np.ndarray], budgets: list[int], before: bool = False
+    ) -> list[list[int]]:
+        """:meth:`leading_within` of each list, the first block of every list counted in one
+        lookup (a lookup per list was ~0.15 ms under line_profiler: ~10 ms of a write at
+        100k chunks, issue 17)."""
+        heads = [ids[:FIRST_TOKEN_BLOCK] for ids in id_lists]
+        counted = self.token_counts(np.concatenate([EMPTY, *heads]), before)
+        out: list[list[int]] = []
+        start = 0
+        for ids, head, budget in zip(id_lists, heads, budgets, strict=True):
+            tokens = counted[start : start + head.size]
+            start += head.size
+            if ids.size > head.size and int(tokens.sum()) <= budget:  # read on: rare
+                out.append(self.leading_within(ids, budget, before))
+            elif not ids.size:
+                out.append([])
+            else:
+                fits = np.cumsum(tokens) <= budget
+                fits[0] = True  # at least one, even a long one
+                out.append(sorted(head[fits].tolist()))
+        return out
+
     def cited_docs_by(self, owners: np.ndarray, ids: np.ndarray) -> dict[int, list[int]]:
         """``{owner: sorted union of the doc keys of its ids}`` for ``ids[i]`` owned by
         ``owners[i]``, in one pass.
