@@ -135,21 +135,33 @@ def test_advanced_text_index_equals_a_fresh_one(tmp_path, sample_docs):
     assert advanced > 0
 
 
-@pytest.mark.parametrize("compact", ["never", "always", "default"])
+@pytest.mark.parametrize("compact", ["never", "always", "rebuild", "default"])
 def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypatch, compact):
     """The graph view's edges and walk graph after each write (advanced by the delta:
     dropped nodes renumbered out of the edges and dead in the CSR's layers, new edges
     merged into its extra layer) are those a view built from scratch holds, and so are its
-    walks; with compaction on every write, never, and at the default shares."""
+    walks; with the merged layers flattened on every write ('always'), never, the walk
+    graph built from the snapshot on every write ('rebuild': new edges past the extra
+    share), and at the default shares."""
     from graphstrata.core.layered import flatten, row_weights
     from graphstrata.engine.heterograph import walk_graph
     from graphstrata.engine.heterograph.component import HeterographComponent
     from graphstrata.engine.heterograph.search import GraphParams
 
-    if compact != "default":
-        share = 0.0 if compact == "always" else 1e9
-        monkeypatch.setattr(walk_graph, "COMPACT_EXTRA_SHARE", share)
-        monkeypatch.setattr(walk_graph, "COMPACT_DEAD_SHARE", share)
+    shares = {"never": (1e9, 1e9), "always": (1e9, -1.0), "rebuild": (0.0, 1e9)}
+    if compact in shares:
+        extra_share, dead_share = shares[compact]
+        monkeypatch.setattr(walk_graph, "COMPACT_EXTRA_SHARE", extra_share)
+        monkeypatch.setattr(walk_graph, "COMPACT_DEAD_SHARE", dead_share)
+    built = 0
+    build = walk_graph.WalkEdges.build.__func__
+
+    def counted_build(cls, *args):
+        nonlocal built
+        built += 1
+        return build(cls, *args)
+
+    monkeypatch.setattr(walk_graph.WalkEdges, "build", classmethod(counted_build))
     index = Index.create(tmp_path / "ix", IndexConfig(), embedder=HashingEmbedder(64))
     docs = list(sample_docs)
     index.insert(docs[:10])
@@ -196,6 +208,11 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
         np.testing.assert_array_equal(a[0][order_a], b[0][order_b])
         np.testing.assert_allclose(a[1][order_a], b[1][order_b], rtol=1e-5, atol=1e-12)
     assert (layered > 0) == (compact == "never")
+    # Built: the empty index's view, the build's (not advanced from empty) and the fresh
+    # view of each step; 'rebuild' builds the advanced walk graph of every step too, the
+    # others merge into it (at the default shares, a step on this small index may do either).
+    if compact in shares:
+        assert built == 2 + len(steps) + (len(steps) if compact == "rebuild" else 0)
 
 
 def test_advanced_doc_names_equal_fresh_ones(tmp_path, sample_docs):

@@ -135,8 +135,15 @@ class HeterographComponent(Component):
         doc_names: DocNames,
         delta: Delta,
     ) -> HeterographView:
-        """The new version's view; its names, walked edges and BM25 parts advanced."""
+        """The new version's view; its names, walked edges and BM25 parts advanced.
+
+        A view of an empty version (a build's first commit) is not advanced: the new
+        version is built, which at 50k chunks took 0.67 s against 1.6 s advancing the empty
+        names and walk graph by every row (build/scratch/prof_reload.py).
+        """
         names = stored = None
+        if isinstance(previous, HeterographView) and not previous.ids.size:
+            return self.view(snapshot, vectors, config, doc_names)
         if isinstance(previous, HeterographView):
             names = previous.names.advanced(previous.snapshot, snapshot, delta)
             stored = previous.stored.advanced(previous.ids, snapshot, delta, config.heterograph)

@@ -124,7 +124,23 @@ class WalkEdges:
             s, d = numpy_of(edges.column("src")), numpy_of(edges.column("dst"))
             live = snapshot.nodes.contains(s) & snapshot.nodes.contains(d)
             edges = edges.filter(arrow_of(live))
-        return self._advanced(ids, alive, *_walked(ids, edges, cfg))
+        walked = _walked(ids, edges, cfg)
+        if self._compacts_at_once(int(walked[0].size)):
+            return WalkEdges.build(snapshot, cfg)
+        return self._advanced(ids, alive, *walked)
+
+    def _compacts_at_once(self, new_edges: int) -> bool:
+        """Whether ``new_edges`` merged into the extra layer would pass the compaction share.
+
+        Each new edge adds at least one entry, so the merged CSR would be flattened in the
+        same commit: building from the snapshot's edges skips the merge, the links' slot
+        bookkeeping and the flatten. A build's commit (every edge new on an empty graph)
+        advanced by merging took 0.68 s against 0.23 s built, at 20k chunks
+        (build/scratch/prof_reload.py).
+        """
+        old = self.csr
+        base_entries = max(int(old.indices.shape[0]), 1)
+        return old.extra_entries + new_edges > COMPACT_EXTRA_SHARE * base_entries
 
     def _advanced(
         self,
