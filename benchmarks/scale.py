@@ -24,13 +24,15 @@ in a fresh subprocess, so its peak RSS is its own. Per size:
 Growth exponents: ``log(v2 / v1) / log(n2 / n1)`` between consecutive sizes of one setting,
 ``n`` the chunk count. ``ann`` measures the semantic edges of a build three ways (the k-NN
 graph of ``core.nndescent``, an HNSW index searched with every vector, the exact kernel):
-time, growth and recall.
+time, growth and recall. ``hnsw`` grows one HNSW index as a build does and records the
+CPU per insert step by step (``benchmarks/scale_hnsw.py``).
 
 Usage::
 
     python benchmarks/scale.py run --chunks 2000 10000                     # all components
     python benchmarks/scale.py run --chunks 10000 100000 --no-heterograph  # naive + hierarchy
     python benchmarks/scale.py ann --vectors 50000 200000 500000 --queries 2000
+    python benchmarks/scale.py hnsw --vectors 200000 --step 20000
     python benchmarks/scale.py interleaved --index A/ix B/ix --chunks 10000 100000 --work W
     python benchmarks/scale.py report        # rewrite results/scale.md from results/scale.json
 
@@ -60,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scale_hnsw
 import scale_interleaved
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -714,6 +717,7 @@ def markdown(data: dict[str, Any]) -> str:
                 f" {a.get('load1_before', '–')} / {a['load1']} |"
             )
         lines.append("")
+    lines += scale_hnsw.markdown(data.get("hnsw", []))
     lines += scale_interleaved.markdown(data.get("interleaved", []))
     lines.append(f"Machine: {platform.platform()}, {os.cpu_count()} CPUs.")
     return "\n".join(lines) + "\n"
@@ -774,6 +778,12 @@ def main(argv: list[str] | None = None) -> int:
         help="measure the HNSW way up to this many vectors (it took 664 s at 514k in a build)",
     )
     p = sub.add_parser(
+        "hnsw", help="CPU per HNSW insert as one index grows (benchmarks/scale_hnsw.py)"
+    )
+    p.add_argument("--vectors", type=int, default=200_000)
+    p.add_argument("--step", type=int, default=20_000)
+    p.add_argument("--queries", type=int, default=200)
+    p = sub.add_parser(
         "interleaved",
         help="one-document writes on kept indexes of two sizes, in turn, write by write",
     )
@@ -810,6 +820,9 @@ def main(argv: list[str] | None = None) -> int:
         remeasure(args, data)
     elif args.cmd == "interleaved":
         interleaved(args, data)
+    elif args.cmd == "hnsw":
+        print(f"load average {load1()}", flush=True)
+        data["hnsw"] = scale_hnsw.run(_ann_vectors(args.vectors), args.step, args.queries)
     elif args.cmd == "ann":
         print(f"load average {load1()}", flush=True)
         results = run_ann(args.vectors, args.queries, args.m, args.hnsw_max)
