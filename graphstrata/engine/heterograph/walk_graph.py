@@ -125,22 +125,19 @@ class WalkEdges:
             live = snapshot.nodes.contains(s) & snapshot.nodes.contains(d)
             edges = edges.filter(arrow_of(live))
         walked = _walked(ids, edges, cfg)
-        if self._compacts_at_once(int(walked[0].size)):
+        # Each new edge adds at least one extra entry: past the share, the merged CSR would
+        # be flattened in this commit, and building from the snapshot's edges skips the
+        # merge, the links' slot bookkeeping and the flatten. A build's commit (every edge
+        # new on an empty graph) advanced by merging took 0.68 s against 0.23 s built, at
+        # 20k chunks (build/scratch/prof_reload.py).
+        if self._extra_past_share(self.csr.extra_entries + int(walked[0].size)):
             return WalkEdges.build(snapshot, cfg)
         return self._advanced(ids, alive, *walked)
 
-    def _compacts_at_once(self, new_edges: int) -> bool:
-        """Whether ``new_edges`` merged into the extra layer would pass the compaction share.
-
-        Each new edge adds at least one entry, so the merged CSR would be flattened in the
-        same commit: building from the snapshot's edges skips the merge, the links' slot
-        bookkeeping and the flatten. A build's commit (every edge new on an empty graph)
-        advanced by merging took 0.68 s against 0.23 s built, at 20k chunks
-        (build/scratch/prof_reload.py).
-        """
-        old = self.csr
-        base_entries = max(int(old.indices.shape[0]), 1)
-        return old.extra_entries + new_edges > COMPACT_EXTRA_SHARE * base_entries
+    def _extra_past_share(self, extra_entries: int) -> bool:
+        """Whether an extra layer of ``extra_entries`` over this base is compacted
+        (``COMPACT_EXTRA_SHARE``)."""
+        return extra_entries > COMPACT_EXTRA_SHARE * max(int(self.csr.indices.shape[0]), 1)
 
     def _advanced(
         self,
@@ -169,11 +166,7 @@ class WalkEdges:
         links = self.links.added(int(slot_ids.size), died, s, d, kind)
         extra = merge_edges(*old.extra, s, d, weight, int(slot_ids.size))
         csr = LayeredCSR(old.indptr, old.indices, old.weights, *extra, alive)
-        base_entries = max(int(old.indices.shape[0]), 1)
-        if (
-            csr.extra_entries > COMPACT_EXTRA_SHARE * base_entries
-            or csr.dead > COMPACT_DEAD_SHARE * csr.n
-        ):
+        if self._extra_past_share(csr.extra_entries) or csr.dead > COMPACT_DEAD_SHARE * csr.n:
             graph = plain(*flatten(csr, empty=CSR_BUFFERS.empty))
             position = np.where(alive, np.cumsum(alive) - 1, -1)
             return WalkEdges(ids, graph, row_weights(graph), links.renumbered(position, alive))
