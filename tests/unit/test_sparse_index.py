@@ -480,3 +480,46 @@ def test_postings_saved_with_int64_lengths_load_as_uint16_and_score_the_same():
         got_ids, got_scores = loaded.search(query, 10)
         np.testing.assert_array_equal(got_ids, want_ids)
         np.testing.assert_array_equal(got_scores, want_scores)
+
+
+def _max_tf_oracle(seg: postings._Segment, term: int) -> int:
+    tfs = seg.postings(term)[1]
+    return int(tfs.max()) if tfs.size else 0
+
+
+@pytest.mark.parametrize("n_texts", [0, 1, 2, 40, 300])
+def test_each_segments_term_max_is_the_largest_tf_of_the_terms_postings(n_texts):
+    rng = random.Random(n_texts)
+    texts = [" ".join(rng.choices(WORDS, k=rng.randint(0, 30))) for _ in range(n_texts)]
+    part = KindIndex.build(np.arange(n_texts, dtype=np.int64), texts)
+    more = [" ".join(rng.choices(WORDS, k=rng.randint(1, 9)) + ["zebra"] * 3) for _ in range(5)]
+    grown = part.changed(np.arange(0, n_texts, 9), np.arange(n_texts, n_texts + 5), more)
+    if n_texts >= 40:  # a segment per change (small ones are compacted at once)
+        assert len(grown.segments) == 2
+    for index in (part, grown):
+        n_terms = len(index.vocab)
+        for seg in index.segments:
+            assert seg.term_max is not None and seg.term_max.dtype == np.int32
+            for term in range(n_terms + 2):  # and terms newer than the segment
+                assert seg.max_tf(term) == _max_tf_oracle(seg, term)
+
+
+def test_postings_saved_without_term_max_load_with_it_and_score_the_same():
+    # Cache files written before ``term_max`` was kept lack it.
+    rng = random.Random(5)
+    texts = [" ".join(rng.choices(WORDS, k=rng.randint(1, 20))) for _ in range(80)]
+    part = KindIndex.build(np.arange(len(texts), dtype=np.int64), texts)
+    arrays = part.to_arrays()
+    old = {k: v for k, v in arrays.items() if k != "term_max"}
+    loaded = KindIndex.from_arrays(old)
+    assert loaded.segments[0].term_max is None  # found per term on first use
+    for term in range(len(part.vocab) + 1):
+        assert loaded.segments[0].max_tf(term) == part.segments[0].max_tf(term)
+    # saved again (as the cache is when it is rewritten), it is kept
+    again = KindIndex.from_arrays(loaded.to_arrays())
+    np.testing.assert_array_equal(again.segments[0].term_max, part.segments[0].term_max)
+    for query in ("lens optics", "fjord ferry harvest", "running 2023"):
+        want_ids, want_scores = part.search(query, 10)
+        got_ids, got_scores = loaded.search(query, 10)
+        np.testing.assert_array_equal(got_ids, want_ids)
+        np.testing.assert_array_equal(got_scores, want_scores)
