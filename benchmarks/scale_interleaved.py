@@ -27,6 +27,45 @@ import numpy as np
 
 #: Stages reported per size (the slowest by median at the larger size).
 TOP_STAGES = 12
+#: Bootstrap resamples of the rounds for the ratio's interval, and its coverage.
+BOOTSTRAP = 2000
+INTERVAL = 0.90
+
+
+def ratio_interval(
+    small: list[float], large: list[float], resamples: int = BOOTSTRAP, level: float = INTERVAL
+) -> tuple[float, float]:
+    """A paired bootstrap interval of ``median(large) / median(small)``.
+
+    The rounds are resampled whole (a round's two writes ran in the same minutes, so the
+    pairs are kept together), ``resamples`` times with a fixed seed; the interval is the
+    central ``level`` share of the resampled ratios. A ratio measured at 2.07x over 60
+    rounds says little about a 2x target without it.
+
+    Parameters
+    ----------
+    small, large:
+        One time per round at the smaller and the larger size (same length, > 0).
+    resamples:
+        Bootstrap samples.
+    level:
+        Coverage of the interval, in (0, 1).
+
+    Returns
+    -------
+    tuple[float, float]
+        The interval's low and high ends.
+    """
+    a, b = np.asarray(small, np.float64), np.asarray(large, np.float64)
+    if a.shape != b.shape or a.size == 0:
+        raise ValueError("one time per round at each size, at least one round")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    rounds = np.random.default_rng(0).integers(0, a.size, size=(int(resamples), a.size))
+    ratios = np.median(b[rounds], axis=1) / np.median(a[rounds], axis=1)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(ratios, [tail, 1.0 - tail])
+    return float(low), float(high)
 
 
 def child(path: Path, chunks: int, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> None:
@@ -158,7 +197,8 @@ def markdown(entries: list[dict[str, Any]]) -> list[str]:
         " per turn, the order alternating each round), so both sizes are measured in the"
         " same minutes (`benchmarks/scale_interleaved.py` says why). Median (quartiles) of"
         " the rounds, in seconds; ratio = the larger size's median over the smaller's"
-        " (target of issue 17: at most 2).",
+        f" (target of issue 17: at most 2), with its {INTERVAL:.0%} paired bootstrap"
+        f" interval over the rounds ({BOOTSTRAP} resamples, `ratio_interval`).",
         "",
         "| code | rounds | chunks | insert p50 (q1-q3) | delete p50 (q1-q3) | ratio insert |"
         " ratio delete | load1 start / end |",
@@ -175,10 +215,15 @@ def markdown(entries: list[dict[str, Any]]) -> list[str]:
                     for s in sizes
                 )
             )
+        ratios = []
+        for op in ("insert", "delete"):
+            low, high = ratio_interval(
+                e["sizes"][sizes[0]][f"{op}_s"], e["sizes"][sizes[-1]][f"{op}_s"]
+            )
+            ratios.append(f"{e['ratio'][op]}x ({low:.2f}-{high:.2f})")
         lines.append(
             f"| {e.get('code', '–')} | {e['rounds']} | {' / '.join(sizes)} | {cells[0]} |"
-            f" {cells[1]} | {e['ratio']['insert']}x | {e['ratio']['delete']}x |"
-            f" {e['load1_start']} / {e['load1_end']} |"
+            f" {cells[1]} | {ratios[0]} | {ratios[1]} | {e['load1_start']} / {e['load1_end']} |"
         )
     last = entries[-1]
     sizes = sorted(last["sizes"], key=int)

@@ -52,7 +52,7 @@ def test_sizes_take_turns_and_the_ratio_is_that_of_the_medians(tmp_path, monkeyp
         docs = Index.open(path, embedder=HashingEmbedder(scale.DIM)).engine.state.snapshot.docs
         assert docs.num_rows == max(2, round(chunks / scale.CHUNKS_PER_DOC))
     table = "\n".join(scale_interleaved.markdown([{**out, "code": "test"}]))
-    assert "| test | 3 | 16 / 40 |" in table and f"{out['ratio']['delete']}x" in table
+    assert "| test | 3 | 16 / 40 |" in table and f"{out['ratio']['delete']}x (" in table
 
 
 def test_a_child_that_cannot_open_its_index_is_reported(tmp_path, monkeypatch):
@@ -75,3 +75,30 @@ def test_a_child_that_cannot_open_its_index_is_reported(tmp_path, monkeypatch):
             BENCHMARKS / "scale.py", [(path, 16), (tmp_path / "none", 20)], 1, float
         )
     assert len(started) == 1 and started[0].poll() == 0  # told to quit, and it did
+
+
+def test_the_ratio_interval_resamples_whole_rounds(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import numpy as np
+    import scale_interleaved
+
+    rng = np.random.default_rng(5)
+    small = (0.15 + 0.03 * rng.random(60)).tolist()
+    # Each round's larger write is exactly twice its smaller one: every resample says 2.
+    assert scale_interleaved.ratio_interval(small, [2 * t for t in small]) == pytest.approx(
+        (2.0, 2.0)
+    )
+    large = (0.30 + 0.08 * rng.random(60)).tolist()
+    low, high = scale_interleaved.ratio_interval(small, large)
+    point = float(np.median(large) / np.median(small))
+    assert low < point < high
+    assert (low, high) == scale_interleaved.ratio_interval(small, large)  # seeded
+    wide = scale_interleaved.ratio_interval(small, large, level=0.99)
+    assert wide[0] <= low and high <= wide[1]
+    # Fewer rounds, a wider interval.
+    few = scale_interleaved.ratio_interval(small[:10], large[:10])
+    assert few[1] - few[0] > high - low
+    with pytest.raises(ValueError, match="one time per round"):
+        scale_interleaved.ratio_interval(small, large[:-1])
+    with pytest.raises(ValueError, match="level"):
+        scale_interleaved.ratio_interval(small, large, level=1.0)
