@@ -262,9 +262,10 @@ def _term_max(term_ptr: np.ndarray, post_tf: np.ndarray) -> np.ndarray:
     term without postings.
 
     Made once per segment, where each query's BM25 bounds took the max over a term's
-    postings the first time the term was searched: O(df) per new query term, 0.25 ms a
-    term and about half the warm ``collapsed`` query at 100k chunks (cProfile of 100 queries
-    of the scale benchmark, issue 17), ten times longer lists at 1M.
+    postings the first time a process searched the term: O(df) per new query term. The
+    gain is small, as most of that cost was the postings' page faults, which the scoring
+    pays anyway: the chunks' search of first-seen queries at 1M chunks went 1.10 -> 1.02-1.07
+    ms p50 (build/scratch/term_max_ab.py; issue 17).
     """
     counts = np.diff(term_ptr)
     out = np.zeros(counts.size, np.int32)
