@@ -48,7 +48,6 @@ Results merge into ``benchmarks/results/scale.json`` (one entry per setting and 
 from __future__ import annotations
 
 import argparse
-import importlib
 import itertools
 import json
 import math
@@ -368,15 +367,21 @@ def open_in_fresh_process(path: Path, query: str) -> dict[str, Any]:
         return dict(json.loads(out.read_text()))
 
 
-def open_for_measuring(path: Path) -> Any:
-    """``Index.open`` as every measurement here does: the hashing embedder, no LLM cache,
-    and this code's query defaults (``SearchConfig()``, e.g. its HNSW expansion) rather than
-    those recorded when a kept index was built, so that a kept index measures the code."""
+def _open_imports() -> tuple[Any, Any, Any, Any]:
+    """What :func:`open_for_measuring` imports (``open_once`` times them apart)."""
     from graphstrata.bindings.api import Index
     from graphstrata.bindings.embedders import HashingEmbedder
     from graphstrata.bindings.extractive import ExtractiveLLM
     from graphstrata.engine.config import SearchConfig
 
+    return Index, HashingEmbedder, ExtractiveLLM, SearchConfig
+
+
+def open_for_measuring(path: Path) -> Any:
+    """``Index.open`` as every measurement here does: the hashing embedder, no LLM cache,
+    and this code's query defaults (``SearchConfig()``, e.g. its HNSW expansion) rather than
+    those recorded when a kept index was built, so that a kept index measures the code."""
+    Index, HashingEmbedder, ExtractiveLLM, SearchConfig = _open_imports()
     return Index.open(
         path,
         embedder=HashingEmbedder(DIM),
@@ -391,8 +396,7 @@ def open_once(path: Path, query: str) -> dict[str, Any]:
     timed apart, before the open (``imports_s``): up to code 02db8f8 they were inside
     ``fresh_open_s`` (0.66 s of it on a warm page cache, measured for issue 17)."""
     t = time.perf_counter()
-    for module in ("api", "embedders", "extractive"):  # what open_for_measuring imports
-        importlib.import_module(f"graphstrata.bindings.{module}")
+    _open_imports()
     imports = time.perf_counter() - t
     t = time.perf_counter()
     index = open_for_measuring(path)
@@ -834,7 +838,7 @@ def main(argv: list[str] | None = None) -> int:
         interleaved(args, data)
     elif args.cmd == "hnsw":
         print(f"load average {load1()}", flush=True)
-        data["hnsw"] = scale_hnsw.run(_ann_vectors(args.vectors), args.step, args.queries)
+        data["hnsw"] = scale_hnsw.run(_ann_vectors(args.vectors), args.step, args.queries, load1)
     elif args.cmd == "ann":
         print(f"load average {load1()}", flush=True)
         results = run_ann(args.vectors, args.queries, args.m, args.hnsw_max)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -48,8 +49,11 @@ def _cache_bytes() -> int | None:
     return best
 
 
-def run(vectors: np.ndarray, step: int, n_queries: int) -> list[dict[str, Any]]:
-    """One row per step of ``step`` vectors inserted into one growing index per dtype."""
+def run(
+    vectors: np.ndarray, step: int, n_queries: int, load1: Callable[[], float]
+) -> list[dict[str, Any]]:
+    """One row per step of ``step`` vectors inserted into one growing index per dtype;
+    ``load1`` (``scale.load1``) is read after each step."""
     from graphstrata.core.ann import hnsw_index
     from graphstrata.engine.config import SearchConfig
 
@@ -70,7 +74,7 @@ def run(vectors: np.ndarray, step: int, n_queries: int) -> list[dict[str, Any]]:
             if dtype == DTYPES[0]:
                 found = index.search(queries, 10, threads=1)
                 row["distances_per_query"] = round(found.computed_distances / n_queries, 1)
-            row[f"load1_{dtype}"] = round(os.getloadavg()[0], 2)
+            row[f"load1_{dtype}"] = load1()
             print(row, flush=True)
     out = [rows[k] for k in sorted(rows)]
     first = out[0]

@@ -20,7 +20,7 @@ def test_each_step_is_inserted_and_measured_for_both_storage_types(monkeypatch):
     rng = np.random.default_rng(3)
     x = rng.standard_normal((650, 32)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    rows = scale_hnsw.run(x, step=200, n_queries=20)
+    rows = scale_hnsw.run(x, step=200, n_queries=20, load1=lambda: 0.5)
     # 650 vectors in steps of 200: three whole steps, the 50 left over are not inserted.
     assert [r["vectors"] for r in rows] == [200, 400, 600]
     for r in rows:
