@@ -526,9 +526,21 @@ def row_entries(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """
     rows = np.asarray(rows, np.int64)
     rows = rows[rows < indptr.shape[0] - 1]
-    starts = indptr[rows]
-    lengths = indptr[rows + 1] - starts
-    # Entry k of the output lies at its row's start plus its rank within the row.
+    return spans(indptr[rows], indptr[rows + 1])
+
+
+def spans(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """int64: ``starts[0]..stops[0]-1``, then ``starts[1]..stops[1]-1``, ... (empty spans
+    allowed), without a Python loop.
+
+    Parameters
+    ----------
+    starts, stops : integer arrays [k]
+        Half-open spans, ``starts <= stops``.
+    """
+    starts = np.asarray(starts, np.int64)
+    lengths = np.asarray(stops, np.int64) - starts
+    # Entry k of the output lies at its span's start plus its rank within the span.
     first = np.cumsum(lengths) - lengths
     return np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - first, lengths)
 

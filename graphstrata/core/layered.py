@@ -27,7 +27,15 @@ from numba import njit, prange
 
 from graphstrata.core.graph import advance_csr, csr_from_edges, row_entries
 
-__all__ = ["LayeredCSR", "advanced_row_weights", "flatten", "plain", "row", "row_weights"]
+__all__ = [
+    "LayeredCSR",
+    "advanced_row_weights",
+    "flatten",
+    "incident_edges",
+    "plain",
+    "row",
+    "row_weights",
+]
 
 
 class LayeredCSR(NamedTuple):
@@ -220,3 +228,78 @@ def flatten(
         int(np.count_nonzero(graph.alive)),
         empty=empty,
     )
+
+
+@njit(cache=True, nogil=True)
+def _incident(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    xptr: np.ndarray,
+    xix: np.ndarray,
+    xw: np.ndarray,
+    alive: np.ndarray,
+    nodes: np.ndarray,
+    member: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # Two passes over the rows of ``nodes``: count, then fill. An entry u -> v is the edge
+    # once: from u's row when v is not a member, else from the row of the smaller end (a
+    # self-loop is stored once, in its own row).
+    n_base = indptr.shape[0] - 1
+    total = 0
+    for u in nodes:
+        if u < n_base:
+            for j in range(indptr[u], indptr[u + 1]):
+                v = indices[j]
+                if alive[v] and (not member[v] or u <= v):
+                    total += 1
+        for j in range(xptr[u], xptr[u + 1]):
+            v = xix[j]
+            if alive[v] and (not member[v] or u <= v):
+                total += 1
+    src = np.empty(total, dtype=np.int64)
+    dst = np.empty(total, dtype=np.int64)
+    w = np.empty(total, dtype=np.float64)
+    k = 0
+    for u in nodes:
+        if u < n_base:
+            for j in range(indptr[u], indptr[u + 1]):
+                v = indices[j]
+                if alive[v] and (not member[v] or u <= v):
+                    src[k], dst[k], w[k] = u, v, weights[j]
+                    k += 1
+        for j in range(xptr[u], xptr[u + 1]):
+            v = xix[j]
+            if alive[v] and (not member[v] or u <= v):
+                src[k], dst[k], w[k] = u, v, xw[j]
+                k += 1
+    return src, dst, w
+
+
+def incident_edges(
+    graph: LayeredCSR, nodes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The edges between alive nodes with an end among ``nodes``, each once.
+
+    O(the rows of ``nodes``), not O(the graph): what a local Leiden run over a few opened
+    nodes reads of a graph kept across versions (``engine.heterograph.g2``; issue 17).
+
+    Parameters
+    ----------
+    graph:
+        The graph (its adjacency is ``base + extra`` less every entry of a dead node).
+    nodes : int64 array
+        Alive nodes, ascending, unique.
+
+    Returns
+    -------
+    src, dst : int64 arrays [k]
+        The ends: ``src`` is among ``nodes``, and the smaller of the two where both are.
+    weight : float64 array [k]
+        The entry's weight. An edge held in both layers is returned twice, its weights
+        summing to the flattened graph's entry (as :func:`row` gives it).
+    """
+    nodes = np.ascontiguousarray(nodes, np.int64).reshape(-1)
+    member = np.zeros(graph.n, dtype=np.bool_)
+    member[nodes] = True
+    return _incident(*graph, nodes, member)

@@ -127,3 +127,44 @@ def test_row_weights_advanced_by_nothing_or_on_an_empty_graph_are_unchanged():
     empty = plain(*csr_from_edges(none, none, np.zeros(0), 0))
     got = advanced_row_weights(empty, row_weights(empty), none, np.ones(2, bool), [0], [1], [2.0])
     np.testing.assert_array_equal(got, [2.0, 2.0])  # two new nodes and the edge between them
+
+
+@pytest.mark.parametrize(("seed", "n_base", "n", "e_base", "e_extra", "dead"), CASES)
+@pytest.mark.parametrize("share", [0.0, 0.1, 0.5, 1.0])
+def test_incident_edges_are_each_edge_at_the_nodes_once(
+    seed, n_base, n, e_base, e_extra, dead, share
+):
+    """Summed per pair, the incident edges are the dense matrix's entries of every pair with
+    an end among the nodes (both layers, dead nodes left out), each pair read once."""
+    from graphstrata.core.layered import incident_edges
+
+    graph, oracle = _case(seed, n_base, n, e_base, e_extra, dead)
+    rng = np.random.default_rng(seed + 7)
+    live = np.flatnonzero(graph.alive)
+    nodes = np.sort(rng.choice(live, int(share * live.size), replace=False))
+    src, dst, w = incident_edges(graph, nodes)
+    assert src.dtype == dst.dtype == np.int64 and w.dtype == np.float64
+    got = np.zeros((n, n))
+    np.add.at(got, (src, dst), w)
+    assert np.isin(src, nodes).all() and graph.alive[dst].all()
+    both = np.isin(dst, nodes)
+    assert (src[both] <= dst[both]).all()  # read once, from the smaller end's row
+    want = np.triu(oracle)  # each pair once: (smaller, larger) where both are members
+    member = np.zeros(n, bool)
+    member[nodes] = True
+    want[~member[:, None] & ~member[None, :]] = 0
+    upper_only = np.triu(np.ones((n, n), bool), 1)
+    outward = member[:, None] & ~member[None, :]  # a member to a non-member, either order
+    want[outward] = oracle[outward]
+    want[~member[:, None] & member[None, :] & upper_only] = 0
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-12)
+
+
+def test_incident_edges_of_no_node_and_of_an_empty_graph_are_empty():
+    from graphstrata.core.layered import incident_edges
+
+    graph, _ = _case(0, 40, 50, 150, 60, 0.2)
+    assert all(a.size == 0 for a in incident_edges(graph, np.zeros(0, np.int64)))
+    none = np.zeros(0, np.int64)
+    empty = plain(*csr_from_edges(none, none, np.zeros(0), 0))
+    assert all(a.size == 0 for a in incident_edges(empty, none))

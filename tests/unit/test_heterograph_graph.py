@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from graphstrata.engine.heterograph.graph import (
+    EdgeArrays,
     cluster_count,
     group_by,
     important_entities,
@@ -78,7 +79,7 @@ def test_leiden_local_matches_a_full_run_and_keeps_untouched_communities(backend
     init = np.concatenate([before, before.max() + 1 + np.arange(10)])
     w = np.ones(s2.size)
     local, region = leiden_local(
-        n + 10, s2, d2, w, 1, init, np.concatenate([ns, nd]), backend=backend
+        n + 10, EdgeArrays(s2, d2, w), 1, init, np.concatenate([ns, nd]), backend=backend
     )
     full = leiden(n + 10, s2, d2, w, seed=1, initial=init, backend=backend)
     assert not region.full and region.region_nodes < (n + 10) / 2
@@ -93,25 +94,16 @@ def test_leiden_local_matches_a_full_run_and_keeps_untouched_communities(backend
 
 def test_leiden_local_edge_cases():
     # Empty graph, no previous partition, everything touched: whole-graph runs.
-    m, region = leiden_local(
-        0, np.zeros(0, np.int64), np.zeros(0, np.int64), np.ones(0), 1, None, np.zeros(0, np.int64)
-    )
+    none = np.zeros(0, np.int64)
+    m, region = leiden_local(0, EdgeArrays(none, none, np.ones(0)), 1, None, none)
     assert m.size == 0 and region.full
-    m, region = leiden_local(
-        1,
-        np.zeros(0, np.int64),
-        np.zeros(0, np.int64),
-        np.ones(0),
-        1,
-        np.zeros(1, np.int64),
-        np.zeros(0, np.int64),
-    )
+    m, region = leiden_local(1, EdgeArrays(none, none, np.ones(0)), 1, np.zeros(1, np.int64), none)
     assert m.tolist() == [0] and not region.full
     # Two disconnected edges, one end touched: it opens, the rest of its community is one
     # fixed node, and the other pair is left out of the run (it is next to no opened node).
     src, dst = np.asarray([0, 2]), np.asarray([1, 3])
     m, region = leiden_local(
-        4, src, dst, np.ones(2), 1, np.asarray([0, 0, 1, 1]), np.asarray([0, 0])
+        4, EdgeArrays(src, dst, np.ones(2)), 1, np.asarray([0, 0, 1, 1]), np.asarray([0, 0])
     )
     assert m[0] == m[1] and m[2] == m[3] and m[0] != m[2]
     assert region.region_nodes == 1 and region.fixed_communities == 1
@@ -119,26 +111,26 @@ def test_leiden_local_edge_cases():
     # fixed rest of its community; nothing moves, so the frontier does not widen and
     # {2,3} is never part of a run.
     src, dst = np.asarray([0, 1, 2]), np.asarray([1, 2, 3])
-    m, region = leiden_local(4, src, dst, np.ones(3), 1, np.asarray([0, 0, 1, 1]), np.asarray([0]))
+    m, region = leiden_local(
+        4, EdgeArrays(src, dst, np.ones(3)), 1, np.asarray([0, 0, 1, 1]), np.asarray([0])
+    )
     assert region.region_nodes == 1 and region.fixed_communities == 1
     assert m.tolist() == [0, 0, 1, 1]
     # A node that moves widens the frontier to its neighbours: a new node (its own
     # singleton label 2) tied to community {0,1} joins it, and its neighbours open.
     src, dst = np.asarray([0, 1, 2, 4, 4]), np.asarray([1, 2, 3, 0, 1])
     m, region = leiden_local(
-        5, src, dst, np.ones(5), 1, np.asarray([0, 0, 1, 1, 2]), np.asarray([4]),
+        5, EdgeArrays(src, dst, np.ones(5)), 1, np.asarray([0, 0, 1, 1, 2]), np.asarray([4]),
         max_region_share=1.0,
     )  # fmt: skip
     assert m[4] == m[0] == m[1] and region.region_nodes == 3 and not region.full
     # Duplicate edges add up like weights.
     m, _ = leiden_local(
         2,
-        np.asarray([0, 0]),
-        np.asarray([1, 1]),
-        np.ones(2),
+        EdgeArrays(np.asarray([0, 0]), np.asarray([1, 1]), np.ones(2)),
         1,
         np.asarray([0, 1]),
-        np.asarray([0]),
+        [0],
     )
     assert m[0] == m[1]
 

@@ -186,3 +186,39 @@ def test_weighted_stable_labels_equal_those_of_the_entries_repeated(seed):
     got = stable_labels(membership, previous, 50, weights)
     want = stable_labels(np.repeat(membership, weights), np.repeat(previous, weights), 50)
     assert np.repeat(got, weights).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pairs_moved_node_by_node_equal_the_pairs_counted_again(seed):
+    """The pair table after nodes change community or group, some deleted, some new
+    (no group yet), equals the table counted from the nodes afterwards."""
+    from graphstrata.engine.heterograph.groups import moved_pairs, pairs_of
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    labels = rng.integers(0, 12, n)
+    groups = np.where(rng.random(n) < 0.8, rng.integers(0, 6, n), -1)
+    before = pairs_of(labels, groups)
+    dead = rng.random(n) < 0.05
+    moved = ~dead & (rng.random(n) < 0.2)
+    new_labels = np.where(moved, rng.integers(0, 14, n), labels)
+    new_groups = np.where(moved & (rng.random(n) < 0.5), rng.integers(-1, 8, n), groups)
+    out = moved | dead
+    after = moved_pairs(
+        before,
+        labels[out],
+        groups[out],
+        new_labels[moved],
+        new_groups[moved],
+    )
+    extra = moved_pairs(after, [], [], [3, 3], [-1, 7])  # two new nodes, one with a group
+    want = pairs_of(
+        np.concatenate([new_labels[~dead], [3, 3]]), np.concatenate([new_groups[~dead], [-1, 7]])
+    )
+    for a, b in zip(extra, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert (after[2] > 0).all()
+    with pytest.raises(ValueError, match="did not hold it"):
+        moved_pairs(before, [99], [0], [], [])
+    empty = pairs_of(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert all(a.size == 0 for a in moved_pairs(empty, [], [], [], []))

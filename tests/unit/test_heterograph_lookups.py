@@ -3,7 +3,12 @@
 import numpy as np
 import pytest
 
-from graphstrata.engine.heterograph.lookups import MentionTable, RelationPairs, mention_keys
+from graphstrata.engine.heterograph.lookups import (
+    MentionTable,
+    RelationPairs,
+    edges_at_of,
+    mention_keys,
+)
 
 
 def _pairs_oracle(src, dst):
@@ -27,7 +32,7 @@ def test_relation_pairs_equal_the_dict(seed):
     perm = rng.permutation(dst.size)
     src, dst = src[perm], dst[perm]
     oracle = _pairs_oracle(src, dst)
-    table = RelationPairs(src, dst)
+    table = RelationPairs(edges_at_of(src, dst))
     for a in range(41):
         for b in range(a, 41):
             assert table.get((a, b)) == oracle.get((a, b)), (a, b)
@@ -35,7 +40,7 @@ def test_relation_pairs_equal_the_dict(seed):
     assert table.get((3, 5000)) == 7
     # Prefetched for some entities first (as a write does), then asked about every pair:
     # the same answers; an entity above every committed endpoint has none.
-    table = RelationPairs(src, dst)
+    table = RelationPairs(edges_at_of(src, dst))
     table.prefetch(rng.choice(41, 5))
     for a in range(41):
         for b in range(a, 41):
@@ -45,7 +50,7 @@ def test_relation_pairs_equal_the_dict(seed):
 
 def test_relation_pairs_empty():
     empty = np.zeros(0, np.int64)
-    assert RelationPairs(empty, empty).get((0, 1)) is None
+    assert RelationPairs(edges_at_of(empty, empty)).get((0, 1)) is None
 
 
 def test_mention_table_reads_pops_and_writes_back():

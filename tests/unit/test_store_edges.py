@@ -67,6 +67,14 @@ def test_advanced_edges_equal_filtering_every_edge(seed, max_parts, monkeypatch)
             src, dst = table.kind_edges(kind)
             np.testing.assert_array_equal(src, of_kind["src"].to_numpy())
             np.testing.assert_array_equal(dst, of_kind["dst"].to_numpy())
+            # ... and at some ends (unsorted, repeated, absent and dead ids among them):
+            # the same edges' subsequence
+            asked = rng.integers(0, next_id + 3, int(rng.integers(0, 8)))
+            for end, column in ((0, src), (1, dst)):
+                at_src, at_dst = table.kind_edges_at(kind, asked, end)
+                sel = np.isin(column, asked)
+                np.testing.assert_array_equal(at_src, src[sel])
+                np.testing.assert_array_equal(at_dst, dst[sel])
         if step % 3 == 0:  # reading in between changes nothing
             assert table.table.equals(_oracle(pa.concat_tables(added), dead))
     want = _oracle(pa.concat_tables(added), dead)

@@ -17,11 +17,18 @@ from typing import Any
 import numpy as np
 
 from graphstrata.core import sets
-from graphstrata.core.ids import EdgesWithin, contains, edges_within, find_positions
+from graphstrata.core.ids import EdgesWithin, contains, find_positions
 from graphstrata.core.matching import label_sizes
 from graphstrata.engine.component import ChangeSet, MeteredLLM
-from graphstrata.engine.heterograph.graph import group_by, leiden_local, with_singletons
-from graphstrata.engine.heterograph.groups import ElementGroups, match_communities
+from graphstrata.engine.heterograph.g2 import G2Graph, table_edges
+from graphstrata.engine.heterograph.graph import (
+    EdgeArrays,
+    EdgeSource,
+    group_by,
+    leiden_local,
+    with_singletons,
+)
+from graphstrata.engine.heterograph.groups import ElementGroups, match_pairs, pairs_of
 from graphstrata.engine.heterograph.parse import Element, parse_elements
 from graphstrata.engine.heterograph.schema import (
     G2_EDGES,
@@ -73,6 +80,8 @@ class Communities:
         The next unused group key.
     stats:
         Counters for the report.
+    graph:
+        G2 as this operation leaves it, for the next write of the process (``g2``).
     """
 
     g2_ids: np.ndarray
@@ -83,17 +92,7 @@ class Communities:
     kept: dict[int, int]
     next_group_key: int
     stats: dict[str, Any]
-
-
-def _g2_edges(work: Work, g2_ids: np.ndarray) -> EdgesWithin:
-    """The G2 edges after this operation on positions of ``g2_ids``, by kind, committed
-    before new. An edge leaves with either end (``cut``: the live end of an edge whose other
-    end this operation deleted; G2 edges join G2 nodes, so an end not in ``g2_ids`` is
-    dead)."""
-    parts = [p for kind in G2_EDGES for p in (work.committed_edges(kind), work.edges.of(kind))]
-    src = np.concatenate([p[0] for p in parts])
-    dst = np.concatenate([p[1] for p in parts])
-    return edges_within(g2_ids, src, dst)
+    graph: G2Graph
 
 
 def _touched(work: Work, g2_ids: np.ndarray, is_new: np.ndarray, cut: np.ndarray) -> np.ndarray:
@@ -123,13 +122,20 @@ def _initial_labels(
     if labels is None:
         return None, np.ones(g2_ids.size, bool), EMPTY
     dead_labels = work.node_state_on(ST_LEIDEN, G2_KINDS, work.dead_array())
-    dead_labels = EMPTY if dead_labels is None else dead_labels[dead_labels >= 0]
+    return _started(labels, EMPTY if dead_labels is None else dead_labels[dead_labels >= 0])
+
+
+def _started(
+    labels: np.ndarray, dead_labels: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """:func:`_initial_labels` from the committed labels (-1: a new node) and those of the
+    deleted nodes."""
     is_new = labels < 0
     # Fresh labels start above every label of a committed live node: those kept and those
     # this operation deletes (stored ids of nodes deleted earlier do not count).
     top = max(int(labels.max()) if labels.size else -1, int(dead_labels.max(initial=-1)))
     if top < 0:  # no committed live node has a label
-        return None, np.ones(g2_ids.size, bool), EMPTY
+        return None, np.ones(labels.size, bool), EMPTY
     return with_singletons(labels, top), is_new, dead_labels
 
 
@@ -144,7 +150,12 @@ def _stale_groups(work: Work, groups: ElementGroups, removed_doc_keys: np.ndarra
 
 
 def communities(
-    llm: MeteredLLM, work: Work, change: ChangeSet, next_group_key: int, whole_graph: bool = False
+    llm: MeteredLLM,
+    work: Work,
+    change: ChangeSet,
+    next_group_key: int,
+    whole_graph: bool = False,
+    carried: G2Graph | None = None,
 ) -> Communities:
     """Leiden from the previous membership; (re)generate H/O where membership moved.
 
@@ -162,35 +173,50 @@ def communities(
     whole_graph:
         Run Leiden over the whole graph (from the previous membership) and pair every
         community with the groups, even where the change is local (maintenance).
+    carried:
+        G2 as the committed version holds it, handed on by the write that committed it
+        (``Communities.graph``); None: read from the tables.
     """
     cfg = work.config
-    g2_ids = work.live_ids(*G2_KINDS)
-    edges = _g2_edges(work, g2_ids)
-    init, is_new, dead_labels = _initial_labels(work, g2_ids)
+    step = carried.step(work) if carried is not None and not whole_graph else None
+    source: EdgeSource
+    edges: EdgesWithin | None = None
+    if step is None:  # read from the tables
+        g2_ids = work.live_ids(*G2_KINDS)
+        edges = table_edges(work, g2_ids)
+        init, is_new, dead_labels = _initial_labels(work, g2_ids)
+        source = EdgeArrays(edges.src, edges.dst, np.ones(edges.src.size, np.float64))
+        strength, cut = edges.degree.astype(np.float64), edges.cut
+        committed = ElementGroups.committed(work, g2_ids)
+    else:
+        g2_ids, source, strength, cut = step.ids, step, step.degree, step.cut
+        init, is_new, dead_labels = _started(step.labels, step.dead_labels)
+        committed = ElementGroups.committed(work, g2_ids, step.group_of)
     membership, region = leiden_local(
         int(g2_ids.size),
-        edges.src,
-        edges.dst,
-        np.ones(edges.src.size, np.float64),
+        source,
         seed=int(cfg.seed),
         initial=init,
-        touched=_touched(work, g2_ids, is_new, edges.cut),
+        touched=_touched(work, g2_ids, is_new, cut),
         backend=LEIDEN_BACKEND,
         max_region_share=LOCAL_LEIDEN_MAX_SHARE if cfg.local_leiden and not whole_graph else 0.0,
-        strength=edges.degree.astype(np.float64),
+        strength=strength,
     )
     is_content = contains(work.live_ids(S, A), g2_ids)
     n_labels = int(membership.max()) + 1 if membership.size else 0
+    sizes = label_sizes(membership, n_labels)
     content_sizes = label_sizes(membership[is_content], n_labels)
     eligible = np.flatnonzero(content_sizes >= MIN_COMMUNITY_UNITS).astype(np.int64)
-    committed = ElementGroups.committed(work, g2_ids)
     stale = _stale_groups(work, committed, change.removed_doc_keys)
     changed = None
     if init is not None and not region.full and not whole_graph:
         changed = _changed_labels(membership, init, is_new, dead_labels)
-    match = match_communities(
-        membership,
-        committed.group_of,
+    pairs = (
+        pairs_of(membership, committed.group_of) if step is None else step.pairs_after(membership)
+    )
+    match = match_pairs(
+        pairs,
+        sizes,
         eligible,
         committed.node_keys,
         float(cfg.community_change_share),
@@ -224,7 +250,7 @@ def communities(
         "leiden_region_nodes": region.region_nodes,
         "leiden_fixed_communities": region.fixed_communities,
         "leiden_full": region.full,
-        "communities": int(np.count_nonzero(label_sizes(membership, n_labels))),
+        "communities": int(np.count_nonzero(sizes)),
         "eligible": int(eligible.size),
         "matched": match.matched,
         "kept": len(match.kept),
@@ -232,6 +258,11 @@ def communities(
         "retired": len(match.dropped),
         "stale": int(stale.size),
     }
+    if step is not None:
+        graph = step.graph_after(membership, group_of, pairs)
+    else:
+        assert edges is not None
+        graph = G2Graph.build(g2_ids, edges, membership, group_of)
     return Communities(
         g2_ids=g2_ids,
         membership=membership,
@@ -241,6 +272,7 @@ def communities(
         kept=match.kept,
         next_group_key=next_group_key,
         stats=stats,
+        graph=graph,
     )
 
 

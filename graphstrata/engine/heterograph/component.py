@@ -15,6 +15,7 @@ from graphstrata.engine.heterograph.decompose import (
     units_of_removed_chunks,
 )
 from graphstrata.engine.heterograph.enrich import embed_new_nodes, link_elements, semantic_edges
+from graphstrata.engine.heterograph.g2 import G2Graph
 from graphstrata.engine.heterograph.schema import G2_KINDS, NAME
 from graphstrata.engine.heterograph.search import GraphParams, HeterographView
 from graphstrata.engine.heterograph.settle import settle
@@ -26,7 +27,12 @@ from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.vectors import VectorIndex
 
 
-def run_operation(ctx: UpdateContext, change: ChangeSet, whole_graph: bool = False) -> None:
+def run_operation(
+    ctx: UpdateContext,
+    change: ChangeSet,
+    whole_graph: bool = False,
+    carried: G2Graph | None = None,
+) -> G2Graph:
     """The heterograph part of one insert/delete operation, written into ``ctx.delta``.
 
     Each stage is timed under ``heterograph:<stage>`` in the report; the report also gets
@@ -75,7 +81,7 @@ def run_operation(ctx: UpdateContext, change: ChangeSet, whole_graph: bool = Fal
         attr_stats = attributes(ctx.llm, work, names, touched, selected_at)
     with report.stage("heterograph:communities"):
         next_key = int(meta.get("next_group_key", 0))
-        comm = communities(ctx.llm, work, change, next_key, whole_graph=whole_graph)
+        comm = communities(ctx.llm, work, change, next_key, whole_graph, carried)
     with report.stage("heterograph:embed"):
         embedded = embed_new_nodes(ctx, work)
     with report.stage("heterograph:clusters"):
@@ -92,6 +98,7 @@ def run_operation(ctx: UpdateContext, change: ChangeSet, whole_graph: bool = Fal
         write_state(ctx.delta, work, names.mentions, comm, clusters, last)
         report.notes.append(f"heterograph: {last}")
     report.notes.extend(f"heterograph: {n}" for n in work.notes)
+    return comm.graph
 
 
 class HeterographComponent(Component):
@@ -104,17 +111,32 @@ class HeterographComponent(Component):
     def enabled(self, config: IndexConfig) -> bool:
         return bool(config.heterograph.enabled)
 
+    def __init__(self) -> None:
+        super().__init__()
+        #: G2 as the served version holds it (``g2``), and that version's snapshot: a
+        #: write starts from it when it writes on that snapshot.
+        self._g2: tuple[Snapshot, G2Graph] | None = None
+        #: G2 as the running write leaves it, and its delta: it becomes ``_g2`` when that
+        #: delta is committed (:meth:`advance`), and is dropped with a failed write.
+        self._pending: tuple[Delta, G2Graph] | None = None
+
+    def _carried(self, snapshot: Snapshot) -> G2Graph | None:
+        held = self._g2
+        return held[1] if held is not None and held[0] is snapshot else None
+
     def update(self, ctx: UpdateContext, change: ChangeSet) -> None:
         if change.empty:
             return
-        run_operation(ctx, change)
+        graph = run_operation(ctx, change, carried=self._carried(ctx.snapshot))
+        self._pending = (ctx.delta, graph)
 
     def maintain(self, ctx: UpdateContext) -> bool:
         """Important entities selected again and Leiden over the whole graph (see
         :func:`run_operation`); their attributes and elements follow."""
         if not ctx.snapshot.nodes.ids_of_kind(*G2_KINDS).size:
             return False
-        run_operation(ctx, ChangeSet.nothing(ctx.delta.dim), whole_graph=True)
+        graph = run_operation(ctx, ChangeSet.nothing(ctx.delta.dim), whole_graph=True)
+        self._pending = (ctx.delta, graph)
         return True
 
     def view(
@@ -124,6 +146,7 @@ class HeterographComponent(Component):
         config: IndexConfig,
         doc_names: DocNames,
     ) -> HeterographView:
+        self._g2 = None  # a version not advanced by a write here: G2 is read from it
         return HeterographView(snapshot, vectors, config, doc_names)
 
     def advance(
@@ -143,12 +166,17 @@ class HeterographComponent(Component):
         ``WalkEdges.advanced`` rebuilt it, and 0.40 s for the names; the built view took
         0.67 s (build/scratch/prof_reload.py).
         """
+        pending, self._pending = self._pending, None
         names = stored = None
         if isinstance(previous, HeterographView) and not previous.ids.size:
-            return self.view(snapshot, vectors, config, doc_names)
-        if isinstance(previous, HeterographView):
-            names = previous.names.advanced(previous.snapshot, snapshot, delta)
-            stored = previous.stored.advanced(previous.ids, snapshot, delta, config.heterograph)
-        view = HeterographView(snapshot, vectors, config, doc_names, names=names, stored=stored)
-        view.carry_over(previous, delta)
+            view = self.view(snapshot, vectors, config, doc_names)
+        else:
+            if isinstance(previous, HeterographView):
+                names = previous.names.advanced(previous.snapshot, snapshot, delta)
+                stored = previous.stored.advanced(previous.ids, snapshot, delta, config.heterograph)
+            view = HeterographView(snapshot, vectors, config, doc_names, names=names, stored=stored)
+            view.carry_over(previous, delta)
+        # The write that committed ``delta`` left G2 as this version holds it.
+        if pending is not None and pending[0] is delta:
+            self._g2 = (snapshot, pending[1])
         return view

@@ -126,7 +126,8 @@ def load_names(work: Work, index: NameIndex | None = None) -> Names:
         n_ids = nodes.ids_of_kind(N)
         keys = (normalize_name(t) for t in nodes.text_of(n_ids))
         entities = EntityKeys.of_pairs(zip(keys, n_ids.tolist(), strict=True))
-    relations = RelationPairs(*work.committed_edges(int(EdgeKind.ENTITY_RELATION)))
+    kind = int(EdgeKind.ENTITY_RELATION)
+    relations = RelationPairs(lambda ids, end: work.snap_edges.at(kind, ids, end))
     units = work.snapshot.node_state(NAME, ST_MENTION_UNIT)
     lines = work.snapshot.node_state(NAME, ST_MENTION_LINE)
     if units is not None and lines is not None:
@@ -145,8 +146,7 @@ def units_of_removed_chunks(work: Work, removed_chunk_ids: np.ndarray) -> np.nda
     """The committed S of the removed chunks (sorted), marked dead in ``work``."""
     if removed_chunk_ids.size == 0:
         return EMPTY
-    t, s = work.committed_edges(int(EdgeKind.CHUNK_UNIT))
-    units = sets.unique(s[np.isin(t, removed_chunk_ids)])
+    units = sets.unique(work.snap_edges.at(int(EdgeKind.CHUNK_UNIT), removed_chunk_ids, end=0)[1])
     work.dead.update(int(i) for i in units)
     return units
 

@@ -13,6 +13,7 @@ import itertools
 import math
 import random
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -272,6 +273,9 @@ def leiden(
     raise ValueError(f"unknown Leiden backend {backend!r}; expected one of {LEIDEN_BACKENDS}")
 
 
+_EDGE_TYPES = (np.int64, np.int64, np.float64)
+
+
 @dataclass(frozen=True)
 class LocalRegion:
     """How :func:`leiden_local` contracted the graph (for reports and tests)."""
@@ -282,11 +286,39 @@ class LocalRegion:
     full: bool  # True: the whole graph was run (no previous partition, or a large change)
 
 
+class EdgeSource(Protocol):
+    """Where :func:`leiden_local` reads an undirected weighted graph's edges (on dense
+    indices) from."""
+
+    def all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(src, dst, weight)`` of every edge, in the graph's order (a whole-graph run)."""
+        ...
+
+    def incident(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(src, dst, weight)`` of at least the edges with an end among ``nodes``
+        (ascending, unique), each once: the local run reads no other edge."""
+        ...
+
+
+@dataclass(frozen=True)
+class EdgeArrays:
+    """An :class:`EdgeSource` of edge arrays; :meth:`incident` gives them all (a pass over
+    them finds the incident ones where they are used)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+
+    def all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.src, self.dst, self.weight
+
+    def incident(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.all()
+
+
 def leiden_local(
     n: int,
-    src: np.ndarray,
-    dst: np.ndarray,
-    weight: np.ndarray,
+    edges: EdgeSource,
     seed: int,
     initial: np.ndarray | None,
     touched: np.ndarray,
@@ -315,8 +347,12 @@ def leiden_local(
 
     Parameters
     ----------
-    n, src, dst, weight, seed, backend:
+    n, seed, backend:
         As :func:`leiden`.
+    edges:
+        The graph's undirected weighted edges (:func:`leiden`'s ``src``, ``dst``,
+        ``weight``): read whole for a whole-graph run, else only those at the opened and
+        moved nodes (``EdgeSource.incident``).
     initial:
         The previous partition extended to the new nodes (:func:`with_singletons`);
         ``None`` runs the whole graph.
@@ -342,14 +378,14 @@ def leiden_local(
     # The contracted run needs explicit strengths, which only igraph's Leiden takes
     # (leidenalg is kept as a whole-graph comparison in benchmarks/heterograph.py).
     if initial is None or n == 0 or backend != "igraph":
+        src, dst, weight = edges.all()
         membership = leiden(n, src, dst, weight, seed, initial, backend)
         if initial is not None:
             membership = stable_labels(membership, np.asarray(initial, np.int64))
         return membership, LocalRegion(n, 0, int(src.size), True)
     initial = np.asarray(initial, np.int64)
-    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-    weight = np.asarray(weight, np.float64)
     if strength is None:
+        src, dst, weight = (np.asarray(a, t) for a, t in zip(edges.all(), _EDGE_TYPES, strict=True))
         strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
     strength = np.asarray(strength, np.float64)
     opened = np.zeros(n, bool)
@@ -358,14 +394,16 @@ def leiden_local(
     labels, infos = initial, []
     for _ in range(FRONTIER_ROUNDS):
         if max_region_share <= 0 or ever_opened.sum() > max_region_share * n:
+            src, dst, weight = edges.all()
             membership = stable_labels(leiden(n, src, dst, weight, seed, initial, backend), initial)
             return membership, LocalRegion(n, 0, int(src.size), True)
         before = labels
-        labels, info = _contracted_run(src, dst, weight, strength, seed, labels, opened, backend)
+        near = edges.incident(np.flatnonzero(opened))
+        labels, info = _contracted_run(*near, strength, seed, labels, opened, backend)
         infos.append(info)
         # The frontier widens to the neighbours of the nodes that moved (dynamic frontier).
         moved = labels != before
-        opened = frontier(src, dst, moved) & ~ever_opened
+        opened = frontier(*edges.incident(np.flatnonzero(moved))[:2], moved) & ~ever_opened
         if not opened.any():
             break
         opened |= moved

@@ -50,10 +50,14 @@ class ElementGroups:
     node_keys: np.ndarray
 
     @classmethod
-    def committed(cls, work: Work, g2_ids: np.ndarray) -> ElementGroups:
+    def committed(
+        cls, work: Work, g2_ids: np.ndarray, group_of: np.ndarray | None = None
+    ) -> ElementGroups:
         """The committed groups, on the G2 nodes ``g2_ids`` of the operation's result (new
-        nodes belong to none; nodes the operation deletes are not in ``g2_ids``)."""
-        group_of = work.node_state_on(ST_GROUP_OF, G2_KINDS, g2_ids)
+        nodes belong to none; nodes the operation deletes are not in ``g2_ids``); their
+        ``group_of`` read from the state unless given (``G2Step.group_of``)."""
+        if group_of is None:
+            group_of = work.node_state_on(ST_GROUP_OF, G2_KINDS, g2_ids)
         if group_of is None:
             group_of = np.full(g2_ids.size, -1, np.int64)
         nodes = work.node_state(ST_GROUP_NODE, (H, O))
@@ -94,9 +98,77 @@ class CommunityMatch:
     matched: int
 
 
+#: Distinct ``(community label, group key)`` pairs of the G2 nodes that have a group, and
+#: how many nodes each holds (sorted by label, then key): all the pairing reads of them.
+#: At 100k chunks 473k nodes make 330 pairs (``g2`` keeps them across writes).
+Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def pairs_of(membership: np.ndarray, group_of: np.ndarray) -> Pairs:
+    """The :data:`Pairs` of per-node labels and groups (-1: no group)."""
+    membership = np.asarray(membership, np.int64)
+    group_of = np.asarray(group_of, np.int64)
+    has = group_of >= 0
+    return pair_counts(membership[has], group_of[has])
+
+
+def moved_pairs(
+    pairs: Pairs,
+    out_labels: np.ndarray,
+    out_keys: np.ndarray,
+    in_labels: np.ndarray,
+    in_keys: np.ndarray,
+) -> Pairs:
+    """``pairs`` after nodes left ``(out_labels[i], out_keys[i])`` and joined ``(in_labels[i],
+    in_keys[i])`` (a key of -1: no group, not counted): the cost of the change, not of the
+    graph.
+
+    Raises
+    ------
+    ValueError
+        When a node leaves a pair that does not hold it.
+    """
+    parts = [
+        (pairs[0], pairs[1], np.asarray(pairs[2], np.float64)),
+        (out_labels, out_keys, np.full(np.shape(out_labels), -1.0)),
+        (in_labels, in_keys, np.ones(np.shape(in_labels))),
+    ]
+    labels, keys, n = (np.concatenate([np.asarray(p[j]) for p in parts]) for j in range(3))
+    has = keys >= 0
+    labels, keys, n = pair_counts(labels[has].astype(np.int64), keys[has].astype(np.int64), n[has])
+    if n.size and int(n.min()) < 0:
+        raise ValueError("a node left a (label, key) pair that did not hold it")
+    held = n > 0
+    return labels[held], keys[held], n[held]
+
+
 def match_communities(
     membership: np.ndarray,
     group_of: np.ndarray,
+    eligible: np.ndarray,
+    element_keys: np.ndarray,
+    change_share: float,
+    stale: np.ndarray = EMPTY,
+    changed: np.ndarray | None = None,
+) -> CommunityMatch:
+    """:func:`match_pairs` of per-node labels ``membership`` and groups ``group_of`` (-1:
+    none): one of each per G2 node."""
+    membership = np.asarray(membership, np.int64)
+    n_labels = int(membership.max()) + 1 if membership.size else 0
+    return match_pairs(
+        pairs_of(membership, group_of),
+        label_sizes(membership, n_labels),
+        eligible,
+        element_keys,
+        change_share,
+        stale,
+        changed,
+    )
+
+
+def match_pairs(
+    pairs: Pairs,
+    community_sizes: np.ndarray,
     eligible: np.ndarray,
     element_keys: np.ndarray,
     change_share: float,
@@ -113,7 +185,8 @@ def match_communities(
 
     With ``changed``, only the communities and groups connected to the changed
     communities through shared members are paired
-    (:func:`~graphstrata.core.matching.linked_labels`). A greedy pairing
+    (:func:`~graphstrata.core.matching.linked_labels`, over the pairs: a node's labels are
+    its pair's). A greedy pairing
     decides each connected part on its own, so these get the result a pairing of
     everything gives them; the rest keep the pairing they had, which a pairing of
     everything would only revise where an earlier write left a community without elements
@@ -122,15 +195,15 @@ def match_communities(
 
     Parameters
     ----------
-    membership : int64 array [n]
-        Community label of each G2 node.
-    group_of : int64 array [n]
-        Group key of each G2 node (-1: none).
+    pairs:
+        The :data:`Pairs` of the communities after the write and the committed groups.
+    community_sizes : int64 array
+        Members of each community label (every G2 node, with a group or not).
     eligible : int64 array
         Sorted labels of the communities that may have elements.
     element_keys : int64 array
         Keys of the groups that have elements (any order; the groups with members are read
-        from ``group_of``, so passing every key is the same). A group without members is
+        from ``pairs``, so passing every key is the same). A group without members is
         dropped.
     change_share:
         The largest Jaccard distance at which a community keeps its group's elements.
@@ -143,28 +216,26 @@ def match_communities(
     -------
     CommunityMatch
     """
-    membership = np.asarray(membership, np.int64)
-    group_of = np.asarray(group_of, np.int64)
+    pair_label, pair_key, pair_n = (np.asarray(x, np.int64) for x in pairs)
     element_keys = np.asarray(element_keys, np.int64)
     stale = sets.unique(np.asarray(stale, np.int64))
-    n_keys = 1 + max((int(x.max()) for x in (group_of, element_keys, stale) if x.size), default=-1)
-    key_sizes = label_sizes(group_of, n_keys)  # members per group: one count for all uses
+    n_keys = 1 + max((int(x.max()) for x in (pair_key, element_keys, stale) if x.size), default=-1)
+    key_sizes = np.bincount(pair_key, pair_n, n_keys).astype(np.int64)  # members per group
     group_keys = sets.union(element_keys, np.flatnonzero(key_sizes))
     if changed is None:
         labels, keys = eligible, group_keys
     else:
         empty_groups = group_keys[key_sizes[group_keys] == 0]
         labels, keys = linked_labels(
-            membership, group_of, eligible, changed, sets.union(stale, empty_groups)
+            pair_label, pair_key, eligible, changed, sets.union(stale, empty_groups)
         )
-    sel = contains(labels, membership) & contains(keys, group_of)
-    pl, pk, common = pair_counts(membership[sel], group_of[sel])
+    sel = contains(labels, pair_label) & contains(keys, pair_key)
+    pl, pk, common = pair_label[sel], pair_key[sel], pair_n[sel]
     rank = np.lexsort((pk, pl, -common))
     pl, pk, common = pl[rank], pk[rank], common[rank]
     taken = greedy_pairs(pl, pk)
     pl, pk, common = pl[taken], pk[taken], common[taken]
-    n_labels = int(membership.max()) + 1 if membership.size else 0
-    union = label_sizes(membership, n_labels)[pl] + key_sizes[pk] - common
+    union = np.asarray(community_sizes, np.int64)[pl] + key_sizes[pk] - common
     keep = ~contains(stale, pk) & (1.0 - common / np.maximum(union, 1) <= change_share)
     kept = dict(zip(pl[keep].tolist(), pk[keep].tolist(), strict=True))
     paired = dict(zip(pl.tolist(), pk.tolist(), strict=True))

@@ -75,6 +75,22 @@ class EntityKeys:
         self._added[key] = nid
 
 
+#: ``(ids, end) -> (src, dst)``: the committed entity→relationship edges whose ``end`` (0:
+#: entity, 1: relationship) is one of ``ids``, in table order (``Work.snap_edges.at``).
+EdgesAt = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+
+
+def edges_at_of(src: np.ndarray, dst: np.ndarray) -> EdgesAt:
+    """An :data:`EdgesAt` over edge arrays (one pass over them per question)."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+
+    def at(ids: np.ndarray, end: int) -> tuple[np.ndarray, np.ndarray]:
+        sel = contains(sets.unique(np.asarray(ids, np.int64)), (src, dst)[end])
+        return src[sel], dst[sel]
+
+    return at
+
+
 class RelationPairs:
     """Sorted endpoint pair -> relationship, for relationships with exactly two endpoints.
 
@@ -82,20 +98,19 @@ class RelationPairs:
     pair's entities on a :meth:`get` of others): a write names a few dozen entities, and
     sorting every relationship of the corpus by endpoint pair took 5-8 ms of each write at
     100k chunks (issue 17, line_profiler). Every relationship with both endpoints ``{a, b}`` is one of
-    ``a``'s, so the answer for a pair is the one a full index gives.
+    ``a``'s, so the answer for a pair is the one a full index gives. The edges are read
+    at the entities and relationships asked about (``edges_at``), not all of them.
 
     Parameters
     ----------
-    src, dst:
-        The committed entity→relationship edges (entity, relationship).
+    edges_at:
+        The committed entity→relationship edges at given entities or relationships.
     """
 
-    def __init__(self, src: np.ndarray, dst: np.ndarray):
+    def __init__(self, edges_at: EdgesAt):
         self._added: dict[tuple[int, int], int] = {}
-        self._src, self._dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+        self._edges_at = edges_at
         self._loaded: set[int] = set()
-        # Ids are allocated in order: an entity above every committed endpoint is new.
-        self._last_end = int(self._src.max()) if self._src.size else -1
         self._scale = 1
         self._keys = self._rels = np.zeros(0, np.int64)
 
@@ -106,9 +121,8 @@ class RelationPairs:
             return
         self._loaded = wanted
         ends = np.sort(np.fromiter(wanted, np.int64, count=len(wanted)))
-        rels = sets.unique(self._dst[contains(ends, self._src)])
-        sel = contains(rels, self._dst)  # every endpoint of those relationships, table order
-        src, dst = self._src[sel], self._dst[sel]
+        rels = sets.unique(self._edges_at(ends, 0)[1])
+        src, dst = self._edges_at(rels, 1)  # every endpoint of those relationships
         order = np.argsort(dst, kind="stable")
         rel, ends_of = dst[order], src[order]
         first = np.flatnonzero(np.r_[True, rel[1:] != rel[:-1]]) if rel.size else rel
@@ -128,8 +142,6 @@ class RelationPairs:
         if found is not None:
             return found
         a, b = pair
-        if max(a, b) > self._last_end:  # a new entity: no committed relationship
-            return None
         if a not in self._loaded:
             self.prefetch(pair)
         if b >= self._scale or not self._keys.size:

@@ -82,8 +82,7 @@ def settle(work: Work, names: Names, dead_units: np.ndarray, new: NewUnits) -> n
     kinds = (int(EdgeKind.UNIT_ENTITY), int(EdgeKind.UNIT_RELATION))
     touched: dict[int, np.ndarray] = {}
     for kind in kinds:
-        src, dst = work.committed_edges(kind)
-        old = dst[contains(sets.unique(dead_units), src)] if dead_units.size else EMPTY
+        old = work.snap_edges.at(kind, dead_units, end=0)[1] if dead_units.size else EMPTY
         _ns, nd = work.edges.of(kind)
         touched[kind] = sets.unique(np.concatenate([old, nd]))
     alive_entities = []

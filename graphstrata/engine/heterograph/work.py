@@ -77,6 +77,12 @@ class CommittedEdges:
             self._of[kind] = found
         return found
 
+    def at(self, kind: int, ids: np.ndarray, end: int) -> EdgeList:
+        """The edges of :meth:`of` whose ``end`` (0: source, 1: destination) is one of
+        ``ids``, in the same order, read without the kind's other edges
+        (``EdgeTable.kind_edges_at``)."""
+        return self._edges.kind_edges_at(int(kind), ids, end)
+
 
 @dataclass
 class Work:
@@ -233,15 +239,13 @@ class Work:
         """
         wanted = sets.unique(np.asarray(ids, np.int64))
         dead = self.dead_array()
-        committed: EdgeList = (EMPTY, EMPTY)
+        committed = self.snap_edges.at(kind, wanted, end)
         srcs, dsts = [EMPTY], [EMPTY]
-        for is_new, (s, d) in enumerate((self.committed_edges(kind), self.edges.of(kind))):
-            if not s.size or not wanted.size:
-                continue
-            at = contains(wanted, (s, d)[end])
-            s, d = s[at], d[at]
-            if not is_new:
-                committed = (s, d)
+        new_src, new_dst = self.edges.of(kind)
+        if new_src.size:
+            at = contains(wanted, (new_src, new_dst)[end])
+            new_src, new_dst = new_src[at], new_dst[at]
+        for s, d in (committed, (new_src, new_dst)):
             if dead.size:
                 keep = ~(contains(dead, s) | contains(dead, d))
                 s, d = s[keep], d[keep]

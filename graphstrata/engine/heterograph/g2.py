@@ -1,0 +1,298 @@
+"""G2 (the S, N, R, A nodes and the edges between them) kept across versions, on slots.
+
+The communities stage runs Leiden on G2 from the committed partition. Read from the
+version's tables, that is several passes over all of G2 per write: its edges mapped to
+positions (7.3 ms at 100k chunks), the committed labels and groups looked up for every node
+(3.3 and 2.6 ms), and the local run's contraction and frontier, each a pass over every edge
+(5.5 and ~1 ms): ~20 ms of a one-document write at 100k chunks against ~2 at 10k
+(``build/scratch/time_funcs.py``; issue 17). A write's result is the next write's start,
+so the stage hands a :class:`G2Graph` to the next write of the same process
+(``HeterographComponent``): its adjacency is a two-layer CSR on *slots* (the ids of its
+last compaction plus those added since, dead ones included, as the walk graph keeps its
+own: ``walk_graph``), with the degree, label and group of each slot. A write marks its
+deleted nodes dead, merges its new edges into the extra layer and reads only the rows of
+the nodes the local run opens (``core.layered.incident_edges``); what is still O(N) per
+write are a few compressions of per-slot arrays onto positions (~0.3 ms each at 100k).
+
+The graph a write starts from equals the one a fresh process reads from the tables: the
+same ids, labels, groups, degrees and edges (a test builds both after every write of a
+sequence), and the local run gets the same contracted graph (it sums the edges with an
+opened end; their order does not matter), so the partition is the same too. The first
+write of a process, a whole-graph run (``maintain``) and a write adding more edges than
+the extra layer may hold read the tables as before and build the graph for the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+import graphstrata.engine.heterograph.walk_graph as walk_graph
+from graphstrata.core.graph import csr_from_edges, merge_edges
+from graphstrata.core.ids import EdgesWithin, edges_within, find_positions
+from graphstrata.core.layered import LayeredCSR, flatten, incident_edges, plain
+from graphstrata.engine.heterograph.groups import Pairs, moved_pairs, pairs_of
+from graphstrata.engine.heterograph.schema import G2_EDGES, G2_KINDS
+from graphstrata.engine.heterograph.work import EMPTY, Work
+
+__all__ = ["G2Graph", "G2Step", "table_edges"]
+
+
+def table_edges(work: Work, g2_ids: np.ndarray) -> EdgesWithin:
+    """The G2 edges after ``work``'s operation on positions of ``g2_ids``, read from the
+    committed tables and the operation's new edges: by kind, committed before new. An edge
+    leaves with either end (``cut``: the live end of an edge whose other end this operation
+    deleted; G2 edges join G2 nodes, so an end not in ``g2_ids`` is dead)."""
+    parts = [p for kind in G2_EDGES for p in (work.committed_edges(kind), work.edges.of(kind))]
+    src = np.concatenate([p[0] for p in parts])
+    dst = np.concatenate([p[1] for p in parts])
+    return edges_within(g2_ids, src, dst)
+
+
+#: The extra layer may always hold this many entries (a small index's base is small: at
+#: the walk graph's share alone it would be compacted every few writes).
+MIN_EXTRA_ENTRIES = 4096
+
+
+def _extra_allowed(graph: LayeredCSR) -> float:
+    """Entries the extra layer may hold over this base before it is compacted (the walk
+    graph's share, ``walk_graph.COMPACT_EXTRA_SHARE``, at least ``MIN_EXTRA_ENTRIES``)."""
+    share = walk_graph.COMPACT_EXTRA_SHARE * int(graph.indices.shape[0])
+    return max(share, float(MIN_EXTRA_ENTRIES))
+
+
+#: Up to this many deleted positions, the per-position arrays are copied run by run
+#: between them (memory-copy speed); past it by one boolean compress, which took 1.2 ms
+#: per array of 532k entries at 100k chunks against ~0.3 ms for the runs.
+MAX_RUNS = 256
+
+
+def _kept_then(a: np.ndarray, died: np.ndarray, tail: np.ndarray) -> np.ndarray:
+    """``concatenate([delete(a, died), tail])`` (``died``: ascending positions), written
+    once."""
+    k = a.size - died.size
+    out = np.empty(k + tail.size, a.dtype)
+    if died.size > MAX_RUNS:
+        keep = np.ones(a.size, bool)
+        keep[died] = False
+        np.compress(keep, a, out=out[:k])
+    else:
+        at = start = 0
+        for stop in [*died.tolist(), a.size]:
+            out[at : at + stop - start] = a[start:stop]
+            at += stop - start
+            start = stop + 1
+    out[k:] = tail
+    return out
+
+
+@dataclass(frozen=True)
+class G2Graph:
+    """One version's G2: its nodes on positions, its edges on slots, with the committed
+    partition and element groups.
+
+    Attributes
+    ----------
+    ids:
+        Ascending ids of the live G2 nodes (their positions).
+    slot_of:
+        int64 per position: its slot in ``csr`` (ascending; the slots of nodes deleted since
+        the last compaction are dead).
+    csr:
+        The undirected G2 edges on slots, each pair's entry its number of edges.
+    degree:
+        float64 per position: how many edges the node is an end of (its strength in
+        Leiden, every G2 edge weighing 1).
+    labels, group_of:
+        int64 per position: its community (``ST_LEIDEN``) and element group
+        (``ST_GROUP_OF``, -1: none).
+    pairs:
+        The (community, group) pairs of the nodes with a group (``groups.Pairs``).
+    """
+
+    ids: np.ndarray
+    slot_of: np.ndarray
+    csr: LayeredCSR
+    degree: np.ndarray
+    labels: np.ndarray
+    group_of: np.ndarray
+    pairs: Pairs
+
+    @classmethod
+    def build(
+        cls, ids: np.ndarray, edges: EdgesWithin, labels: np.ndarray, group_of: np.ndarray
+    ) -> G2Graph:
+        """The graph of the G2 nodes ``ids`` (ascending), their ``edges`` on positions, and
+        the partition and groups written for them."""
+        ones = np.ones(edges.src.size, np.float32)
+        csr = plain(*csr_from_edges(edges.src, edges.dst, ones, int(ids.size)))
+        labels, group_of = np.asarray(labels, np.int64), np.asarray(group_of, np.int64)
+        return cls(
+            np.asarray(ids, np.int64),
+            np.arange(ids.size, dtype=np.int64),
+            csr,
+            np.asarray(edges.degree, np.float64),
+            labels,
+            group_of,
+            pairs_of(labels, group_of),
+        )
+
+    def step(self, work: Work) -> G2Step | None:
+        """The G2 of ``work``'s operation, advanced from this graph (the committed one).
+
+        Returns None where the graph cannot be advanced, and the operation reads the
+        tables instead: a new node below a live node's id (ids are allocated in order, so
+        not in practice), or more new edges than the extra layer may hold (a build's
+        batches).
+        """
+        new = np.sort(
+            np.fromiter(
+                (i for i, k in work.new_kind.items() if k in G2_KINDS and i not in work.dead),
+                np.int64,
+            )
+        )
+        if new.size and self.ids.size and new[0] <= self.ids[-1]:
+            return None
+        parts = [work.edges.of(kind) for kind in G2_EDGES]
+        new_src = np.concatenate([EMPTY, *(p[0] for p in parts)])
+        new_dst = np.concatenate([EMPTY, *(p[1] for p in parts)])
+        if self.csr.extra_entries + 2 * new_src.size > _extra_allowed(self.csr):
+            return None
+        died = find_positions(self.ids, work.dead_array())
+        died = died[died >= 0]  # positions, ascending
+        died_slots = self.slot_of[died]
+        n_slots = self.csr.n
+        alive = np.concatenate([self.csr.alive, np.ones(new.size, bool)])
+        alive[died_slots] = False
+        fill = np.full(new.size, -1, np.int64)
+        ids, slot_of, degree, labels, group_of = (
+            _kept_then(a, died, tail)
+            for a, tail in (
+                (self.ids, new),
+                (self.slot_of, np.arange(n_slots, n_slots + new.size, dtype=np.int64)),
+                (self.degree, np.zeros(new.size, np.float64)),
+                (self.labels, fill),
+                (self.group_of, fill),
+            )
+        )
+        # Edges from a deleted node to a live one: the live end loses them ("cut").
+        _d_src, d_dst, d_w = incident_edges(self.csr, died_slots)
+        lost = alive[d_dst]
+        cut = [np.searchsorted(slot_of, d_dst[lost])]
+        np.subtract.at(degree, cut[0], d_w[lost])
+        # New edges: between two G2 nodes after the operation, or cut (one end gone).
+        a, b = find_positions(ids, new_src), find_positions(ids, new_dst)
+        both = (a >= 0) & (b >= 0)
+        cut += [a[(a >= 0) & (b < 0)], b[(b >= 0) & (a < 0)]]
+        np.add.at(degree, a[both], 1)
+        np.add.at(degree, b[both], 1)
+        s, d = slot_of[a[both]], slot_of[b[both]]
+        extra = merge_edges(*self.csr.extra, s, d, np.ones(s.size, np.float32), alive.size)
+        return G2Step(
+            ids=ids,
+            slot_of=slot_of,
+            csr=LayeredCSR(self.csr.indptr, self.csr.indices, self.csr.weights, *extra, alive),
+            degree=degree,
+            cut=np.concatenate(cut),
+            labels=labels,
+            group_of=group_of,
+            dead_labels=self.labels[died],
+            dead_groups=self.group_of[died],
+            committed_pairs=self.pairs,
+            work=work,
+        )
+
+
+@dataclass(frozen=True)
+class G2Step:
+    """One operation's G2 after its change: its nodes on positions of ``ids``, its edges
+    on slots.
+
+    Attributes
+    ----------
+    ids:
+        Sorted ids of the G2 nodes after the operation (what ``Work.live_ids(*G2_KINDS)``
+        gives).
+    slot_of:
+        The slot of each position (the committed nodes keep theirs, new ones get new slots).
+    csr:
+        The edges after the operation on slots.
+    degree:
+        float64 per position: its edges after the operation (``EdgesWithin.degree``).
+    cut:
+        Positions of the live ends of edges that lost their other end (duplicates allowed).
+    labels, group_of:
+        The committed label and group of each position (-1 for a new node).
+    dead_labels, dead_groups:
+        The committed labels and groups of the G2 nodes the operation deletes.
+    committed_pairs:
+        The committed version's (community, group) pairs.
+    work:
+        The operation (a whole-graph run reads every edge from its tables: ``all``).
+    """
+
+    ids: np.ndarray
+    slot_of: np.ndarray
+    csr: LayeredCSR
+    degree: np.ndarray
+    cut: np.ndarray
+    labels: np.ndarray
+    group_of: np.ndarray
+    dead_labels: np.ndarray
+    dead_groups: np.ndarray
+    committed_pairs: Pairs
+    work: Work
+
+    def all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every edge after the operation, on positions, as :func:`table_edges` reads them
+        (the order a run from the tables has: a whole-graph run's result depends on it)."""
+        edges = table_edges(self.work, self.ids)
+        return edges.src, edges.dst, np.ones(edges.src.size, np.float64)
+
+    def incident(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The edges with an end among the positions ``nodes`` (ascending, unique), each
+        once, on positions, with their number of edges as weight."""
+        src, dst, w = incident_edges(self.csr, self.slot_of[np.asarray(nodes, np.int64)])
+        return self._position[src], self._position[dst], w
+
+    @cached_property
+    def _position(self) -> np.ndarray:
+        """int64 per slot: its position (-1: dead). One O(N) table: an opened hub entity's
+        rows are tens of thousands of entries at 100k chunks, each a binary search in
+        ``slot_of`` otherwise."""
+        out = np.full(self.csr.n, -1, np.int64)
+        out[self.slot_of] = np.arange(self.slot_of.size, dtype=np.int64)
+        return out
+
+    def pairs_after(self, labels: np.ndarray) -> Pairs:
+        """The pairs of the communities ``labels`` (per position) with the committed groups:
+        the committed pairs less the deleted nodes', and the nodes that changed community
+        moved (a new node has no group)."""
+        moved = np.flatnonzero(labels != self.labels)
+        keys = self.group_of[moved]
+        return moved_pairs(
+            self.committed_pairs,
+            np.concatenate([self.dead_labels, self.labels[moved]]),
+            np.concatenate([self.dead_groups, keys]),
+            labels[moved],
+            keys,
+        )
+
+    def graph_after(self, labels: np.ndarray, group_of: np.ndarray, pairs: Pairs) -> G2Graph:
+        """The graph of the version this operation commits, with the partition and groups
+        it writes (per position; ``pairs``: :meth:`pairs_after` of ``labels``); compacted
+        onto positions when the extra layer or the dead slots pass the walk graph's
+        shares."""
+        labels, group_of = np.asarray(labels, np.int64), np.asarray(group_of, np.int64)
+        regrouped = np.flatnonzero(group_of != self.group_of)
+        at = labels[regrouped]
+        pairs = moved_pairs(pairs, at, self.group_of[regrouped], at, group_of[regrouped])
+        csr, slot_of = self.csr, self.slot_of
+        if (
+            csr.extra_entries > _extra_allowed(csr)
+            or csr.dead > walk_graph.COMPACT_DEAD_SHARE * csr.n
+        ):
+            csr, slot_of = plain(*flatten(csr)), np.arange(self.ids.size, dtype=np.int64)
+        return G2Graph(self.ids, slot_of, csr, self.degree, labels, group_of, pairs)
