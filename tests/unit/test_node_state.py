@@ -34,6 +34,16 @@ def test_patches_replay_every_version_like_a_dict(seed):
         rows = node_state.patch(_as_arrays(new), _as_arrays(prev))
         changed = {i for i in new if prev.get(i) != new[i]} | (set(prev) - set(new))
         assert sorted(rows[0].tolist()) == sorted(changed)  # exactly what changed
+        # A writer that knows the changes gets the same rows without the merge.
+        ids = _as_arrays(new)[0]
+        known = (
+            np.asarray([prev.get(i) != new[i] for i in ids.tolist()], bool),
+            np.asarray(sorted(set(prev) - set(new)), np.int64),
+        )
+        if prev:
+            np.testing.assert_array_equal(
+                node_state.patch(_as_arrays(new), _as_arrays(prev), known), rows
+            )
         parts.append(rows)
         ids, values = node_state.apply_rows(parts)
         assert dict(zip(ids.tolist(), values.tolist(), strict=True)) == new
@@ -142,3 +152,15 @@ def test_stable_labels_keep_the_partition_and_the_old_labels(seed):
     unchanged = int((out == previous).sum())
     assert unchanged >= int((~moved).sum()) * 0.8
     assert stable_labels(np.zeros(0, np.int64), np.zeros(0, np.int64)).size == 0
+
+
+def test_known_changes_need_ascending_ids():
+    from graphstrata.engine.store.delta import Delta
+
+    delta = Delta(1, 10, 0, DIM, "f32")
+    previous = (np.asarray([1, 2]), np.asarray([0, 0]))
+    known = (np.ones(2, bool), np.zeros(0, np.int64))
+    with pytest.raises(ValueError, match="ascending"):
+        delta.put_node_state("c", "s", np.asarray([2, 1]), np.asarray([5, 6]), previous, known)
+    delta.put_node_state("c", "s", np.asarray([1, 2]), np.asarray([5, 6]), previous, known)
+    assert delta.node_state["c/s"][1][:2].tolist() == [[1, 2], [5, 6]]

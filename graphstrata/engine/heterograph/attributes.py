@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from graphstrata.core.ids import positions_in
+from graphstrata.core.ids import contains, positions_in
 from graphstrata.engine.component import MeteredLLM
 from graphstrata.engine.heterograph.decompose import Names
 from graphstrata.engine.heterograph.graph import group_by, important_entities, unique_pairs
@@ -108,12 +108,12 @@ def attributes(
         selection, when made), ``written``, ``refreshed``, ``dropped``.
     """
     cfg = work.config
-    # Current attributes: N -> A (committed, alive).
+    # Current attributes: N -> A (committed, alive), grouped in one pass (a Python loop
+    # over every attribute edge was ~3 ms of a write at 100k chunks, 2.9k attributes).
     a_src, a_dst = work.committed_edges(int(EdgeKind.ENTITY_ATTRIBUTE))
-    has: dict[int, list[int]] = {}
-    for n, a in zip(a_src.tolist(), a_dst.tolist(), strict=True):
-        if n not in work.dead and a not in work.dead:
-            has.setdefault(n, []).append(a)
+    dead = work.dead_array()
+    alive = ~(contains(dead, a_src) | contains(dead, a_dst))
+    has = {n: a.tolist() for n, a in group_by(a_src[alive], a_dst[alive]).items()}
     g1_ids = work.live_ids(S, N, R)  # its size is what the schedule compares
     size = int(g1_ids.size)
     share = float(cfg.importance_refresh_share)

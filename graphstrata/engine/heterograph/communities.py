@@ -20,7 +20,7 @@ from graphstrata.core import sets
 from graphstrata.core.ids import EdgesWithin, contains, find_positions
 from graphstrata.core.matching import label_sizes
 from graphstrata.engine.component import ChangeSet, MeteredLLM
-from graphstrata.engine.heterograph.g2 import G2Graph, table_edges
+from graphstrata.engine.heterograph.g2 import CONTENT_KINDS, G2Graph, StateChanges, table_edges
 from graphstrata.engine.heterograph.graph import (
     EdgeArrays,
     EdgeSource,
@@ -34,10 +34,8 @@ from graphstrata.engine.heterograph.schema import (
     G2_EDGES,
     G2_KINDS,
     ST_LEIDEN,
-    A,
     H,
     O,
-    S,
 )
 from graphstrata.engine.heterograph.work import EMPTY, Work
 from graphstrata.engine.prompts import community_request
@@ -82,6 +80,9 @@ class Communities:
         Counters for the report.
     graph:
         G2 as this operation leaves it, for the next write of the process (``g2``).
+    changes:
+        How ``membership`` and ``groups.group_of`` differ from the committed state, when
+        the operation started from a carried G2 (else found by the state's write).
     """
 
     g2_ids: np.ndarray
@@ -93,6 +94,7 @@ class Communities:
     next_group_key: int
     stats: dict[str, Any]
     graph: G2Graph
+    changes: StateChanges | None = None
 
 
 def _touched(work: Work, g2_ids: np.ndarray, is_new: np.ndarray, cut: np.ndarray) -> np.ndarray:
@@ -188,10 +190,12 @@ def communities(
         source = EdgeArrays(edges.src, edges.dst, np.ones(edges.src.size, np.float64))
         strength, cut = edges.degree.astype(np.float64), edges.cut
         committed = ElementGroups.committed(work, g2_ids)
+        is_content = contains(work.live_ids(*CONTENT_KINDS), g2_ids)
     else:
         g2_ids, source, strength, cut = step.ids, step, step.degree, step.cut
         init, is_new, dead_labels = _started(step.labels, step.dead_labels)
         committed = ElementGroups.committed(work, g2_ids, step.group_of)
+        is_content = step.content
     membership, region = leiden_local(
         int(g2_ids.size),
         source,
@@ -202,7 +206,6 @@ def communities(
         max_region_share=LOCAL_LEIDEN_MAX_SHARE if cfg.local_leiden and not whole_graph else 0.0,
         strength=strength,
     )
-    is_content = contains(work.live_ids(S, A), g2_ids)
     n_labels = int(membership.max()) + 1 if membership.size else 0
     sizes = label_sizes(membership, n_labels)
     content_sizes = label_sizes(membership[is_content], n_labels)
@@ -258,11 +261,13 @@ def communities(
         "retired": len(match.dropped),
         "stale": int(stale.size),
     }
+    changes = None
     if step is not None:
         graph = step.graph_after(membership, group_of, pairs)
+        changes = step.state_changes(membership, group_of)
     else:
         assert edges is not None
-        graph = G2Graph.build(g2_ids, edges, membership, group_of)
+        graph = G2Graph.build(g2_ids, edges, membership, group_of, is_content)
     return Communities(
         g2_ids=g2_ids,
         membership=membership,
@@ -273,6 +278,7 @@ def communities(
         next_group_key=next_group_key,
         stats=stats,
         graph=graph,
+        changes=changes,
     )
 
 

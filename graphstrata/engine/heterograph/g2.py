@@ -34,10 +34,14 @@ from graphstrata.core.graph import csr_from_edges, merge_edges
 from graphstrata.core.ids import EdgesWithin, edges_within, find_positions
 from graphstrata.core.layered import LayeredCSR, flatten, incident_edges, plain
 from graphstrata.engine.heterograph.groups import Pairs, moved_pairs, pairs_of
-from graphstrata.engine.heterograph.schema import G2_EDGES, G2_KINDS
+from graphstrata.engine.heterograph.schema import G2_EDGES, G2_KINDS, A, S
 from graphstrata.engine.heterograph.work import EMPTY, Work
+from graphstrata.engine.store.node_state import Changes
 
-__all__ = ["G2Graph", "G2Step", "table_edges"]
+__all__ = ["G2Graph", "G2Step", "StateChanges", "table_edges"]
+
+#: The G2 kinds elements are written from (semantic units and attributes).
+CONTENT_KINDS = (S, A)
 
 
 def table_edges(work: Work, g2_ids: np.ndarray) -> EdgesWithin:
@@ -108,6 +112,8 @@ class G2Graph:
     labels, group_of:
         int64 per position: its community (``ST_LEIDEN``) and element group
         (``ST_GROUP_OF``, -1: none).
+    content:
+        bool per position: a semantic unit or an attribute (what elements are written from).
     pairs:
         The (community, group) pairs of the nodes with a group (``groups.Pairs``).
     """
@@ -118,14 +124,20 @@ class G2Graph:
     degree: np.ndarray
     labels: np.ndarray
     group_of: np.ndarray
+    content: np.ndarray
     pairs: Pairs
 
     @classmethod
     def build(
-        cls, ids: np.ndarray, edges: EdgesWithin, labels: np.ndarray, group_of: np.ndarray
+        cls,
+        ids: np.ndarray,
+        edges: EdgesWithin,
+        labels: np.ndarray,
+        group_of: np.ndarray,
+        content: np.ndarray,
     ) -> G2Graph:
-        """The graph of the G2 nodes ``ids`` (ascending), their ``edges`` on positions, and
-        the partition and groups written for them."""
+        """The graph of the G2 nodes ``ids`` (ascending), their ``edges`` on positions, the
+        partition and groups written for them, and which are S or A (``content``)."""
         ones = np.ones(edges.src.size, np.float32)
         csr = plain(*csr_from_edges(edges.src, edges.dst, ones, int(ids.size)))
         labels, group_of = np.asarray(labels, np.int64), np.asarray(group_of, np.int64)
@@ -136,6 +148,7 @@ class G2Graph:
             np.asarray(edges.degree, np.float64),
             labels,
             group_of,
+            np.asarray(content, bool),
             pairs_of(labels, group_of),
         )
 
@@ -147,12 +160,13 @@ class G2Graph:
         not in practice), or more new edges than the extra layer may hold (a build's
         batches).
         """
-        new = np.sort(
-            np.fromiter(
-                (i for i, k in work.new_kind.items() if k in G2_KINDS and i not in work.dead),
-                np.int64,
-            )
+        added = sorted(
+            (i, k in CONTENT_KINDS)
+            for i, k in work.new_kind.items()
+            if k in G2_KINDS and i not in work.dead
         )
+        new = np.asarray([i for i, _ in added], np.int64)
+        new_content = np.asarray([c for _, c in added], bool)
         if new.size and self.ids.size and new[0] <= self.ids[-1]:
             return None
         parts = [work.edges.of(kind) for kind in G2_EDGES]
@@ -167,7 +181,7 @@ class G2Graph:
         alive = np.concatenate([self.csr.alive, np.ones(new.size, bool)])
         alive[died_slots] = False
         fill = np.full(new.size, -1, np.int64)
-        ids, slot_of, degree, labels, group_of = (
+        ids, slot_of, degree, labels, group_of, content = (
             _kept_then(a, died, tail)
             for a, tail in (
                 (self.ids, new),
@@ -175,6 +189,7 @@ class G2Graph:
                 (self.degree, np.zeros(new.size, np.float64)),
                 (self.labels, fill),
                 (self.group_of, fill),
+                (self.content, new_content),
             )
         )
         # Edges from a deleted node to a live one: the live end loses them ("cut").
@@ -198,11 +213,22 @@ class G2Graph:
             cut=np.concatenate(cut),
             labels=labels,
             group_of=group_of,
+            content=content,
+            dead_ids=self.ids[died],
             dead_labels=self.labels[died],
             dead_groups=self.group_of[died],
             committed_pairs=self.pairs,
             work=work,
         )
+
+
+@dataclass(frozen=True)
+class StateChanges:
+    """What a write changes in the committed partition and groups (``node_state.Changes``
+    of ``ST_LEIDEN`` and ``ST_GROUP_OF``)."""
+
+    labels: Changes
+    groups: Changes
 
 
 @dataclass(frozen=True)
@@ -225,8 +251,10 @@ class G2Step:
         Positions of the live ends of edges that lost their other end (duplicates allowed).
     labels, group_of:
         The committed label and group of each position (-1 for a new node).
-    dead_labels, dead_groups:
-        The committed labels and groups of the G2 nodes the operation deletes.
+    content:
+        bool per position: an S or an A.
+    dead_ids, dead_labels, dead_groups:
+        The G2 nodes the operation deletes (ascending), their committed labels and groups.
     committed_pairs:
         The committed version's (community, group) pairs.
     work:
@@ -240,6 +268,8 @@ class G2Step:
     cut: np.ndarray
     labels: np.ndarray
     group_of: np.ndarray
+    content: np.ndarray
+    dead_ids: np.ndarray
     dead_labels: np.ndarray
     dead_groups: np.ndarray
     committed_pairs: Pairs
@@ -265,6 +295,16 @@ class G2Step:
         out = np.full(self.csr.n, -1, np.int64)
         out[self.slot_of] = np.arange(self.slot_of.size, dtype=np.int64)
         return out
+
+    def state_changes(self, labels: np.ndarray, group_of: np.ndarray) -> StateChanges:
+        """How the partition ``labels`` and the groups ``group_of`` (per position) differ
+        from the committed ones (``ST_LEIDEN``, ``ST_GROUP_OF``, which held exactly the
+        committed G2 nodes): new nodes, changed values and the deleted nodes."""
+        new = self.labels < 0  # every committed node has a label
+        return StateChanges(
+            (labels != self.labels, self.dead_ids),
+            ((group_of != self.group_of) | new, self.dead_ids),
+        )
 
     def pairs_after(self, labels: np.ndarray) -> Pairs:
         """The pairs of the communities ``labels`` (per position) with the committed groups:
@@ -295,4 +335,4 @@ class G2Step:
             or csr.dead > walk_graph.COMPACT_DEAD_SHARE * csr.n
         ):
             csr, slot_of = plain(*flatten(csr)), np.arange(self.ids.size, dtype=np.int64)
-        return G2Graph(self.ids, slot_of, csr, self.degree, labels, group_of, pairs)
+        return G2Graph(self.ids, slot_of, csr, self.degree, labels, group_of, self.content, pairs)

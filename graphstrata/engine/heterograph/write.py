@@ -100,13 +100,13 @@ def write_state(
         The operation's counters, kept in the metadata.
     """
     snap = work.snapshot
-    delta.put_node_state(
-        NAME, ST_LEIDEN, comm.g2_ids, comm.membership, snap.node_state(NAME, ST_LEIDEN)
-    )
+    changes = comm.changes
     groups = comm.groups
-    delta.put_node_state(
-        NAME, ST_GROUP_OF, comm.g2_ids, groups.group_of, snap.node_state(NAME, ST_GROUP_OF)
-    )
+    for name, values, known in (
+        (ST_LEIDEN, comm.membership, changes.labels if changes else None),
+        (ST_GROUP_OF, groups.group_of, changes.groups if changes else None),
+    ):
+        delta.put_node_state(NAME, name, comm.g2_ids, values, snap.node_state(NAME, name), known)
     delta.put_node_state(
         NAME,
         ST_GROUP_NODE,

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphstrata.core import sets
-from graphstrata.engine.store.node_state import NodeState, normalize, patch
+from graphstrata.engine.store.node_state import Changes, NodeState, normalize, patch
 from graphstrata.engine.store.schema import (
     DOC_SCHEMA,
     EDGE_SCHEMA,
@@ -235,6 +235,7 @@ class Delta:
         ids: np.ndarray,
         values: np.ndarray,
         previous: NodeState | None,
+        changes: Changes | None = None,
     ) -> None:
         """Store a per-node integer state (``node id -> value``) for the new version.
 
@@ -249,14 +250,20 @@ class Delta:
             The whole mapping of the new version: one value per id, ids unique.
         previous:
             The committed mapping (``None``: there is none).
+        changes:
+            Which ids are new or changed and which left, when the caller knows
+            (``node_state.patch``).
 
         Raises
         ------
         ValueError
             On a repeated id or lengths that differ.
         """
+        ids = np.asarray(ids, np.int64)
         new = normalize(ids, values)
-        self.node_state[f"{component}/{name}"] = (new, patch(new, previous))
+        if changes is not None and ids.size > 1 and new[0] is not ids:
+            raise ValueError("node state changes need the ids ascending")
+        self.node_state[f"{component}/{name}"] = (new, patch(new, previous, changes))
 
     def set_component_meta(self, component: str, meta: dict[str, Any]) -> None:
         """JSON-serializable metadata of a component, kept in the manifest."""

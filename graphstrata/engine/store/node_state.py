@@ -57,8 +57,23 @@ def normalize(ids: np.ndarray, values: np.ndarray) -> NodeState:
     return ids, values
 
 
-def patch(new: NodeState, previous: NodeState | None) -> np.ndarray:
+#: What changed between a mapping and the previous one, where the writer knows it: a bool
+#: per id of the new mapping (new, or another value), and the previous ids it no longer holds.
+Changes = tuple[np.ndarray, np.ndarray]
+
+
+def patch(new: NodeState, previous: NodeState | None, changes: Changes | None = None) -> np.ndarray:
     """The rows that turn ``previous`` into ``new`` (both sorted by id).
+
+    Parameters
+    ----------
+    new, previous:
+        The mappings.
+    changes:
+        What changed, when the caller knows it (the heterograph's partition and groups,
+        from the G2 it keeps across writes): the merge of the two id lists is skipped
+        (~1.2 ms per mapping of 532k ids at 100k chunks, issue 17). It must be what the
+        merge would find.
 
     Returns
     -------
@@ -68,11 +83,14 @@ def patch(new: NodeState, previous: NodeState | None) -> np.ndarray:
     ids, values = new
     if previous is None or previous[0].size == 0:
         return as_rows(ids, values)
-    pids, pvals = previous
-    # One merge of the sorted ids: a binary search per id and an isin took 10 ms per
-    # mapping at 100k chunks, six mappings per heterograph write (issue 17).
-    changed, gone_mask = mapping_changes(ids, values, pids, pvals)
-    gone = pids[gone_mask]
+    if changes is not None:
+        changed, gone = np.asarray(changes[0], bool), np.asarray(changes[1], np.int64)
+    else:
+        pids, pvals = previous
+        # One merge of the sorted ids: a binary search per id and an isin took 10 ms per
+        # mapping at 100k chunks, six mappings per heterograph write (issue 17).
+        changed, gone_mask = mapping_changes(ids, values, pids, pvals)
+        gone = pids[gone_mask]
     return np.concatenate(
         [
             as_rows(ids[changed], values[changed]),
