@@ -32,6 +32,7 @@ from graphstrata.engine.heterograph.schema import (
     BUILD_EMBEDDED,
     CLUSTER_KINDS,
     HETERO_EMBEDDED,
+    NAME,
     ST_KMEANS,
     ST_KMEANS_CENTROIDS,
     A,
@@ -39,6 +40,7 @@ from graphstrata.engine.heterograph.schema import (
 )
 from graphstrata.engine.heterograph.work import EMPTY, Work
 from graphstrata.engine.store import VectorTable
+from graphstrata.engine.store.node_state import Changes
 from graphstrata.engine.types import EdgeKind, NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
@@ -57,12 +59,16 @@ class Clusters:
         Cluster of each of ``ids``.
     stats:
         Counters for the report: ``k``, ``refit``, ``member_edges``.
+    changes:
+        How ``labels`` differ from the committed ``ST_KMEANS`` (``node_state.Changes``):
+        without a refit, the new nodes got one and the deleted ones left.
     """
 
     centroids: np.ndarray
     ids: np.ndarray
     labels: np.ndarray
     stats: dict[str, Any]
+    changes: Changes | None = None
 
 
 def embed_new_nodes(ctx: UpdateContext, work: Work) -> np.ndarray:
@@ -88,18 +94,24 @@ def embed_new_nodes(ctx: UpdateContext, work: Work) -> np.ndarray:
     return np.asarray(embedded, dtype=np.int64)
 
 
-def _labels(ctx: UpdateContext, work: Work, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``(centroids, labels, refit)`` of ``ids``: refit, or assign the new ones."""
+def _labels(
+    ctx: UpdateContext, work: Work, ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, Changes | None]:
+    """``(centroids, labels, changes)`` of ``ids``: refit (``changes`` None), or assign the
+    new ones."""
     centroids = work.state(ST_KMEANS_CENTROIDS)
     labels = work.node_state_on(ST_KMEANS, CLUSTER_KINDS, ids)  # -1: not labelled yet
     k = cluster_count(int(ids.size))
     if centroids is None or labels is None or k >= 2 * centroids.shape[0]:
         # First build, or the corpus grew 4x since the last fit: refit (amortized).
         centroids, fitted = kmeans_fit(ctx.vectors_of(ids), k, int(work.config.seed))
-        return centroids, fitted, True
+        return centroids, fitted, None
     new = labels < 0
     labels[new] = kmeans_assign(ctx.vectors_of(ids[new]), centroids)
-    return centroids, labels, False
+    stored = work.snapshot.node_state(NAME, ST_KMEANS)
+    dead = work.dead_array()
+    gone = dead[contains(stored[0], dead)] if stored is not None else EMPTY
+    return centroids, labels, (new, gone, int(np.count_nonzero(new)))
 
 
 def link_elements(ctx: UpdateContext, work: Work, comm: Communities) -> Clusters | None:
@@ -122,7 +134,8 @@ def link_elements(ctx: UpdateContext, work: Work, comm: Communities) -> Clusters
     ids = work.live_ids(*CLUSTER_KINDS)
     if ids.size == 0:
         return None
-    centroids, labels, refit = _labels(ctx, work, ids)
+    centroids, labels, changes = _labels(ctx, work, ids)
+    refit = changes is None
 
     def cluster_of(nodes: np.ndarray) -> np.ndarray:
         return labels[np.searchsorted(ids, nodes)]
@@ -157,7 +170,7 @@ def link_elements(ctx: UpdateContext, work: Work, comm: Communities) -> Clusters
     h_dst_all = np.concatenate(h_dst) if h_dst else EMPTY
     work.edges.add(int(EdgeKind.ELEMENT_MEMBER), h_src_all, h_dst_all)
     stats = {"k": int(centroids.shape[0]), "refit": refit, "member_edges": int(h_src_all.size)}
-    return Clusters(centroids, ids, labels, stats)
+    return Clusters(centroids, ids, labels, stats, changes)
 
 
 def _committed_embedded(vt: VectorTable, dead: np.ndarray) -> np.ndarray:

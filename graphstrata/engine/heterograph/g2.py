@@ -301,9 +301,10 @@ class G2Step:
         from the committed ones (``ST_LEIDEN``, ``ST_GROUP_OF``, which held exactly the
         committed G2 nodes): new nodes, changed values and the deleted nodes."""
         new = self.labels < 0  # every committed node has a label
+        added = int(np.count_nonzero(new))
         return StateChanges(
-            (labels != self.labels, self.dead_ids),
-            ((group_of != self.group_of) | new, self.dead_ids),
+            (labels != self.labels, self.dead_ids, added),
+            ((group_of != self.group_of) | new, self.dead_ids, added),
         )
 
     def pairs_after(self, labels: np.ndarray) -> Pairs:

@@ -118,7 +118,12 @@ def write_state(
         if clusters.stats.get("refit", True):  # assigning new nodes leaves the centroids
             delta.put_state(NAME, ST_KMEANS_CENTROIDS, clusters.centroids)
         delta.put_node_state(
-            NAME, ST_KMEANS, clusters.ids, clusters.labels, snap.node_state(NAME, ST_KMEANS)
+            NAME,
+            ST_KMEANS,
+            clusters.ids,
+            clusters.labels,
+            snap.node_state(NAME, ST_KMEANS),
+            clusters.changes,
         )
     dead = work.dead_array()
     new_ids = np.fromiter(work.new_kind, np.int64, count=len(work.new_kind))
