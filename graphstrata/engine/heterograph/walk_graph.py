@@ -18,14 +18,15 @@ time that grew with the corpus (issue 17). The typed links the search follows li
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
 
+from graphstrata.core import sets
 from graphstrata.core.graph import csr_from_edges, merge_edges
-from graphstrata.core.ids import positions_in
+from graphstrata.core.ids import find_positions, positions_in
 from graphstrata.core.layered import (
     LayeredCSR,
     advanced_row_weights,
@@ -42,6 +43,7 @@ from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.types import EdgeKind
 
 _KINDS = np.asarray(HETERO_EDGE_KINDS, dtype=np.uint8)
+_NO_SLOTS = np.zeros(0, np.int64)
 
 #: The CSR is compacted when its extra layer holds more entries than this share of the
 #: base: the merge of the extra layer on each commit is O(its entries). Three one-document
@@ -73,12 +75,16 @@ class WalkEdges:
         reads each row once and never tests an entry for a dead node (``core.ppr``).
     links:
         The typed links the search follows, on the same slots (``links``).
+    dead_slots:
+        The dead slots, ascending (``csr.alive`` false): a position's slot is found from
+        them in O(log dead) (:func:`slots_of`), without the O(N) ``slot_of_position``.
     """
 
     slot_ids: np.ndarray
     csr: LayeredCSR
     row_sums: np.ndarray
     links: StructuralLinks
+    dead_slots: np.ndarray = field(default_factory=lambda: _NO_SLOTS)
 
     @cached_property
     def slot_of_position(self) -> np.ndarray:
@@ -111,8 +117,12 @@ class WalkEdges:
         allocated in order).
         """
         ids = snapshot.nodes.ids
-        alive = snapshot.nodes.contains(previous_ids)
-        k = int(alive.sum())
+        # The previous nodes the commit kept: all but the delta's deleted ones (a lookup of
+        # those, not of every previous id in the new table: 0.9 ms at 100k chunks).
+        alive = np.ones(previous_ids.size, bool)
+        gone = find_positions(previous_ids, delta.dead_nodes)
+        alive[gone[gone >= 0]] = False
+        k = int(alive.size - np.count_nonzero(gone >= 0))
         # The survivors are k of the sorted ``ids``: they are its first k exactly when the
         # largest of them is the k-th (one id compared, not every id).
         if k and ids[k - 1] != previous_ids[alive.size - 1 - int(np.argmax(alive[::-1]))]:
@@ -155,14 +165,12 @@ class WalkEdges:
         added = ids[int(np.count_nonzero(survived)) :]
         slot_ids = np.concatenate([self.slot_ids, added])
         alive = np.concatenate([old.alive, np.ones(added.size, dtype=bool)])
-        # Slots of the old live nodes, then of the new: the new positions in slot terms.
-        live_before = self.slot_of_position
-        died = live_before[~survived]
+        died = slots_of(np.flatnonzero(~survived), self.dead_slots)
         alive[died] = False
-        slot_of = np.concatenate(
-            [live_before[survived], np.arange(self.slot_ids.size, slot_ids.size, dtype=np.int64)]
-        )
-        s, d = slot_of[src], slot_of[dst]
+        dead_slots = sets.union(self.dead_slots, died)
+        # The new positions in slot terms: the old live nodes keep their slots, the new
+        # ones take the slots past the old ones (in order, like their positions).
+        s, d = slots_of(src, dead_slots), slots_of(dst, dead_slots)
         links = self.links.added(int(slot_ids.size), died, s, d, kind)
         extra = merge_edges(*old.extra, s, d, weight, int(slot_ids.size))
         csr = LayeredCSR(old.indptr, old.indices, old.weights, *extra, alive)
@@ -171,7 +179,19 @@ class WalkEdges:
             position = np.where(alive, np.cumsum(alive) - 1, -1)
             return WalkEdges(ids, graph, row_weights(graph), links.renumbered(position, alive))
         sums = advanced_row_weights(old, self.row_sums, died, alive, s, d, weight)
-        return WalkEdges(slot_ids, csr, sums, links)
+        return WalkEdges(slot_ids, csr, sums, links, dead_slots)
+
+
+def slots_of(positions: np.ndarray, dead_slots: np.ndarray) -> np.ndarray:
+    """The slot of each position, given the dead slots (ascending): position ``p`` is the
+    ``p``-th live slot, ``p`` plus the dead slots before it. The ``i``-th dead slot has
+    ``dead_slots[i] - i`` live slots before it, so those at or below ``p`` are counted by
+    one binary search."""
+    positions = np.asarray(positions, np.int64)
+    if not dead_slots.size:
+        return positions.copy()
+    before = dead_slots - np.arange(dead_slots.size, dtype=np.int64)
+    return positions + np.searchsorted(before, positions, side="right")
 
 
 def walked_edges(

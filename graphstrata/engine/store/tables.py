@@ -226,6 +226,12 @@ def _merged_tail(rows: pa.Table) -> pa.Table:
     return pa.concat_tables([rows.slice(0, head), rows.slice(head).combine_chunks()])
 
 
+#: Versions a set of ``NodeTable.ids_of_kind`` is moved along unasked before it is dropped
+#: (then computed again on the next request): a set a delete asks for survives a run of
+#: inserts.
+KIND_SET_VERSIONS = 16
+
+
 class NodeTable:
     """The live nodes of one version, sorted by id, with numpy views of the fixed columns.
 
@@ -277,6 +283,9 @@ class NodeTable:
         self._docs: list[list[int]] | None = None
         # A write asks for the ids of a few kinds a dozen times (each an O(N) mask).
         self._of_kinds: dict[tuple[int, ...], np.ndarray] = {}
+        # Per set of kinds: versions since it was last asked for (``merged`` drops the sets
+        # not asked for in ``KIND_SET_VERSIONS``).
+        self._kind_age: dict[tuple[int, ...], int] = {}
         # Per column: the rows it was split from, their chunks and where each starts.
         self._chunks: dict[str, tuple[pa.Table, list[pa.Array], list[int]]] = {}
 
@@ -405,6 +414,7 @@ class NodeTable:
         """Ascending ids of the live nodes of any of ``kinds`` (computed once per set of
         kinds: a table never changes; do not modify the result)."""
         key = tuple(sorted({int(k) for k in kinds}))
+        self._kind_age[key] = 0
         found = self._of_kinds.get(key)
         if found is None:
             found = self.ids[np.isin(self.kind, np.asarray(key, dtype=np.uint8))]
@@ -452,23 +462,29 @@ class NodeTable:
             out = NodeTable(held, new_order, fixed)
             if held.num_rows > 2 * n + 4096:
                 out._own_rows()
-        out._of_kinds = self._kinds_advanced(leaving, new_ids, fixed["kind"][at])
+        out._of_kinds, out._kind_age = self._kinds_advanced(leaving, new_ids, fixed["kind"][at])
         return out
 
     def _kinds_advanced(
         self, leaving: np.ndarray, new_ids: np.ndarray, new_kinds: np.ndarray
-    ) -> dict[tuple[int, ...], np.ndarray]:
-        """This table's ``ids_of_kind`` results moved to the merged table: without the
-        ``leaving`` ids, with the new rows (``new_ids`` ascending, their kinds
+    ) -> tuple[dict[tuple[int, ...], np.ndarray], dict[tuple[int, ...], int]]:
+        """This table's ``ids_of_kind`` results moved to the merged table, and their ages:
+        without the ``leaving`` ids, with the new rows (``new_ids`` ascending, their kinds
         ``new_kinds``) of those kinds: O(ids of the set) per set instead of a mask over
-        every row's kind (np.isin over 1.1M kinds: 17 ms in a microbenchmark; issue 17)."""
-        out = {}
+        every row's kind (np.isin over 1.1M kinds: 17 ms in a microbenchmark; issue 17).
+        A set nobody asked for in ``KIND_SET_VERSIONS`` versions is dropped, not moved: a
+        write that starts from a carried G2 no longer asks for the G2 kinds, and moving the
+        nine sets of a 100k-chunk index took 2.7 ms per write (line_profiler)."""
+        out, ages = {}, {}
         for key, old in self._of_kinds.items():
+            age = self._kind_age.get(key, 0) + 1
+            if age > KIND_SET_VERSIONS:
+                continue
             add = new_ids[np.isin(new_kinds, np.asarray(key, np.uint8))]
             ids = spliced(old, *splice_positions(old, leaving, add), add)
             ids.flags.writeable = False
-            out[key] = ids
-        return out
+            out[key], ages[key] = ids, age
+        return out, ages
 
 
 @dataclass
