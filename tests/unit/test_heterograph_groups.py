@@ -1,4 +1,4 @@
-"""Community labels and element groups: ``stable_labels`` and ``match_communities``
+"""Community labels and element groups: ``stable_labels`` and ``match_pairs`` (through per-node labels)
 against plain-Python oracles (the implementations they replaced), whole and restricted."""
 
 from __future__ import annotations
@@ -6,9 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphstrata.core.matching import linked_labels
+from graphstrata.core.matching import label_sizes, linked_labels
 from graphstrata.engine.heterograph.graph import stable_labels
-from graphstrata.engine.heterograph.groups import match_communities
+from graphstrata.engine.heterograph.groups import match_pairs, pairs_of
+
+
+def match_communities(membership, group_of, *args, **kwargs):
+    """``match_pairs`` of per-node labels and groups: one of each per G2 node."""
+    membership = np.asarray(membership, np.int64)
+    sizes = label_sizes(membership, int(membership.max()) + 1 if membership.size else 0)
+    return match_pairs(pairs_of(membership, group_of), sizes, *args, **kwargs)
 
 
 def _stable_oracle(membership: np.ndarray, previous: np.ndarray) -> np.ndarray:

@@ -213,10 +213,48 @@ def test_orphans_of_a_dead_writer_are_removed(tmp_path):
     _commit_nodes(store, 3)
     orphan = tmp_path / "ix" / "segments" / "nodes-v00000002-deadbeef.parquet"
     orphan.write_bytes(b"half written")
+    (tmp_path / "ix" / "LOCK").write_text("4242")  # the pid a killed writer leaves there
     with store.writer():
         pass
     assert not orphan.exists()
     assert len(store.load().nodes) == 3
+    assert (tmp_path / "ix" / "LOCK").read_text() == ""  # handed over cleanly
+
+
+def test_writers_sweep_only_after_a_writer_that_died_or_left_files(tmp_path, monkeypatch):
+    """The sweep reads every history manifest (O(versions) per write): a store sweeps on its
+    first write, then only when ``LOCK`` says the previous writer died or left files."""
+    from graphstrata.engine.store import orphans
+    from graphstrata.engine.store import store as store_mod
+
+    sweeps = []
+    real = orphans.OrphanSweeper.sweep
+
+    def counted(self, *args):
+        sweeps.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(orphans.OrphanSweeper, "sweep", counted)
+    _create(tmp_path)
+    store = Store.open(tmp_path / "ix")
+    for _ in range(3):
+        _commit_nodes(store, 1)
+    assert len(sweeps) == 1  # its first write only
+    lock = tmp_path / "ix" / "LOCK"
+    lock.write_text("4242")  # a writer of another process was killed
+    _commit_nodes(store, 1)
+    assert len(sweeps) == 2
+    # A failed write whose files could not be removed says so in LOCK: the next writer, of
+    # this process or another, sweeps.
+    store._leftovers = True
+    with store.writer():
+        pass
+    assert lock.read_text() == store_mod.LEFTOVERS and len(sweeps) == 2
+    _commit_nodes(store, 1)
+    assert len(sweeps) == 3
+    _commit_nodes(store, 1)
+    assert len(sweeps) == 3 and lock.read_text() == ""
+    assert len(Store.open(tmp_path / "ix").load().nodes) == 6
 
 
 def test_history_manifests_are_read_once_per_store_and_still_protect_their_files(
@@ -241,7 +279,9 @@ def test_history_manifests_are_read_once_per_store_and_still_protect_their_files
     first = sorted(reads)
     assert first == sorted(p.name for p in (tmp_path / "ix" / "manifests").glob("v*.json"))
     reads.clear()
-    _commit_nodes(store, 2)  # one new history manifest
+    _commit_nodes(store, 2)  # one new history manifest (a clean hand-over: no sweep)
+    assert reads == []
+    (tmp_path / "ix" / "LOCK").write_text("4242")  # then a writer dies: the next one sweeps
     with store.writer():
         pass
     assert reads == ["v00000004.json"]  # only the one committed since
@@ -250,6 +290,7 @@ def test_history_manifests_are_read_once_per_store_and_still_protect_their_files
         assert len(Store.open(tmp_path / "ix", version=version).load().nodes) == 2 * version
     orphan = tmp_path / "ix" / "segments" / "nodes-v00000009-deadbeef.parquet"
     orphan.write_bytes(b"half written")
+    (tmp_path / "ix" / "LOCK").write_text("4242")  # left by the writer that wrote it
     with store.writer():
         pass
     assert not orphan.exists()

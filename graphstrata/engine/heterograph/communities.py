@@ -73,7 +73,7 @@ class Communities:
         Community label -> the new H ids written for it.
     kept:
         Community label -> the group key whose elements it keeps, for the communities the
-        operation paired (:func:`~graphstrata.engine.heterograph.groups.match_communities`).
+        operation paired (:func:`~graphstrata.engine.heterograph.groups.match_pairs`).
     next_group_key:
         The next unused group key.
     stats:

@@ -7,12 +7,15 @@ positions (7.3 ms at 100k chunks), the committed labels and groups looked up for
 (5.5 and ~1 ms): ~20 ms of a one-document write at 100k chunks against ~2 at 10k
 (``build/scratch/time_funcs.py``; issue 17). A write's result is the next write's start,
 so the stage hands a :class:`G2Graph` to the next write of the same process
-(``HeterographComponent``): its adjacency is a two-layer CSR on *slots* (the ids of its
-last compaction plus those added since, dead ones included, as the walk graph keeps its
-own: ``walk_graph``), with the degree, label and group of each slot. A write marks its
-deleted nodes dead, merges its new edges into the extra layer and reads only the rows of
-the nodes the local run opens (``core.layered.incident_edges``); what is still O(N) per
-write are a few compressions of per-slot arrays onto positions (~0.3 ms each at 100k).
+(``HeterographComponent``): the G2 nodes on positions with their committed label, group,
+degree and kind (unit or attribute), the (community, group) pair table the pairing reads,
+and the edges as a two-layer CSR on *slots* (the positions of its last compaction plus the
+nodes added since, dead ones included, as the walk graph keeps its own: ``walk_graph``). A
+write cuts its deleted nodes out of the per-position arrays (run by run between them),
+appends its new ones, marks the deleted slots dead, merges its new edges into the extra
+layer, moves the changed nodes in the pair table and reads only the rows of the nodes the
+local run opens (``core.layered.incident_edges``). The communities stage at 100k chunks went
+from 40 to 17 ms per insert (stage medians; issue 17, ``benchmarks/results/scale.md``).
 
 The graph a write starts from equals the one a fresh process reads from the tables: the
 same ids, labels, groups, degrees and edges (a test builds both after every write of a

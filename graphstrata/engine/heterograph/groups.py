@@ -4,7 +4,7 @@ A group is the H and O nodes written for one community at one time, and the G2 n
 were written from (each G2 node belongs to one group at most: the newest written from it).
 Both are per-node mappings (``ST_GROUP_OF`` over G2, ``ST_GROUP_NODE`` over H and O), so a
 commit stores only the rows that changed. After Leiden, each community is paired with the
-group it overlaps most (:func:`match_communities`); a write pairs only the communities whose
+group it overlaps most (:func:`match_pairs`); a write pairs only the communities whose
 members changed and what overlaps them, so its cost follows the change, not the number of
 communities. At 100k chunks (51k communities) the dicts of every community and the pairing
 took 0.13 s (``group_by``), 0.08 s (pairing) and 0.04 s (reading the groups) of a
@@ -19,7 +19,7 @@ import numpy as np
 
 from graphstrata.core import sets
 from graphstrata.core.ids import contains
-from graphstrata.core.matching import greedy_pairs, label_sizes, linked_labels
+from graphstrata.core.matching import greedy_pairs, linked_labels
 from graphstrata.engine.heterograph.graph import pair_counts
 from graphstrata.engine.heterograph.schema import (
     G2_KINDS,
@@ -140,30 +140,6 @@ def moved_pairs(
         raise ValueError("a node left a (label, key) pair that did not hold it")
     held = n > 0
     return labels[held], keys[held], n[held]
-
-
-def match_communities(
-    membership: np.ndarray,
-    group_of: np.ndarray,
-    eligible: np.ndarray,
-    element_keys: np.ndarray,
-    change_share: float,
-    stale: np.ndarray = EMPTY,
-    changed: np.ndarray | None = None,
-) -> CommunityMatch:
-    """:func:`match_pairs` of per-node labels ``membership`` and groups ``group_of`` (-1:
-    none): one of each per G2 node."""
-    membership = np.asarray(membership, np.int64)
-    n_labels = int(membership.max()) + 1 if membership.size else 0
-    return match_pairs(
-        pairs_of(membership, group_of),
-        label_sizes(membership, n_labels),
-        eligible,
-        element_keys,
-        change_share,
-        stale,
-        changed,
-    )
 
 
 def match_pairs(

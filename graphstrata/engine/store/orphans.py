@@ -1,6 +1,7 @@
 """Removing the files no manifest refers to: what a writer that died left behind.
 
-Every writer sweeps when it takes the lock (:meth:`Store.writer`). The files to keep are
+A writer sweeps when it takes the lock after one that died, and on its store's first write
+(:meth:`Store.writer`). The files to keep are
 those of the current manifest and of every history manifest up to the current version; a
 history manifest is never rewritten once committed, so :class:`OrphanSweeper` reads each
 one once per store object (an open index) and remembers what it refers to. Rereading all of

@@ -7,7 +7,6 @@ See the package docstring for the layout and the rules that make it crash safe
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -35,7 +34,6 @@ from graphstrata.engine.store.delta import Delta
 from graphstrata.engine.store.edges import EdgeTable
 from graphstrata.engine.store.errors import (
     CorruptIndexError,
-    IndexLockedError,
     IndexNotFoundError,
     StoreError,
     StoreWriteError,
@@ -58,6 +56,7 @@ from graphstrata.engine.store.files import (
     write_atomic,
     write_failure_cause,
 )
+from graphstrata.engine.store.lock import LEFTOVERS, held_lock
 from graphstrata.engine.store.merging import MERGED_TABLES, HeldSegments, merge_tails
 from graphstrata.engine.store.node_state import apply_rows, collapsed, commit_chains
 from graphstrata.engine.store.orphans import OrphanSweeper, referenced_files
@@ -105,6 +104,10 @@ class Store:
         #: Manifest entries already found inside ``root`` (``check_manifest_paths``).
         self._paths_checked: set[str] = set() if paths_checked is None else paths_checked
         self._orphans = OrphanSweeper(root)
+        #: Whether this store swept since it was opened, and whether a failed write of its
+        #: own could not remove a file it wrote (the next writer then sweeps).
+        self._swept = False
+        self._leftovers = False
         #: The table segments this store wrote that a later merge may read.
         self._held = HeldSegments()
 
@@ -373,37 +376,23 @@ class Store:
 
     @contextlib.contextmanager
     def writer(self, wait: float = 0.0) -> Iterator[None]:
-        """Hold the one-writer lock; clean files left by writers that died."""
-        lock_path = self.root / "LOCK"
-        with open(lock_path, "a+") as fh:
-            self._acquire(fh, wait)
+        """Hold the one-writer lock; clean files left by writers that died.
+
+        The files no manifest names are swept only where there can be some: on the first
+        write of this store (an index written by a version without this rule), and when the
+        lock says its previous holder died or left files (``store.lock``). The sweep reads
+        every history manifest and lists the segments, O(versions) per write (18.6 ms of a
+        write at 100k chunks after ~450 versions, cProfile; issue 17).
+        """
+        with held_lock(self.root, wait) as lock:
             try:
-                fh.seek(0)
-                fh.truncate()
-                fh.write(str(os.getpid()))
-                fh.flush()
                 self.reload_manifest()
-                self._orphans.sweep(self.version, self.manifest)
+                if lock.left or not self._swept:
+                    self._orphans.sweep(self.version, self.manifest)
+                    self._swept = True
                 yield
             finally:
-                fh.seek(0)
-                fh.truncate()
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-    def _acquire(self, fh: Any, wait: float) -> None:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError as exc:
-                if time.monotonic() >= deadline:
-                    fh.seek(0)
-                    holder = fh.read().strip() or "unknown"
-                    raise IndexLockedError(
-                        f"{self.root} is locked by another writer (pid {holder}); one writer at a time"
-                    ) from exc
-                time.sleep(0.05)
+                lock.leave, self._leftovers = (LEFTOVERS if self._leftovers else ""), False
 
     def new_delta(self) -> Delta:
         """An empty delta for the next version (ids continue where this version stopped)."""
@@ -440,6 +429,7 @@ class Store:
             for path in [*self._pending, *extra]:
                 with contextlib.suppress(OSError):
                     path.unlink(missing_ok=True)
+            self._leftovers = any(p.exists() for p in [*self._pending, *extra])
             if isinstance(exc, OSError):
                 raise StoreWriteError(
                     f"{write_failure_cause(exc)} while writing {where}: the commit of version "
