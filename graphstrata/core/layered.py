@@ -242,38 +242,32 @@ def _incident(
     nodes: np.ndarray,
     member: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    # Two passes over the rows of ``nodes``: count, then fill. An entry u -> v is the edge
-    # once: from u's row when v is not a member, else from the row of the smaller end (a
-    # self-loop is stored once, in its own row).
+    # One pass over the rows of ``nodes`` into buffers as long as those rows. An entry
+    # u -> v is the edge once: from u's row when v is not a member, else from the row of
+    # the smaller end (a self-loop is stored once, in its own row).
     n_base = indptr.shape[0] - 1
-    total = 0
+    bound = 0
     for u in nodes:
         if u < n_base:
-            for j in range(indptr[u], indptr[u + 1]):
-                v = indices[j]
-                if alive[v] and (not member[v] or u <= v):
-                    total += 1
-        for j in range(xptr[u], xptr[u + 1]):
-            v = xix[j]
-            if alive[v] and (not member[v] or u <= v):
-                total += 1
-    src = np.empty(total, dtype=np.int64)
-    dst = np.empty(total, dtype=np.int64)
-    w = np.empty(total, dtype=np.float64)
+            bound += indptr[u + 1] - indptr[u]
+        bound += xptr[u + 1] - xptr[u]
+    src = np.empty(bound, dtype=np.int64)
+    dst = np.empty(bound, dtype=np.int64)
+    w = np.empty(bound, dtype=np.float64)
     k = 0
     for u in nodes:
-        if u < n_base:
-            for j in range(indptr[u], indptr[u + 1]):
-                v = indices[j]
+        lo = indptr[u] if u < n_base else 0
+        hi = indptr[u + 1] if u < n_base else 0
+        for layer in range(2):
+            ix, wt = (indices, weights) if layer == 0 else (xix, xw)
+            if layer == 1:
+                lo, hi = xptr[u], xptr[u + 1]
+            for j in range(lo, hi):
+                v = ix[j]
                 if alive[v] and (not member[v] or u <= v):
-                    src[k], dst[k], w[k] = u, v, weights[j]
+                    src[k], dst[k], w[k] = u, v, wt[j]
                     k += 1
-        for j in range(xptr[u], xptr[u + 1]):
-            v = xix[j]
-            if alive[v] and (not member[v] or u <= v):
-                src[k], dst[k], w[k] = u, v, xw[j]
-                k += 1
-    return src, dst, w
+    return src[:k], dst[:k], w[:k]
 
 
 def incident_edges(
