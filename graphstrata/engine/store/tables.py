@@ -523,6 +523,7 @@ class VectorTable:
         if not _ascending(self._all_ids):
             order = np.argsort(self._all_ids, kind="stable")
             self._sorted_ids, self._sorted_pos = self._all_ids[order], order
+        self._kind_counts: np.ndarray | None = None
 
     def advanced(
         self, new_segments: list[VectorSegment], live_ids: np.ndarray, dead: np.ndarray
@@ -564,6 +565,12 @@ class VectorTable:
             for column, more in zip(old, added, strict=True)
         )
         out._sorted_ids, out._sorted_pos = out._all_ids, None
+        # The live vectors per kind, moved by the commit's rows (a count over every row per
+        # write was 0.7 ms at 100k chunks).
+        out._kind_counts = None
+        if self._kind_counts is not None:
+            gone = np.bincount(self._kinds[drop], minlength=256)
+            out._kind_counts = self._kind_counts - gone + np.bincount(added[3][keep], minlength=256)
         return out
 
     def _flat(self, sorted_positions: np.ndarray) -> np.ndarray:
@@ -594,7 +601,9 @@ class VectorTable:
         514k ids at 100k chunks) only to count them (issue 17)."""
         wanted = np.zeros(256, bool)
         wanted[np.asarray(list(kinds), np.int64)] = True
-        total = int(np.bincount(self._kinds, minlength=256)[wanted].sum())
+        if self._kind_counts is None:
+            self._kind_counts = np.bincount(self._kinds, minlength=256)
+        total = int(self._kind_counts[wanted].sum())
         without = np.asarray(without, np.int64)
         if without.size and self._sorted_ids.size:
             pos = find_positions(self._sorted_ids, without)
