@@ -94,3 +94,45 @@ def test_writes_in_one_process_build_the_hierarchy_of_a_reopened_one(
         assert signature(kept) == signature(reopened)
     view = kept.engine.state.views["collapsed"]
     assert len(view.item_keys(view.snapshot.hyperplanes, view._item_keys.direction)) > 0
+
+
+def test_keys_of_new_ids_above_the_known_ones_are_appended_and_found():
+    """New ids above every known one are appended (the known keep their positions, only the
+    new are looked up), and answers stay the projections, before and after keys of deleted
+    nodes are dropped."""
+    rng = np.random.default_rng(1)
+    dim = 16
+    planes = sample_hyperplanes(dim, 10, seed=5)
+    direction = tiebreak_direction(dim, 10, seed=5)
+    every = np.arange(0, 6100, dtype=np.int64)
+    matrix_of = rng.standard_normal((every.size, dim)).astype(np.float32)
+    matrix_of /= np.linalg.norm(matrix_of, axis=1, keepdims=True)
+
+    def table_of(ids: np.ndarray) -> VectorTable:  # an id's vector never changes
+        kinds = np.full(ids.size, int(NodeKind.T), np.uint8)
+        return VectorTable(dim, [VectorSegment(ids, kinds, matrix_of[ids], 1)], ids)
+
+    all_ids = every[:6000]
+    table = table_of(all_ids)
+    keys = ItemKeys(planes, direction)
+    appended = []
+    real_add = keys._add
+    keys._add = lambda *a: appended.append(real_add(*a)) or appended[-1]  # type: ignore[method-assign]
+    asks = (  # known ids, repeated, and new ones above every known one
+        all_ids[:100],
+        np.concatenate([all_ids[:100:3], all_ids[100:300:3], all_ids[:10]]),
+        np.concatenate([all_ids[300:6000:7], all_ids[:100][::-1]]),
+    )
+    for ask in asks:
+        codes, ties = keys.of(ask, table)
+        matrix = table.get(ask)
+        np.testing.assert_array_equal(codes, project_codes(matrix, planes))
+        np.testing.assert_array_equal(ties, tiebreaks(matrix, direction))
+    assert appended == [True, True, True]
+    # most nodes deleted: the next new ids make the keys drop the dead ones first
+    live = np.concatenate([all_ids[:40], np.arange(6000, 6100, dtype=np.int64)])
+    table2 = table_of(live)
+    codes, ties = keys.of(live[::-1], table2)
+    matrix = table2.get(live[::-1])
+    np.testing.assert_array_equal(codes, project_codes(matrix, planes))
+    np.testing.assert_array_equal(ties, tiebreaks(matrix, direction))
