@@ -61,7 +61,7 @@ def local_runs(monkeypatch):
     monkeypatch.setattr(communities_module, "LOCAL_LEIDEN_MAX_SHARE", 1.0)
 
 
-@pytest.mark.parametrize("compact", ["default", "never", "always", "compress"])
+@pytest.mark.parametrize("compact", ["default", "never", "always"])
 def test_the_carried_g2_equals_g2_read_from_the_tables(
     tmp_path, sample_docs, monkeypatch, local_runs, compact
 ):
@@ -70,8 +70,6 @@ def test_the_carried_g2_equals_g2_read_from_the_tables(
         monkeypatch.setattr(walk_graph, "COMPACT_DEAD_SHARE", 10.0)
     elif compact == "always":
         monkeypatch.setattr(walk_graph, "COMPACT_DEAD_SHARE", -1.0)
-    elif compact == "compress":  # deleted positions dropped by one compress, not run by run
-        monkeypatch.setattr(g2, "MAX_RUNS", 0)
     steps_taken = 0
     step = g2.G2Graph.step
 

@@ -6,9 +6,20 @@ import pytest
 from graphstrata.engine.heterograph.lookups import (
     MentionTable,
     RelationPairs,
-    edges_at_of,
     mention_keys,
 )
+
+
+def edges_at_of(src, dst):
+    """The entity -> relationship edges at given ends, filtered from edge arrays (what
+    ``Work.snap_edges.at`` gives the engine)."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+
+    def at(ids, end):
+        sel = np.isin((src, dst)[end], ids)
+        return src[sel], dst[sel]
+
+    return at
 
 
 def _pairs_oracle(src, dst):

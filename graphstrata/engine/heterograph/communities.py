@@ -214,9 +214,11 @@ def communities(
     changed = None
     if init is not None and not region.full and not whole_graph:
         changed = _changed_labels(membership, init, is_new, dead_labels)
-    pairs = (
-        pairs_of(membership, committed.group_of) if step is None else step.pairs_after(membership)
-    )
+    if step is None:
+        pairs = pairs_of(membership, committed.group_of)
+    else:
+        relabelled = step.relabelled(membership)
+        pairs = step.pairs_after(membership, relabelled)
     match = match_pairs(
         pairs,
         sizes,
@@ -263,8 +265,7 @@ def communities(
     }
     changes = None
     if step is not None:
-        graph = step.graph_after(membership, group_of, pairs)
-        changes = step.state_changes(membership, group_of)
+        graph, changes = step.after(membership, relabelled, group_of, pairs)
     else:
         assert edges is not None
         graph = G2Graph.build(g2_ids, edges, membership, group_of, is_content)

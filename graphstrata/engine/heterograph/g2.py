@@ -14,8 +14,9 @@ nodes added since, dead ones included, as the walk graph keeps its own: ``walk_g
 write cuts its deleted nodes out of the per-position arrays (run by run between them),
 appends its new ones, marks the deleted slots dead, merges its new edges into the extra
 layer, moves the changed nodes in the pair table and reads only the rows of the nodes the
-local run opens (``core.layered.incident_edges``). The communities stage at 100k chunks went
-from 40 to 17 ms per insert (stage medians; issue 17, ``benchmarks/results/scale.md``).
+local run opens (``core.layered.incident_edges``). The communities stage at 100k chunks took
+39.6 ms per insert before (median of 8, ``build/scratch/stage_med.py``) and 17 ms after
+(the interleaved benchmark's stage median; issue 17, ``benchmarks/results/scale.md``).
 
 The graph a write starts from equals the one a fresh process reads from the tables: the
 same ids, labels, groups, degrees and edges (a test builds both after every write of a
@@ -36,6 +37,7 @@ import graphstrata.engine.heterograph.walk_graph as walk_graph
 from graphstrata.core.graph import csr_from_edges, merge_edges
 from graphstrata.core.ids import EdgesWithin, edges_within, find_positions
 from graphstrata.core.layered import LayeredCSR, flatten, incident_edges, plain
+from graphstrata.core.splice import spliced
 from graphstrata.engine.heterograph.groups import Pairs, moved_pairs, pairs_of
 from graphstrata.engine.heterograph.schema import G2_EDGES, G2_KINDS, A, S
 from graphstrata.engine.heterograph.work import EMPTY, Work
@@ -68,31 +70,6 @@ def _extra_allowed(graph: LayeredCSR) -> float:
     graph's share, ``walk_graph.COMPACT_EXTRA_SHARE``, at least ``MIN_EXTRA_ENTRIES``)."""
     share = walk_graph.COMPACT_EXTRA_SHARE * int(graph.indices.shape[0])
     return max(share, float(MIN_EXTRA_ENTRIES))
-
-
-#: Up to this many deleted positions, the per-position arrays are copied run by run
-#: between them (memory-copy speed); past it by one boolean compress, which took 1.2 ms
-#: per array of 532k entries at 100k chunks against ~0.3 ms for the runs.
-MAX_RUNS = 256
-
-
-def _kept_then(a: np.ndarray, died: np.ndarray, tail: np.ndarray) -> np.ndarray:
-    """``concatenate([delete(a, died), tail])`` (``died``: ascending positions), written
-    once."""
-    k = a.size - died.size
-    out = np.empty(k + tail.size, a.dtype)
-    if died.size > MAX_RUNS:
-        keep = np.ones(a.size, bool)
-        keep[died] = False
-        np.compress(keep, a, out=out[:k])
-    else:
-        at = start = 0
-        for stop in [*died.tolist(), a.size]:
-            out[at : at + stop - start] = a[start:stop]
-            at += stop - start
-            start = stop + 1
-    out[k:] = tail
-    return out
 
 
 @dataclass(frozen=True)
@@ -184,8 +161,10 @@ class G2Graph:
         alive = np.concatenate([self.csr.alive, np.ones(new.size, bool)])
         alive[died_slots] = False
         fill = np.full(new.size, -1, np.int64)
+        at = np.arange(self.ids.size - died.size, self.ids.size - died.size + new.size)
+        # The deleted positions cut out and the new nodes appended, at copy speed.
         ids, slot_of, degree, labels, group_of, content = (
-            _kept_then(a, died, tail)
+            spliced(a, died, at, tail)
             for a, tail in (
                 (self.ids, new),
                 (self.slot_of, np.arange(n_slots, n_slots + new.size, dtype=np.int64)),
@@ -299,44 +278,49 @@ class G2Step:
         out[self.slot_of] = np.arange(self.slot_of.size, dtype=np.int64)
         return out
 
-    def state_changes(self, labels: np.ndarray, group_of: np.ndarray) -> StateChanges:
-        """How the partition ``labels`` and the groups ``group_of`` (per position) differ
-        from the committed ones (``ST_LEIDEN``, ``ST_GROUP_OF``, which held exactly the
-        committed G2 nodes): new nodes, changed values and the deleted nodes."""
-        new = self.labels < 0  # every committed node has a label
-        added = int(np.count_nonzero(new))
-        return StateChanges(
-            (labels != self.labels, self.dead_ids, added),
-            ((group_of != self.group_of) | new, self.dead_ids, added),
-        )
+    def relabelled(self, labels: np.ndarray) -> np.ndarray:
+        """bool per position: its community in ``labels`` is not its committed one (every
+        new node, which had none)."""
+        return np.asarray(labels, np.int64) != self.labels
 
-    def pairs_after(self, labels: np.ndarray) -> Pairs:
-        """The pairs of the communities ``labels`` (per position) with the committed groups:
-        the committed pairs less the deleted nodes', and the nodes that changed community
-        moved (a new node has no group)."""
-        moved = np.flatnonzero(labels != self.labels)
+    def pairs_after(self, labels: np.ndarray, relabelled: np.ndarray) -> Pairs:
+        """The pairs of the communities ``labels`` (per position; ``relabelled``: of
+        :meth:`relabelled`) with the committed groups: the committed pairs less the deleted
+        nodes', and the nodes that changed community moved (a new node has no group)."""
+        moved = np.flatnonzero(relabelled)
         keys = self.group_of[moved]
         return moved_pairs(
             self.committed_pairs,
             np.concatenate([self.dead_labels, self.labels[moved]]),
             np.concatenate([self.dead_groups, keys]),
-            labels[moved],
+            np.asarray(labels, np.int64)[moved],
             keys,
         )
 
-    def graph_after(self, labels: np.ndarray, group_of: np.ndarray, pairs: Pairs) -> G2Graph:
+    def after(
+        self, labels: np.ndarray, relabelled: np.ndarray, group_of: np.ndarray, pairs: Pairs
+    ) -> tuple[G2Graph, StateChanges]:
         """The graph of the version this operation commits, with the partition and groups
-        it writes (per position; ``pairs``: :meth:`pairs_after` of ``labels``); compacted
-        onto positions when the extra layer or the dead slots pass the walk graph's
-        shares."""
+        it writes (per position; ``relabelled`` and ``pairs``: of :meth:`relabelled` and
+        :meth:`pairs_after`), compacted onto positions when the extra layer or the dead
+        slots pass the walk graph's shares; and how the partition and groups differ from the
+        committed ``ST_LEIDEN`` and ``ST_GROUP_OF`` (which held exactly the committed G2
+        nodes): new nodes, changed values and the deleted nodes."""
         labels, group_of = np.asarray(labels, np.int64), np.asarray(group_of, np.int64)
-        regrouped = np.flatnonzero(group_of != self.group_of)
-        at = labels[regrouped]
-        pairs = moved_pairs(pairs, at, self.group_of[regrouped], at, group_of[regrouped])
+        regrouped = group_of != self.group_of
+        at = np.flatnonzero(regrouped)
+        moved = labels[at]
+        pairs = moved_pairs(pairs, moved, self.group_of[at], moved, group_of[at])
         csr, slot_of = self.csr, self.slot_of
         if (
             csr.extra_entries > _extra_allowed(csr)
             or csr.dead > walk_graph.COMPACT_DEAD_SHARE * csr.n
         ):
             csr, slot_of = plain(*flatten(csr)), np.arange(self.ids.size, dtype=np.int64)
-        return G2Graph(self.ids, slot_of, csr, self.degree, labels, group_of, self.content, pairs)
+        graph = G2Graph(self.ids, slot_of, csr, self.degree, labels, group_of, self.content, pairs)
+        new = self.labels < 0  # every committed node has a label
+        added = int(np.count_nonzero(new))
+        changes = StateChanges(
+            (relabelled, self.dead_ids, added), (regrouped | new, self.dead_ids, added)
+        )
+        return graph, changes

@@ -273,9 +273,6 @@ def leiden(
     raise ValueError(f"unknown Leiden backend {backend!r}; expected one of {LEIDEN_BACKENDS}")
 
 
-_EDGE_TYPES = (np.int64, np.int64, np.float64)
-
-
 @dataclass(frozen=True)
 class LocalRegion:
     """How :func:`leiden_local` contracted the graph (for reports and tests)."""
@@ -385,8 +382,10 @@ def leiden_local(
         return membership, LocalRegion(n, 0, int(src.size), True)
     initial = np.asarray(initial, np.int64)
     if strength is None:
-        src, dst, weight = (np.asarray(a, t) for a, t in zip(edges.all(), _EDGE_TYPES, strict=True))
-        strength = np.bincount(src, weight, n) + np.bincount(dst, weight, n)
+        src, dst, weight = edges.all()
+        weight = np.asarray(weight, np.float64)
+        strength = np.bincount(np.asarray(src, np.int64), weight, n)
+        strength += np.bincount(np.asarray(dst, np.int64), weight, n)
     strength = np.asarray(strength, np.float64)
     opened = np.zeros(n, bool)
     opened[touched] = True

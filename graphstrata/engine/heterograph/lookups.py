@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from graphstrata.core import sets
-from graphstrata.core.ids import contains
 from graphstrata.engine.heterograph.names import NameIndex
 from graphstrata.engine.heterograph.schema import N
 from graphstrata.engine.store import NodeTable
@@ -78,17 +77,6 @@ class EntityKeys:
 #: ``(ids, end) -> (src, dst)``: the committed entity→relationship edges whose ``end`` (0:
 #: entity, 1: relationship) is one of ``ids``, in table order (``Work.snap_edges.at``).
 EdgesAt = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
-
-
-def edges_at_of(src: np.ndarray, dst: np.ndarray) -> EdgesAt:
-    """An :data:`EdgesAt` over edge arrays (one pass over them per question)."""
-    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-
-    def at(ids: np.ndarray, end: int) -> tuple[np.ndarray, np.ndarray]:
-        sel = contains(sets.unique(np.asarray(ids, np.int64)), (src, dst)[end])
-        return src[sel], dst[sel]
-
-    return at
 
 
 class RelationPairs:

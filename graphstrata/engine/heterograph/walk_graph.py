@@ -122,7 +122,7 @@ class WalkEdges:
         alive = np.ones(previous_ids.size, bool)
         gone = find_positions(previous_ids, delta.dead_nodes)
         alive[gone[gone >= 0]] = False
-        k = int(alive.size - np.count_nonzero(gone >= 0))
+        k = int(np.count_nonzero(alive))
         # The survivors are k of the sorted ``ids``: they are its first k exactly when the
         # largest of them is the k-th (one id compared, not every id).
         if k and ids[k - 1] != previous_ids[alive.size - 1 - int(np.argmax(alive[::-1]))]:

@@ -54,17 +54,14 @@ def write(delta: Delta, work: Work, removed_chunk_ids: np.ndarray) -> None:
         rows = nodes.take(replaced)
         old_texts = nodes.text_of(replaced)
         texts = [work.text.get(i, o) for i, o in zip(replaced, old_texts, strict=True)]
-        # Only rewritten texts are counted again: an entity whose documents changed keeps its
-        # text, and a write rewrites the rows of the hub entities it touches (4.2 ms of
-        # tokenizing per write at 100k chunks under line_profiler, issue 17).
-        tokens = np.asarray(nodes.tokens[nodes.rows(replaced)], np.int32)
-        rewritten = [j for j, i in enumerate(replaced) if i in work.text]
-        if rewritten:
-            tokens[rewritten] = count_tokens_batch([texts[j] for j in rewritten])
         delta.replace_rows(
             rows,
             text=texts,
-            tokens=tokens,
+            # Only rewritten texts are counted again (``Work.tokens_of``): an entity whose
+            # documents changed keeps its text, and a write rewrites the rows of the hub
+            # entities it touches (4.2 ms of tokenizing per write at 100k chunks under
+            # line_profiler, issue 17).
+            tokens=work.tokens_of(replaced),
             docs=[
                 work.docs.get(i, d) for i, d in zip(replaced, nodes.docs_of(replaced), strict=True)
             ],

@@ -96,7 +96,7 @@ class ItemKeys:
             matrix = vectors.get(missing)
             ties = tiebreaks(matrix, self.direction)
             kept = self._add(missing, project_codes(matrix, self.hyperplanes), ties) and kept
-            if kept:  # only the new ones are looked up (a layer of 100k ids: ~0.5 ms)
+            if kept:  # only the new ones are looked up again
                 new = pos < 0
                 pos[new] = find_positions(self._ids, ids[new])
             else:
