@@ -53,6 +53,9 @@ DELTA = 0.001
 #: ~170 MB for the block at the defaults.
 BLOCK_ROWS = 4096
 
+_EMPTY_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)
+_LOW32 = np.uint64(0xFFFFFFFF)
+
 
 class KnnGraph(NamedTuple):
     """Per row: its neighbours' row indices (int32, -1 where missing) and similarities
@@ -184,6 +187,25 @@ def _rp_tree(x: np.ndarray, leaf_size: int, seed: np.uint64) -> tuple[np.ndarray
     return order, np.array(bounds, dtype=np.int64)
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _rp_forest(
+    x: np.ndarray, leaf_size: int, seeds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One :func:`_rp_tree` per seed, the trees built side by side (each reads ``x`` only):
+    ``orders`` [trees, n], ``bounds`` [trees, n + 1] and each tree's bound count."""
+    n = x.shape[0]
+    n_trees = seeds.size
+    orders = np.empty((n_trees, n), np.int64)
+    bounds = np.zeros((n_trees, n + 1), np.int64)
+    counts = np.zeros(n_trees, np.int64)
+    for t in prange(n_trees):
+        order, tree_bounds = _rp_tree(x, leaf_size, seeds[t])
+        orders[t] = order
+        bounds[t, : tree_bounds.size] = tree_bounds
+        counts[t] = tree_bounds.size
+    return orders, bounds, counts
+
+
 @njit(cache=True, nogil=True, parallel=True, fastmath=True)
 def _leaf_join(
     x: np.ndarray,
@@ -208,37 +230,94 @@ def _leaf_join(
 
 
 # ---------------------------------------------------------------------- descent
+@njit(cache=True, nogil=True, inline="always")
+def _push_key(keys: np.ndarray, row: int, key: np.uint64, j: int) -> None:
+    """Offer packed ``key`` (priority in the high 32 bits, ``j`` in the low) to ``row``'s
+    max-heap of the smallest keys (root: the largest kept; empty slots are ``_EMPTY_KEY``).
+    A row keeps each candidate once, with the key it was first accepted with."""
+    if key >= keys[row, 0]:
+        return
+    c = keys.shape[1]
+    low = np.uint64(j)
+    for t in range(c):
+        if (keys[row, t] & _LOW32) == low:
+            return
+    pos = 0
+    while True:
+        left = 2 * pos + 1
+        if left >= c:
+            break
+        child = left
+        if left + 1 < c and keys[row, left + 1] > keys[row, left]:
+            child = left + 1
+        if keys[row, child] <= key:
+            break
+        keys[row, pos] = keys[row, child]
+        pos = child
+    keys[row, pos] = key
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _candidates(
-    indices: np.ndarray, flags: np.ndarray, max_c: int, seed: np.uint64, n_threads: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's new and old candidates: its neighbours and the rows that list it, at most
-    ``max_c`` of each, the ones with the smallest hash priority (kept by :func:`_push` on
-    negated priorities). Row ranges are split over threads; every thread reads every entry
-    and writes only its own rows."""
+    indices: np.ndarray,
+    flags: np.ndarray,
+    seed: np.uint64,
+    n_threads: int,
+    new_keys: np.ndarray,
+    old_keys: np.ndarray,
+    new_c: np.ndarray,
+    old_c: np.ndarray,
+) -> None:
+    """Each row's new and old candidates into ``new_c`` and ``old_c``: its neighbours and
+    the rows that list it, at most ``new_keys.shape[1]`` of each, the ones with the smallest
+    hash priority. Row ranges are split over threads; every thread reads every entry and writes
+    only its own rows.
+
+    The local join pairs a row's new candidates with its new and old ones, so a row without
+    new candidates gets no old ones either: late rounds, where few entries are new, skip
+    most of the random reverse pushes. A heap entry is one packed ``uint64``
+    (``_push_key``) so that the root test of a push reads one cache line of the row."""
     n, m = indices.shape
-    new_c = np.full((n, max_c), -1, np.int32)
-    old_c = np.full((n, max_c), -1, np.int32)
-    new_p = np.full((n, max_c), -np.inf, np.float64)
-    old_p = np.full((n, max_c), -np.inf, np.float64)
-    scratch = np.zeros((n, max_c), np.uint8)  # _push's flags, unused here
+    c = new_keys.shape[1]
+    has_new = np.zeros(n, np.bool_)
     span = (n + n_threads - 1) // n_threads
     for t in prange(n_threads):
         lo = t * span
         hi = min(n, lo + span)
         for i in range(n):
             for k in range(m):
+                if flags[i, k] == 1:
+                    j = indices[i, k]
+                    if lo <= i < hi:
+                        has_new[i] = True
+                    if lo <= j < hi:
+                        has_new[j] = True
+    for t in prange(n_threads):
+        lo = t * span
+        hi = min(n, lo + span)
+        new_keys[lo:hi] = _EMPTY_KEY
+        old_keys[lo:hi] = _EMPTY_KEY
+        for i in range(n):
+            own = lo <= i < hi and has_new[i]
+            for k in range(m):
                 j = indices[i, k]
                 if j < 0:
                     continue
-                pr = -np.float64(_hash3(seed, i, j) >> np.uint64(11))
-                cand = new_c if flags[i, k] == 1 else old_c
-                prio = new_p if flags[i, k] == 1 else old_p
-                if lo <= i < hi:
-                    _push(cand, prio, scratch, i, pr, j)
-                if lo <= j < hi:
-                    _push(cand, prio, scratch, j, pr, i)
-    return new_c, old_c
+                rev = lo <= j < hi and has_new[j]
+                if not (own or rev):
+                    continue
+                high = (_hash3(seed, i, j) >> np.uint64(32)) << np.uint64(32)
+                keys = new_keys if flags[i, k] == 1 else old_keys
+                if own:
+                    _push_key(keys, i, high | np.uint64(j), j)
+                if rev:
+                    _push_key(keys, j, high | np.uint64(i), i)
+        for i in range(lo, hi):
+            for u in range(c):
+                key = new_keys[i, u]
+                new_c[i, u] = -1 if key == _EMPTY_KEY else np.int32(key & _LOW32)
+                key = old_keys[i, u]
+                old_c[i, u] = -1 if key == _EMPTY_KEY else np.int32(key & _LOW32)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -398,9 +477,11 @@ def knn_graph(
     flags = np.zeros((n, width), np.uint8)
     leaf_size = max(LEAF_FACTOR * m, 8)
     base_seed = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
-    for tree in range(int(n_trees)):
-        order, bounds = _rp_tree(x, leaf_size, np.uint64(int(_hash_py(base_seed, tree))))
-        _leaf_join(x, order, bounds, indices, sims, flags)
+    seeds = np.array([_hash_py(base_seed, tree) for tree in range(int(n_trees))], np.uint64)
+    orders, bounds, counts = _rp_forest(x, leaf_size, seeds)
+    # The trees' leaf joins write the same rows, so they run one tree after another.
+    for tree in range(seeds.size):
+        _leaf_join(x, orders[tree], bounds[tree, : counts[tree]], indices, sims, flags)
     rounds = max(5, round(float(np.log2(max(n, 2))))) if max_rounds is None else int(max_rounds)
     c = max(1, int(max_candidates))
     block = min(BLOCK_ROWS, n)
@@ -410,10 +491,13 @@ def knn_graph(
     upd_s = np.empty((block, pairs), np.float32)
     counts = np.zeros(block, np.int64)
     threads = get_num_threads()
+    new_keys = np.empty((n, c), np.uint64)
+    old_keys = np.empty((n, c), np.uint64)
+    new_c = np.empty((n, c), np.int32)
+    old_c = np.empty((n, c), np.int32)
     for rnd in range(rounds):
-        new_c, old_c = _candidates(
-            indices, flags, c, np.uint64(int(_hash_py(base_seed, 1_000_003 + rnd))), threads
-        )
+        round_seed = np.uint64(int(_hash_py(base_seed, 1_000_003 + rnd)))
+        _candidates(indices, flags, round_seed, threads, new_keys, old_keys, new_c, old_c)
         _mark_old(indices, flags, new_c)
         changed = 0
         for lo in range(0, n, block):

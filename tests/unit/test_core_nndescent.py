@@ -11,7 +11,7 @@ import numba
 import numpy as np
 import pytest
 
-from graphstrata.core.knn import nearest_neighbours_scored
+from graphstrata.core.knn import best_per_query, nearest_neighbours_scored
 from graphstrata.core.nndescent import KnnGraph, knn_graph, knn_graph_edges
 
 #: Recall@16 floor on 3,000 clustered unit vectors in 32 dimensions (measured 0.99+; HNSW,
@@ -150,6 +150,19 @@ def test_edges_are_on_ids():
     assert src.tolist() == np.repeat(ids, 6).tolist()
     assert dst.tolist() == ids[g.indices.ravel()].tolist()
     np.testing.assert_array_equal(sim, g.sims.ravel())
+
+
+def test_edges_on_ascending_ids_are_already_merged():
+    """The build's semantic edges skip ``best_per_query`` (``heterograph.enrich``): on ids in
+    ascending order the graph's edges are already in its order, ties included."""
+    rng = np.random.default_rng(23)
+    x = _clustered(rng, 400, 8, 6)
+    x[50:60] = x[50]  # equal similarities: ties by ascending id
+    ids = np.sort(rng.choice(10_000, 400, replace=False)).astype(np.int64)
+    edges = knn_graph_edges(x, ids, 8, seed=2)
+    merged = best_per_query(*edges, 8)
+    for got, want in zip(edges, merged, strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_bad_input_is_a_value_error():

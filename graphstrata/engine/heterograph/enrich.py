@@ -234,6 +234,14 @@ def semantic_edges(
         src, dst = nearest_neighbours(new_vecs, new_ids, base, base_ids, m)
         work.edges.add(int(EdgeKind.SEMANTIC), src, dst)
         return
+    if not n_committed and new_ids.size >= threshold:
+        # A build: the k-NN graph of the new nodes is the only candidate list, already in
+        # ``best_per_query``'s order (rows by ascending id, as ``new_ids`` is sorted; most
+        # similar first, ties by ascending id), so merging it would only sort 16 n edges
+        # again (7 s of the 100k-chunk build).
+        src, dst, _ = knn_graph_edges(new_vecs, new_ids, m, int(work.config.seed))
+        work.edges.add(int(EdgeKind.SEMANTIC), src, dst)
+        return
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     if n_committed and index is not None:
         parts.append(index.neighbours(new_vecs, new_ids, HETERO_EMBEDDED, m, dead))
