@@ -170,14 +170,15 @@ def test_kinds_built_side_by_side_equal_kinds_built_one_after_another(monkeypatc
                 np.testing.assert_array_equal(a, b)
 
 
-def test_a_small_base_is_searched_by_a_matrix_product_like_usearch_exact():
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_a_small_base_is_searched_by_a_matrix_product_like_usearch_exact(dtype: str):
     """Below EXACT_BELOW a base's vectors are read out once and searched by a product (the
     next version reuses them while it shares the base); neighbours and scores equal
-    usearch's own exact search of that base."""
+    usearch's own exact search of that base, for either storage type."""
     from graphstrata.engine.vectors import _Exact
 
     table = _table(300, seed=4)
-    vi = VectorIndex.build(table)
+    vi = VectorIndex.build(table, dtype)
     kind = int(NodeKind.S)
     assert vi.count() == 300 and not vi._exact_bases  # counting reads no vectors out
     ((searched, _),) = vi._parts(kind)
@@ -185,8 +186,16 @@ def test_a_small_base_is_searched_by_a_matrix_product_like_usearch_exact():
     queries = _unit_rows(np.random.default_rng(5), 7, 32)
     want = vi.by_kind[kind].search(queries, 9, exact=True)
     got = searched.search(queries, 9)
-    np.testing.assert_array_equal(got.keys, np.asarray(want.keys, np.int64))
-    np.testing.assert_allclose(got.distances, want.distances, atol=1e-5)
+    # Oracle: the stored values (f16 widened) scored in float64.
+    keys = np.asarray(vi.by_kind[kind].keys, np.int64)
+    stored = np.asarray(vi.by_kind[kind].get(keys), np.float64).reshape(keys.size, -1)
+    scores = queries.astype(np.float64) @ stored.T
+    np.testing.assert_array_equal(got.keys, keys[np.argsort(-scores, axis=1)[:, :9]])
+    if dtype == "f32":
+        np.testing.assert_array_equal(got.keys, np.asarray(want.keys, np.int64))
+        np.testing.assert_allclose(got.distances, want.distances, atol=1e-5)
+    else:  # usearch's f16 kernel rounds differently: the same scores, near ties aside
+        np.testing.assert_allclose(got.distances, want.distances, atol=2e-3)
     later = vi.updated(
         np.zeros(0, np.int64), np.zeros(0, np.uint8), queries[:0], np.asarray([1]), 2
     )
