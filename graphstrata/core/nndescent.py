@@ -53,7 +53,9 @@ DELTA = 0.001
 #: ~170 MB for the block at the defaults.
 BLOCK_ROWS = 4096
 
+#: An empty slot of a candidate heap: above every packed key (``_push_key``).
 _EMPTY_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)
+#: The row half of a packed key.
 _LOW32 = np.uint64(0xFFFFFFFF)
 
 
