@@ -614,7 +614,14 @@ def markdown(data: dict[str, Any]) -> str:
         lines.append("")
         stages = sorted({s for r in rows for s in r["build_stages_s"]})
         top = sorted(stages, key=lambda s: -max(r["build_stages_s"].get(s, 0) for r in rows))
-        lines += ["Build stages (wall s, the report's stages; nested stages overlap):", ""]
+        bound = ""
+        if len(rows) > 1:  # the bound: no stage growing faster than N log N
+            na, nb = rows[-2]["chunks"], rows[-1]["chunks"]
+            bound = (
+                f"; N log N from {na} to {nb} chunks is exponent "
+                f"{_exponent(na * math.log(na), nb * math.log(nb), na, nb)}"
+            )
+        lines += [f"Build stages (wall s, the report's stages; nested stages overlap{bound}):", ""]
         lines.append("| stage | " + " | ".join(str(r["chunks"]) for r in rows) + " | exponent |")
         lines.append("|---|" + "---|" * (len(rows) + 1))
         for s in top[:14]:
