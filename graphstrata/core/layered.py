@@ -232,19 +232,15 @@ def flatten(
 
 @njit(cache=True, nogil=True)
 def _incident(
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    weights: np.ndarray,
-    xptr: np.ndarray,
-    xix: np.ndarray,
-    xw: np.ndarray,
-    alive: np.ndarray,
-    nodes: np.ndarray,
-    member: np.ndarray,
+    graph: LayeredCSR, nodes: np.ndarray, member: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # One pass over the rows of ``nodes`` into buffers as long as those rows. An entry
     # u -> v is the edge once: from u's row when v is not a member, else from the row of
-    # the smaller end (a self-loop is stored once, in its own row).
+    # the smaller end (a self-loop is stored once, in its own row). The named tuple is
+    # passed whole (numba types it field by field).
+    indptr, indices, weights = graph.indptr, graph.indices, graph.weights
+    xptr, xix, xw = graph.extra_indptr, graph.extra_indices, graph.extra_weights
+    alive = graph.alive
     n_base = indptr.shape[0] - 1
     bound = 0
     for u in nodes:
@@ -296,4 +292,4 @@ def incident_edges(
     nodes = np.ascontiguousarray(nodes, np.int64).reshape(-1)
     member = np.zeros(graph.n, dtype=np.bool_)
     member[nodes] = True
-    return _incident(*graph, nodes, member)
+    return _incident(graph, nodes, member)

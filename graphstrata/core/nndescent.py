@@ -480,10 +480,10 @@ def knn_graph(
     leaf_size = max(LEAF_FACTOR * m, 8)
     base_seed = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
     seeds = np.array([_hash_py(base_seed, tree) for tree in range(int(n_trees))], np.uint64)
-    orders, bounds, counts = _rp_forest(x, leaf_size, seeds)
+    orders, bounds, n_bounds = _rp_forest(x, leaf_size, seeds)
     # The trees' leaf joins write the same rows, so they run one tree after another.
     for tree in range(seeds.size):
-        _leaf_join(x, orders[tree], bounds[tree, : counts[tree]], indices, sims, flags)
+        _leaf_join(x, orders[tree], bounds[tree, : n_bounds[tree]], indices, sims, flags)
     rounds = max(5, round(float(np.log2(max(n, 2))))) if max_rounds is None else int(max_rounds)
     c = max(1, int(max_candidates))
     block = min(BLOCK_ROWS, n)

@@ -234,14 +234,6 @@ def semantic_edges(
         src, dst = nearest_neighbours(new_vecs, new_ids, base, base_ids, m)
         work.edges.add(int(EdgeKind.SEMANTIC), src, dst)
         return
-    if not n_committed and new_ids.size >= threshold:
-        # A build: the k-NN graph of the new nodes is the only candidate list, already in
-        # ``best_per_query``'s order (rows by ascending id, as ``new_ids`` is sorted; most
-        # similar first, ties by ascending id), so merging it would only sort 16 n edges
-        # again (7 s of the 100k-chunk build).
-        src, dst, _ = knn_graph_edges(new_vecs, new_ids, m, int(work.config.seed))
-        work.edges.add(int(EdgeKind.SEMANTIC), src, dst)
-        return
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     if n_committed and index is not None:
         parts.append(index.neighbours(new_vecs, new_ids, HETERO_EMBEDDED, m, dead))
@@ -252,10 +244,16 @@ def semantic_edges(
         parts.append(nearest_neighbours_scored(new_vecs, new_ids, new_vecs, new_ids, m))
     else:
         parts.append(knn_graph_edges(new_vecs, new_ids, m, int(work.config.seed)))
-    src, dst, _ = best_per_query(
-        np.concatenate([p[0] for p in parts]),
-        np.concatenate([p[1] for p in parts]),
-        np.concatenate([p[2] for p in parts]),
-        m,
-    )
+    if len(parts) == 1 and new_ids.size >= threshold:
+        # The k-NN graph alone (a build) is already in ``best_per_query``'s order (rows by
+        # ascending id, as ``new_ids`` is sorted; most similar first, ties by ascending id):
+        # merging it would only sort its 16 n edges again (7 s of the 100k-chunk build).
+        src, dst = parts[0][0], parts[0][1]
+    else:
+        src, dst, _ = best_per_query(
+            np.concatenate([p[0] for p in parts]),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]),
+            m,
+        )
     work.edges.add(int(EdgeKind.SEMANTIC), src, dst)

@@ -10,13 +10,14 @@ so the stage hands a :class:`G2Graph` to the next write of the same process
 (``HeterographComponent``): the G2 nodes on positions with their committed label, group,
 degree and kind (unit or attribute), the (community, group) pair table the pairing reads,
 and the edges as a two-layer CSR on *slots* (the positions of its last compaction plus the
-nodes added since, dead ones included, as the walk graph keeps its own: ``walk_graph``). A
+nodes added since, dead ones included, as the walk graph keeps its own: ``walk_graph``;
+positions and slots are converted through the dead slots, ``walk_graph.slots_of``). A
 write cuts its deleted nodes out of the per-position arrays (run by run between them),
 appends its new ones, marks the deleted slots dead, merges its new edges into the extra
 layer, moves the changed nodes in the pair table and reads only the rows of the nodes the
 local run opens (``core.layered.incident_edges``). The communities stage at 100k chunks took
-39.6 ms per insert before (median of 8, ``build/scratch/stage_med.py``) and 17 ms after
-(the interleaved benchmark's stage median; issue 17, ``benchmarks/results/scale.md``).
+39.6 ms per insert before and 17.3-19.6 ms after (median of 8 inserts on a copy of the kept
+index, ``build/scratch/stage_med.py``, four runs; issue 17).
 
 The graph a write starts from equals the one a fresh process reads from the tables: the
 same ids, labels, groups, degrees and edges (a test builds both after every write of a
@@ -29,11 +30,11 @@ the extra layer may hold read the tables as before and build the graph for the n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
 import graphstrata.engine.heterograph.walk_graph as walk_graph
+from graphstrata.core import sets
 from graphstrata.core.graph import csr_from_edges, merge_edges
 from graphstrata.core.ids import EdgesWithin, edges_within, find_positions
 from graphstrata.core.layered import LayeredCSR, flatten, incident_edges, plain
@@ -81,9 +82,10 @@ class G2Graph:
     ----------
     ids:
         Ascending ids of the live G2 nodes (their positions).
-    slot_of:
-        int64 per position: its slot in ``csr`` (ascending; the slots of nodes deleted since
-        the last compaction are dead).
+    dead_slots:
+        The dead slots of ``csr``, ascending (the nodes deleted since the last compaction):
+        position ``p`` is the ``p``-th live slot (``walk_graph.slots_of``, as the walk graph
+        finds its own).
     csr:
         The undirected G2 edges on slots, each pair's entry its number of edges.
     degree:
@@ -99,7 +101,7 @@ class G2Graph:
     """
 
     ids: np.ndarray
-    slot_of: np.ndarray
+    dead_slots: np.ndarray
     csr: LayeredCSR
     degree: np.ndarray
     labels: np.ndarray
@@ -123,7 +125,7 @@ class G2Graph:
         labels, group_of = np.asarray(labels, np.int64), np.asarray(group_of, np.int64)
         return cls(
             np.asarray(ids, np.int64),
-            np.arange(ids.size, dtype=np.int64),
+            EMPTY,
             csr,
             np.asarray(edges.degree, np.float64),
             labels,
@@ -156,18 +158,18 @@ class G2Graph:
             return None
         died = find_positions(self.ids, work.dead_array())
         died = died[died >= 0]  # positions, ascending
-        died_slots = self.slot_of[died]
-        n_slots = self.csr.n
+        died_slots = walk_graph.slots_of(died, self.dead_slots)
         alive = np.concatenate([self.csr.alive, np.ones(new.size, bool)])
         alive[died_slots] = False
+        # The new nodes take the slots past the old ones, in order, like their positions.
+        dead_slots = sets.union(self.dead_slots, died_slots)
         fill = np.full(new.size, -1, np.int64)
         at = np.arange(self.ids.size - died.size, self.ids.size - died.size + new.size)
         # The deleted positions cut out and the new nodes appended, at copy speed.
-        ids, slot_of, degree, labels, group_of, content = (
+        ids, degree, labels, group_of, content = (
             spliced(a, died, at, tail)
             for a, tail in (
                 (self.ids, new),
-                (self.slot_of, np.arange(n_slots, n_slots + new.size, dtype=np.int64)),
                 (self.degree, np.zeros(new.size, np.float64)),
                 (self.labels, fill),
                 (self.group_of, fill),
@@ -177,7 +179,7 @@ class G2Graph:
         # Edges from a deleted node to a live one: the live end loses them ("cut").
         _d_src, d_dst, d_w = incident_edges(self.csr, died_slots)
         lost = alive[d_dst]
-        cut = [np.searchsorted(slot_of, d_dst[lost])]
+        cut = [walk_graph.positions_of(d_dst[lost], dead_slots)]
         np.subtract.at(degree, cut[0], d_w[lost])
         # New edges: between two G2 nodes after the operation, or cut (one end gone).
         a, b = find_positions(ids, new_src), find_positions(ids, new_dst)
@@ -185,11 +187,12 @@ class G2Graph:
         cut += [a[(a >= 0) & (b < 0)], b[(b >= 0) & (a < 0)]]
         np.add.at(degree, a[both], 1)
         np.add.at(degree, b[both], 1)
-        s, d = slot_of[a[both]], slot_of[b[both]]
+        s = walk_graph.slots_of(a[both], dead_slots)
+        d = walk_graph.slots_of(b[both], dead_slots)
         extra = merge_edges(*self.csr.extra, s, d, np.ones(s.size, np.float32), alive.size)
         return G2Step(
             ids=ids,
-            slot_of=slot_of,
+            dead_slots=dead_slots,
             csr=LayeredCSR(self.csr.indptr, self.csr.indices, self.csr.weights, *extra, alive),
             degree=degree,
             cut=np.concatenate(cut),
@@ -223,8 +226,9 @@ class G2Step:
     ids:
         Sorted ids of the G2 nodes after the operation (what ``Work.live_ids(*G2_KINDS)``
         gives).
-    slot_of:
-        The slot of each position (the committed nodes keep theirs, new ones get new slots).
+    dead_slots:
+        The dead slots of ``csr`` after the operation (the committed nodes keep their slots,
+        new ones get new slots).
     csr:
         The edges after the operation on slots.
     degree:
@@ -244,7 +248,7 @@ class G2Step:
     """
 
     ids: np.ndarray
-    slot_of: np.ndarray
+    dead_slots: np.ndarray
     csr: LayeredCSR
     degree: np.ndarray
     cut: np.ndarray
@@ -265,18 +269,13 @@ class G2Step:
 
     def incident(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The edges with an end among the positions ``nodes`` (ascending, unique), each
-        once, on positions, with their number of edges as weight."""
-        src, dst, w = incident_edges(self.csr, self.slot_of[np.asarray(nodes, np.int64)])
-        return self._position[src], self._position[dst], w
-
-    @cached_property
-    def _position(self) -> np.ndarray:
-        """int64 per slot: its position (-1: dead). One O(N) table: an opened hub entity's
-        rows are tens of thousands of entries at 100k chunks, each a binary search in
-        ``slot_of`` otherwise."""
-        out = np.full(self.csr.n, -1, np.int64)
-        out[self.slot_of] = np.arange(self.slot_of.size, dtype=np.int64)
-        return out
+        once, on positions, with their number of edges as weight. Slots and positions are
+        converted by binary searches in the dead slots (few: the graph is compacted when
+        they pass ``walk_graph.COMPACT_DEAD_SHARE``)."""
+        slots = walk_graph.slots_of(np.asarray(nodes, np.int64), self.dead_slots)
+        src, dst, w = incident_edges(self.csr, slots)
+        positions = walk_graph.positions_of
+        return positions(src, self.dead_slots), positions(dst, self.dead_slots), w
 
     def relabelled(self, labels: np.ndarray) -> np.ndarray:
         """bool per position: its community in ``labels`` is not its committed one (every
@@ -311,13 +310,15 @@ class G2Step:
         at = np.flatnonzero(regrouped)
         moved = labels[at]
         pairs = moved_pairs(pairs, moved, self.group_of[at], moved, group_of[at])
-        csr, slot_of = self.csr, self.slot_of
+        csr, dead_slots = self.csr, self.dead_slots
         if (
             csr.extra_entries > _extra_allowed(csr)
             or csr.dead > walk_graph.COMPACT_DEAD_SHARE * csr.n
         ):
-            csr, slot_of = plain(*flatten(csr)), np.arange(self.ids.size, dtype=np.int64)
-        graph = G2Graph(self.ids, slot_of, csr, self.degree, labels, group_of, self.content, pairs)
+            csr, dead_slots = plain(*flatten(csr)), EMPTY
+        graph = G2Graph(
+            self.ids, dead_slots, csr, self.degree, labels, group_of, self.content, pairs
+        )
         new = self.labels < 0  # every committed node has a label
         added = int(np.count_nonzero(new))
         changes = StateChanges(

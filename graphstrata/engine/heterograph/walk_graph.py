@@ -194,6 +194,13 @@ def slots_of(positions: np.ndarray, dead_slots: np.ndarray) -> np.ndarray:
     return positions + np.searchsorted(before, positions, side="right")
 
 
+def positions_of(slots: np.ndarray, dead_slots: np.ndarray) -> np.ndarray:
+    """The position of each live slot (:func:`slots_of` inverted): the slot less the dead
+    slots before it, one binary search each in the dead slots (ascending)."""
+    slots = np.asarray(slots, np.int64)
+    return slots - np.searchsorted(dead_slots, slots, side="left")
+
+
 def walked_edges(
     snapshot: Snapshot, cfg: HeterographConfig, kinds: np.ndarray = _KINDS
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
