@@ -260,6 +260,26 @@ def test_query_path_does_not_import_torch(onnx_cache, fp32):
     np.testing.assert_allclose(result["vectors"]["minilm-onnx"], want, atol=1e-5)
 
 
+def test_onnx_runtime_loads_after_the_engine_imported_usearch(onnx_cache):
+    """An index opened first (the engine imports usearch), then embedding with minilm-onnx
+    (which imports onnxruntime lazily): usearch 2.26's compiled module made that second
+    import segfault (setup.cfg pins usearch below 2.26)."""
+    code = textwrap.dedent(
+        """
+        import usearch.index
+        import graphstrata.engine.vectors
+        from graphstrata.bindings.backends import make_embedder
+        print(make_embedder("minilm-onnx").embed(["Who founded Meridian Optics?"]).shape)
+        """
+    )
+    env = {**os.environ, "GRAPHSTRATA_CACHE": str(onnx_cache)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stdout.strip().splitlines()[-1] == "(1, 384)"
+
+
 def test_specs_and_options(onnx_cache, monkeypatch):
     monkeypatch.setenv("GRAPHSTRATA_CACHE", str(onnx_cache))
     emb = make_embedder("minilm-onnx?threads=1&batch_size=8&spin=true")

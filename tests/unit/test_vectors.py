@@ -244,3 +244,51 @@ def test_open_with_other_search_defaults_leaves_the_index_as_it_was(make_index, 
     plain = Index.open(index.path)
     assert plain.engine.config.search.expansion_search == 96
     assert {i.expansion_search for i in plain.engine.state.vectors.by_kind.values()} == {96}
+
+
+def test_large_new_kinds_are_made_from_their_knn_graph_and_update_like_inserted_ones(
+    monkeypatch,
+):
+    """Above GRAPH_BUILD_MIN a new base is the search graph of its k-NN graph loaded into
+    usearch (``core.search_graph``): a build and a first write from empty give the same
+    index, its searches find the brute-force neighbours (recall floor), and later writes
+    add to it and remove from it through the fresh part and merges as for an inserted one."""
+    import graphstrata.engine.vectors as vectors
+
+    monkeypatch.setattr(vectors, "GRAPH_BUILD_MIN", 2000)
+    monkeypatch.setattr(vectors, "FRESH_MIN", 50)
+    rng = np.random.default_rng(9)
+    centres = _unit_rows(rng, 30, 24) * 3.0
+    n = 6000
+    mat = centres[rng.integers(0, 30, n)] + rng.standard_normal((n, 24)).astype(np.float32)
+    mat = (mat / np.linalg.norm(mat, axis=1, keepdims=True)).astype(np.float32)
+    ids = np.arange(1, n + 1, dtype=np.int64)
+    kinds = np.where(np.arange(n) < 5000, int(NodeKind.S), int(NodeKind.T)).astype(np.uint8)
+    table = VectorTable(24, [VectorSegment(ids, kinds, mat, 1)], ids)
+    built = VectorIndex.build(table)
+    written = VectorIndex(24).updated(ids, kinds, mat, np.zeros(0, np.int64), 1)
+    s = int(NodeKind.S)
+    queries = _unit_rows(rng, 100, 24)
+    a, b = built.search(queries, [s], 10), written.search(queries, [s], 10)
+    for x, y in zip(a[0], b[0], strict=True):
+        np.testing.assert_array_equal(x, y)
+    live = {int(i): mat[j] for j, i in enumerate(ids[:5000])}
+
+    def recall(vi: VectorIndex) -> float:
+        got, _ = vi.search(queries, [s], 10)
+        want = _exact_top(live, queries, 10)
+        return sum(len(set(g.tolist()) & set(w)) for g, w in zip(got, want, strict=True)) / 1000
+
+    assert recall(built) >= 0.95
+    vi, next_id = built, n + 1
+    for step in range(6):
+        add = _unit_rows(rng, 40, 24)
+        add_ids = np.arange(next_id, next_id + 40, dtype=np.int64)
+        next_id += 40
+        remove = np.asarray(rng.choice(sorted(live), 30, replace=False), np.int64)
+        vi = vi.updated(add_ids, np.full(40, s, np.uint8), add, remove, step + 2)
+        for i in remove.tolist():
+            live.pop(i)
+        live.update({int(i): row for i, row in zip(add_ids, add, strict=True)})
+        assert vi.count([s]) == len(live)
+        assert recall(vi) >= 0.95

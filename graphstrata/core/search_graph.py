@@ -1,0 +1,331 @@
+"""A navigable search graph made from a k-NN graph: the base layer of an HNSW index.
+
+usearch builds an HNSW index by inserting one vector at a time, each insert a search of the
+graph so far. Once the index outgrows the last-level cache every distance of those searches
+reads its vector from DRAM, and the build's ``vector_index`` stage grew as ``N^1.47``
+between 10k and 100k chunks (``benchmarks/results/scale.md``, the HNSW table). A kind's
+k-NN graph costs ``O(n log n)`` (``core.nndescent``), and a search graph follows from it
+without a single search (Vamana, Subramanya et al., NeurIPS 2019; NSG, Fu et al., VLDB
+2019):
+
+1. Each row's candidates are its k nearest and the rows that have it among theirs.
+2. Robust pruning: a candidate ``c`` is kept unless a kept neighbour ``k`` is ``alpha``
+   times closer to it than the row is, ``alpha * d(c, k) <= d(row, c)`` (``alpha`` 1 is
+   HNSW's own heuristic; above 1 keeps more long edges).
+3. The pruned edges are added in reverse and every row pruned again (so each edge a row
+   keeps can also be walked back, as HNSW's inserts link both ways).
+4. Every row is made reachable from the entry, the row nearest the mean (NSG's navigating
+   node): a part of the graph no walk from the entry reaches (a group of duplicates whose
+   k nearest are one another, a far cluster) gets an edge from its nearest reachable row
+   with room, found by a search of the graph. Pruning keeps one slot of every row free,
+   so such a row always exists (``_connect``).
+
+The graph is flat (one layer, searched from the entry): usearch descends no upper layer.
+Distances are ``1 - inner product`` (unit-normalized embeddings, usearch's ``ip`` metric).
+Deterministic: per-row work is independent of the thread that does it, and the repair runs
+in row order.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+
+from graphstrata.core.nndescent import KnnGraph
+
+__all__ = ["SearchGraph", "search_graph"]
+
+#: Robust pruning's ``alpha`` (Vamana's default 1.2). Measured on 100k hashing embeddings
+#: of the synthetic corpus' chunks, searched by usearch at ef 64 (build/scratch/
+#: proto_graph.py): recall@10 0.682 at 1.0 (mean degree 3.8), 0.736 at 1.05, 0.764 at
+#: 1.15, 0.771 at 1.3, 0.782 at 1.6 (degree 14.4, pruning 2.5x slower); usearch's own
+#: inserts 0.679.
+ALPHA = 1.2
+#: Reverse candidates a row takes from the k-NN graph at most (its most similar ones).
+REVERSE_CAP_FACTOR = 1
+#: Candidates of a repair search (the beam of :func:`_beam_search`).
+REPAIR_BEAM = 32
+
+
+class SearchGraph(NamedTuple):
+    """Per row its neighbours (int32 row indices, most similar first, ``-1`` after
+    ``counts[row]``), and the row every search starts from."""
+
+    neighbours: np.ndarray
+    counts: np.ndarray
+    entry: int
+
+
+@njit(cache=True, nogil=True)
+def _dot(x: np.ndarray, a: int, b: int) -> np.float32:
+    s = np.float32(0.0)
+    for t in range(x.shape[1]):
+        s += x[a, t] * x[b, t]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _prune_row(
+    x: np.ndarray,
+    row: int,
+    cand: np.ndarray,
+    sims: np.ndarray,
+    degree: int,
+    alpha: np.float32,
+    out: np.ndarray,
+) -> int:
+    """Robust pruning of one row's candidates into ``out``; returns how many it kept.
+    ``cand`` may hold duplicates and the row itself (both skipped)."""
+    order = np.argsort(-sims, kind="mergesort")  # most similar first, ties by position
+    kept = 0
+    for p in order:
+        c = cand[p]
+        if c == row:
+            continue
+        dup = False
+        for q in range(kept):
+            if out[q] == c:
+                dup = True
+                break
+        if dup:
+            continue
+        d_rc = np.float32(1.0) - sims[p]
+        good = True
+        for q in range(kept):
+            if alpha * (np.float32(1.0) - _dot(x, c, out[q])) <= d_rc:
+                good = False
+                break
+        if good:
+            out[kept] = c
+            kept += 1
+            if kept == degree:
+                break
+    return kept
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _prune_all(
+    x: np.ndarray,
+    fwd: np.ndarray,
+    fwd_sims: np.ndarray,
+    rev_ptr: np.ndarray,
+    rev: np.ndarray,
+    rev_sims: np.ndarray,
+    degree: int,
+    alpha: np.float32,
+    out: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    """Every row pruned from its forward list (``-1`` padded) and its reverse candidates."""
+    w = fwd.shape[1]
+    for i in prange(fwd.shape[0]):
+        nr = rev_ptr[i + 1] - rev_ptr[i]
+        cand = np.empty(w + nr, np.int32)
+        sims = np.empty(w + nr, np.float32)
+        nc = 0
+        for j in range(w):
+            if fwd[i, j] >= 0:
+                cand[nc] = fwd[i, j]
+                sims[nc] = fwd_sims[i, j]
+                nc += 1
+        for p in range(rev_ptr[i], rev_ptr[i + 1]):
+            cand[nc] = rev[p]
+            sims[nc] = rev_sims[p]
+            nc += 1
+        counts[i] = _prune_row(x, i, cand[:nc], sims[:nc], degree, alpha, out[i])
+
+
+def _reverse(
+    indices: np.ndarray, sims: np.ndarray, cap: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR of the reversed edges of ``indices`` (``-1`` padded rows): per row, up to ``cap``
+    rows that list it, most similar first (ties by ascending row)."""
+    n, w = indices.shape
+    src = np.repeat(np.arange(n, dtype=np.int32), w)
+    dst = indices.ravel()
+    s = sims.ravel()
+    ok = dst >= 0
+    src, dst, s = src[ok], dst[ok], s[ok]
+    order = np.lexsort((src, -s, dst))
+    src, dst, s = src[order], dst[order], s[order]
+    starts = np.searchsorted(dst, np.arange(n + 1))
+    keep = np.arange(dst.size) - starts[dst] < cap
+    src, dst, s = src[keep], dst[keep], s[keep]
+    ptr = np.searchsorted(dst, np.arange(n + 1)).astype(np.int64)
+    return ptr, np.ascontiguousarray(src, np.int32), np.ascontiguousarray(s, np.float32)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _row_sims(x: np.ndarray, neighbours: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    out = np.full(neighbours.shape, -np.inf, np.float32)
+    for i in prange(neighbours.shape[0]):
+        for j in range(counts[i]):
+            out[i, j] = _dot(x, i, neighbours[i, j])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _reach(neighbours: np.ndarray, counts: np.ndarray, start: int, reached: np.ndarray) -> None:
+    """Mark every row a walk from ``start`` reaches (``reached`` is updated in place; rows
+    already marked are not walked again)."""
+    stack = np.empty(neighbours.shape[0], np.int32)
+    top = 0
+    if not reached[start]:
+        reached[start] = True
+        stack[0] = start
+        top = 1
+    while top:
+        top -= 1
+        v = stack[top]
+        for j in range(counts[v]):
+            u = neighbours[v, j]
+            if not reached[u]:
+                reached[u] = True
+                stack[top] = u
+                top += 1
+
+
+@njit(cache=True, nogil=True)
+def _beam_search(
+    x: np.ndarray,
+    neighbours: np.ndarray,
+    counts: np.ndarray,
+    entry: int,
+    query: int,
+    beam: int,
+    seen: np.ndarray,
+    stamp: int,
+    found: np.ndarray,
+) -> int:
+    """Best-first search for row ``query`` from ``entry`` (what usearch's layer search
+    does); the rows found, most similar first, go to ``found``; returns their count. Only
+    rows reachable from ``entry`` can be found. ``seen`` holds ``stamp`` for visited rows."""
+    sims = np.empty(beam, np.float32)
+    expanded = np.zeros(beam, np.bool_)
+    found[0] = entry
+    sims[0] = _dot(x, query, entry)
+    seen[entry] = stamp
+    size = 1
+    while True:
+        best = -1
+        for p in range(size):
+            if not expanded[p]:
+                best = p
+                break
+        if best < 0:
+            return size
+        expanded[best] = True
+        v = found[best]
+        for j in range(counts[v]):
+            u = neighbours[v, j]
+            if seen[u] == stamp:
+                continue
+            seen[u] = stamp
+            s = _dot(x, query, u)
+            if size == beam and s <= sims[size - 1]:
+                continue
+            pos = size if size < beam else beam - 1
+            while pos > 0 and sims[pos - 1] < s:
+                if pos < beam:
+                    found[pos] = found[pos - 1]
+                    sims[pos] = sims[pos - 1]
+                    expanded[pos] = expanded[pos - 1]
+                pos -= 1
+            found[pos] = u
+            sims[pos] = s
+            expanded[pos] = False
+            if size < beam:
+                size += 1
+
+
+@njit(cache=True, nogil=True)
+def _connect(
+    x: np.ndarray, neighbours: np.ndarray, counts: np.ndarray, entry: int, beam: int
+) -> int:
+    """Give every row a path from ``entry``; returns the edges added. Each row no walk from
+    the entry reaches, in row order, gets an edge from the most similar reachable row with
+    room left (a search from the entry finds it; if none of the rows found has room, the
+    first reachable row that has), then everything it reaches counts as reached.
+
+    Pruning left every row a free slot, so a reachable row with room always exists: the
+    entry has one, and each edge added fills one slot and reaches a row with its own."""
+    n = neighbours.shape[0]
+    degree = neighbours.shape[1]
+    reached = np.zeros(n, np.bool_)
+    _reach(neighbours, counts, entry, reached)
+    seen = np.zeros(n, np.int64)
+    found = np.empty(beam, np.int32)
+    added = 0
+    for u in range(n):
+        if reached[u]:
+            continue
+        size = _beam_search(x, neighbours, counts, entry, u, beam, seen, added + 1, found)
+        source = -1
+        for p in range(size):
+            if counts[found[p]] < degree:
+                source = found[p]
+                break
+        for v in range(n):
+            if source >= 0:
+                break
+            if reached[v] and counts[v] < degree:
+                source = v
+        neighbours[source, counts[source]] = u
+        counts[source] += 1
+        added += 1
+        _reach(neighbours, counts, u, reached)
+    return added
+
+
+def _medoid(x: np.ndarray) -> int:
+    """The row most similar to the mean direction (ties: the lowest row)."""
+    return int(np.argmax(x @ x.mean(axis=0, dtype=np.float64).astype(np.float32)))
+
+
+def search_graph(
+    vectors: np.ndarray, knn: KnnGraph, degree: int, alpha: float = ALPHA
+) -> SearchGraph:
+    """The search graph of ``vectors`` from their k-NN graph (module docstring).
+
+    Parameters
+    ----------
+    vectors : float array [n, d]
+        The rows ``knn`` was built from (converted to contiguous float32).
+    knn : KnnGraph
+        Their k nearest others (``core.nndescent.knn_graph``).
+    degree : int
+        Neighbours per row at most (usearch's base-layer connectivity), at least 2: pruning
+        keeps ``degree - 1`` and leaves the last slot to the repair.
+    alpha : float
+        Robust pruning's distance factor (``ALPHA``).
+
+    Returns
+    -------
+    SearchGraph
+        ``neighbours`` int32 [n, degree]; every row reachable from ``entry``.
+    """
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    n = x.shape[0]
+    if knn.indices.shape[0] != n:
+        raise ValueError("search_graph: the k-NN graph must have one row per vector")
+    if degree < 2:
+        raise ValueError("search_graph: degree must be at least 2 (one slot is the repair's)")
+    if n == 0:
+        return SearchGraph(np.zeros((0, degree), np.int32), np.zeros(0, np.int32), 0)
+    a = np.float32(alpha)
+    k = knn.indices.shape[1]
+    first = np.full((n, degree), -1, np.int32)
+    first_counts = np.zeros(n, np.int32)
+    ptr, rev, rev_sims = _reverse(knn.indices, knn.sims, max(1, REVERSE_CAP_FACTOR * k))
+    kept = degree - 1  # the last slot of every row is left to the repair (``_connect``)
+    _prune_all(x, knn.indices, knn.sims, ptr, rev, rev_sims, kept, a, first, first_counts)
+    sims = _row_sims(x, first, first_counts)
+    ptr, rev, rev_sims = _reverse(first, sims, kept)
+    neighbours = np.full((n, degree), -1, np.int32)
+    counts = np.zeros(n, np.int32)
+    _prune_all(x, first, sims, ptr, rev, rev_sims, kept, a, neighbours, counts)
+    entry = _medoid(x)
+    _connect(x, neighbours, counts, entry, REPAIR_BEAM)
+    return SearchGraph(neighbours, counts, entry)
