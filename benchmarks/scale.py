@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scale_graph_index
 import scale_hnsw
 import scale_interleaved
 
@@ -741,6 +742,7 @@ def markdown(data: dict[str, Any]) -> str:
             )
         lines.append("")
     lines += scale_hnsw.markdown(data.get("hnsw", []))
+    lines += scale_graph_index.markdown(data.get("graph_index", []))
     lines += scale_interleaved.markdown(data.get("interleaved", []))
     lines.append(f"Machine: {platform.platform()}, {os.cpu_count()} CPUs.")
     return "\n".join(lines) + "\n"
@@ -807,6 +809,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--step", type=int, default=20_000)
     p.add_argument("--queries", type=int, default=200)
     p = sub.add_parser(
+        "graph-index",
+        help="a vector base from its k-NN graph against usearch's inserts (scale_graph_index)",
+    )
+    p.add_argument("--vectors", type=int, nargs="+", default=[50_000, 200_000])
+    p.add_argument("--queries", type=int, default=1000)
+    p = sub.add_parser(
         "interleaved",
         help="one-document writes on kept indexes of two sizes, in turn, write by write",
     )
@@ -846,6 +854,15 @@ def main(argv: list[str] | None = None) -> int:
     elif args.cmd == "hnsw":
         print(f"load average {load1()}", flush=True)
         data["hnsw"] = scale_hnsw.run(_ann_vectors(args.vectors), args.step, args.queries, load1)
+    elif args.cmd == "graph-index":
+        print(f"load average {load1()}", flush=True)
+        rows = scale_graph_index.run(
+            _ann_vectors(max(args.vectors)), args.vectors, args.queries, load1
+        )
+        sizes = {r["vectors"] for r in rows}
+        data["graph_index"] = [
+            r for r in data.get("graph_index", []) if r["vectors"] not in sizes
+        ] + rows
     elif args.cmd == "ann":
         print(f"load average {load1()}", flush=True)
         results = run_ann(args.vectors, args.queries, args.m, args.hnsw_max)

@@ -164,17 +164,38 @@ def _new_index(dim: int, dtype: str, expansion_search: int) -> UsearchIndex:
     return hnsw_index(dim, dtype, expansion_search)
 
 
+def graph_base(
+    ids: np.ndarray, matrix: np.ndarray, dtype: str, expansion_search: int
+) -> UsearchIndex | None:
+    """A usearch index of these vectors made from their k-NN graph (``core.search_graph``,
+    loaded by ``core.ann.hnsw_from_graph``), or None when this usearch writes another
+    layout or ``dtype`` is not written there.
+
+    Parameters
+    ----------
+    ids : int64 array [n]
+        The vectors' keys.
+    matrix : float32 array [n, d]
+        Unit-normalized rows.
+    dtype : str
+        The index's storage type.
+    expansion_search : int
+        Its query-time expansion.
+    """
+    knn = knn_graph(matrix, GRAPH_NEIGHBOURS, GRAPH_SEED, max_candidates=GRAPH_MAX_CANDIDATES)
+    graph = search_graph(matrix, knn, BASE_DEGREE)
+    return hnsw_from_graph(
+        ids, matrix, graph.neighbours, graph.counts, graph.entry, dtype, expansion_search
+    )
+
+
 def _new_base(
     ids: np.ndarray, matrix: np.ndarray, dtype: str, expansion_search: int
 ) -> UsearchIndex:
-    """An index of these vectors: made from their search graph when they are at least
+    """An index of these vectors: made from their k-NN graph when they are at least
     ``GRAPH_BUILD_MIN`` (and usearch's layout is the one written), else by inserts."""
     if ids.size >= GRAPH_BUILD_MIN:
-        knn = knn_graph(matrix, GRAPH_NEIGHBOURS, GRAPH_SEED, max_candidates=GRAPH_MAX_CANDIDATES)
-        graph = search_graph(matrix, knn, BASE_DEGREE)
-        index = hnsw_from_graph(
-            ids, matrix, graph.neighbours, graph.counts, graph.entry, dtype, expansion_search
-        )
+        index = graph_base(ids, matrix, dtype, expansion_search)
         if index is not None:
             return index
     index = _new_index(matrix.shape[1], dtype, expansion_search)
