@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from graphstrata.core.nndescent import KnnGraph
+from graphstrata.core.nndescent import KnnGraph, _dot
 
 __all__ = ["SearchGraph", "search_graph"]
 
@@ -57,14 +57,6 @@ class SearchGraph(NamedTuple):
     neighbours: np.ndarray
     counts: np.ndarray
     entry: int
-
-
-@njit(cache=True, nogil=True)
-def _dot(x: np.ndarray, a: int, b: int) -> np.float32:
-    s = np.float32(0.0)
-    for t in range(x.shape[1]):
-        s += x[a, t] * x[b, t]
-    return s
 
 
 @njit(cache=True, nogil=True)

@@ -21,21 +21,11 @@ import pytest
 from graphstrata.core import search_graph as sg
 from graphstrata.core.ann import BASE_DEGREE, hnsw_from_graph, hnsw_index, match_arrays
 from graphstrata.core.nndescent import KnnGraph, knn_graph
+from tests.unit.test_core_nndescent import _clustered, _unit
 
 #: Recall@10 floor of the loaded index at ef 64 on 4,000 clustered 32-d unit vectors
 #: (measured 0.99+; usearch's own inserts on the same set: also 0.99+, checked below).
 RECALL_FLOOR = 0.95
-
-
-def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def _clustered(rng: np.random.Generator, n: int, d: int, clusters: int) -> np.ndarray:
-    centres = _unit(rng, clusters, d) * 3.0
-    x = centres[rng.integers(0, clusters, n)] + rng.standard_normal((n, d)).astype(np.float32)
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
 def _reached(g: sg.SearchGraph) -> np.ndarray:
