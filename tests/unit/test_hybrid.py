@@ -344,9 +344,18 @@ def test_summaries_bm25_list_is_searched_beside_the_chunks(
     monkeypatch.setattr(hybrid, "PARALLEL_LISTS_MIN", 0)
     kinds_on: dict[int, set[str]] = {}
     real = SparseIndex.search_kind
+    worker_searched = threading.Event()
 
     def recorded(self, text, kind, k):
-        kinds_on.setdefault(int(kind), set()).add(threading.current_thread().name[:8])
+        name = threading.current_thread().name[:8]
+        kinds_on.setdefault(int(kind), set()).add(name)
+        if name == "gs-dense":
+            worker_searched.set()
+        elif int(kind) == int(NodeKind.T):
+            # The caller waits (at most 5 s) for the worker to start before finishing its
+            # own list: otherwise it takes back a worker's part that has not started, which
+            # on a loaded machine happened in all 10 tries once (after the Ray tests).
+            worker_searched.wait(5)
         return real(self, text, kind, k)
 
     monkeypatch.setattr(SparseIndex, "search_kind", recorded)
