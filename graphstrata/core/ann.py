@@ -11,6 +11,7 @@ grew as ``N^1.47`` on this machine, ``core.nndescent`` does it in ``O(n log n)``
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -82,11 +83,12 @@ def _node_dtype() -> np.dtype:
     )
 
 
-def _dense_head(dim: int, dtype: str, expansion_search: int) -> bytes | None:
+@cache
+def _dense_head(dim: int, dtype: str) -> bytes | None:
     """The dense header usearch writes for an index of these settings, read from a saved
-    one-vector index, or None when its layout is not the one :func:`hnsw_from_graph` writes
-    (another usearch file format)."""
-    template = hnsw_index(dim, dtype, expansion_search)
+    one-vector index (once per settings), or None when its layout is not the one
+    :func:`hnsw_from_graph` writes (another usearch file format)."""
+    template = hnsw_index(dim, dtype, 64)
     template.add(np.array([7], np.int64), np.ones((1, dim), np.float32) / np.sqrt(dim))
     saved = bytes(template.save())  # type: ignore[arg-type]
     vector_bytes = _STORED[dtype].itemsize * dim
@@ -150,7 +152,7 @@ def hnsw_from_graph(
     n, dim = vectors.shape
     if dtype not in _STORED or n == 0:
         return None
-    head = _dense_head(dim, dtype, expansion_search)
+    head = _dense_head(dim, dtype)
     if head is None:
         return None
     counts = np.asarray(counts, np.int64)

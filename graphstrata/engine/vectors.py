@@ -32,8 +32,6 @@ from usearch.index import Index as UsearchIndex
 from graphstrata.core import sets
 from graphstrata.core.ann import BASE_DEGREE, hnsw_from_graph, hnsw_index, match_arrays
 from graphstrata.core.knn import best_per_query
-from graphstrata.core.nndescent import knn_graph
-from graphstrata.core.search_graph import search_graph
 from graphstrata.engine.config import SearchConfig
 from graphstrata.engine.store import VectorTable
 from graphstrata.engine.store.caches import CacheFile
@@ -56,20 +54,20 @@ KIND_THREADS = max(1, min(4, os.cpu_count() or 1))
 PARALLEL_KINDS_MIN = 4096
 #: A new base of at least this many vectors is made from its k-NN graph
 #: (``core.search_graph``, written for usearch by ``core.ann.hnsw_from_graph``) instead of
-#: by usearch's inserts. An f16 index of 384-d vectors outgrows the 32 MiB last-level cache
-#: near 37k vectors, after which an insert's distances read DRAM and its cost climbs (153 us
-#: at 20k, 497 us at 100k: the HNSW table of benchmarks/results/scale.md). Measured one run
-#: each (build/scratch/sg_eval.py, recall@10 of 1,000 rows at ef 64): 51,952 MiniLM vectors
-#: of MultiHop-RAG sentences 8.5 s wall (16.4 s CPU on 2 threads), recall 0.996, against
-#: 8.5 s CPU (one thread) and 0.994 inserted; 100k hashing vectors 21.2 s wall (37.5 s CPU),
-#: 0.773, against 25.2 s CPU and 0.679; 400k hashing vectors (code of the prototype, lists
-#: of 3m, 48 candidates) 107 s wall against 154 s CPU, 0.613 against 0.529.
+#: by usearch's inserts. An f16 index of 384-d vectors leaves the 32 MiB last-level cache
+#: between 20k and 40k vectors, after which an insert's distances read DRAM and its cost
+#: climbs (153 us at 20k, 497 us at 100k: the HNSW table of benchmarks/results/scale.md).
+#: Measured with this code, one run each, inserts in the same run (build/scratch/
+#: sg_eval.py, recall@10 of 1,000 rows at ef 64): 51,952 MiniLM vectors of MultiHop-RAG
+#: sentences 10.2 s wall (19.4 s CPU on 2 threads), recall 0.9957, against 10.9 s CPU (one
+#: thread) and 0.9938 inserted; ``scale.py graph-index`` (hashing vectors): 50k 10.1 s wall
+#: (19.7 s CPU), 0.812, against 12.7 s and 0.734; 400k 99.2 s (189.1 s CPU), 0.601,
+#: against 254.4 s and 0.524.
 GRAPH_BUILD_MIN = 32768
 #: The k-NN graph a base is made from: neighbours per row, candidates per NN-descent round
-#: (``core.nndescent``; lists of 3m). On the 51,952 MiniLM vectors, lists of 2m with 32
-#: candidates reached recall@10 0.992 and lists of 3m with 48 0.998 (7.9 s against 6.8 s
-#: for its k-NN graph); on 100k hashing vectors 0.752 / 0.767 and 32 candidates with 3m
-#: lists 0.773.
+#: (``core.nndescent``; lists of 3m). On the 51,952 MiniLM vectors (build/scratch/
+#: sg_eval.py, code 3e25972, one run each): lists of 2m with 32 candidates recall@10 0.992
+#: (k-NN graph 4.0 s), 3m with 32 0.996 (6.8 s), 3m with 48 0.998 (7.9 s).
 GRAPH_NEIGHBOURS = 16
 GRAPH_MAX_CANDIDATES = 32
 GRAPH_SEED = 0
@@ -182,6 +180,10 @@ def graph_base(
     expansion_search : int
         Its query-time expansion.
     """
+    # Build-time only: kept off the import of a process that only queries.
+    from graphstrata.core.nndescent import knn_graph
+    from graphstrata.core.search_graph import search_graph
+
     knn = knn_graph(matrix, GRAPH_NEIGHBOURS, GRAPH_SEED, max_candidates=GRAPH_MAX_CANDIDATES)
     graph = search_graph(matrix, knn, BASE_DEGREE)
     return hnsw_from_graph(
@@ -269,14 +271,16 @@ class VectorIndex:
         vi = cls(vectors.dim, dtype, expansion_search)
         kinds = [int(k) for k in sets.unique(vectors.kinds)]
         vi.base_versions = dict.fromkeys(kinds, vectors.version)
-        sizes = [int(np.count_nonzero(vectors.kinds == kind)) for kind in kinds]
+        sizes = np.bincount(
+            np.asarray(vectors.kinds, np.int64), minlength=max(kinds, default=0) + 1
+        )
 
         def add(j: int) -> None:
             ids, mat = vectors.of_kind(kinds[j])
             mat = np.ascontiguousarray(mat, dtype=np.float32)
             vi.by_kind[kinds[j]] = _new_base(ids, mat, dtype, expansion_search)
 
-        _for_each_kind(add, len(kinds), True, [size >= GRAPH_BUILD_MIN for size in sizes])
+        _for_each_kind(add, len(kinds), True, [sizes[kind] >= GRAPH_BUILD_MIN for kind in kinds])
         return vi
 
     @classmethod
@@ -469,10 +473,8 @@ class VectorIndex:
 
         # Each kind's update writes only its own entries of ``out``'s dicts. A new kind made
         # from its k-NN graph runs alone (its kernels use every core).
-        alone = [
-            kind not in self.by_kind and int(np.count_nonzero(add_kinds == kind)) >= GRAPH_BUILD_MIN
-            for kind in kinds
-        ]
+        per_kind = np.bincount(np.asarray(add_kinds, np.int64), minlength=max(kinds, default=0) + 1)
+        alone = [kind not in self.by_kind and per_kind[kind] >= GRAPH_BUILD_MIN for kind in kinds]
         _for_each_kind(apply, len(kinds), add_ids.size >= PARALLEL_KINDS_MIN, alone)
         return out
 

@@ -82,9 +82,11 @@ def test_pruning_matches_the_python_oracle(seed):
         sims = (x[cand] @ x[row]).astype(np.float32)
         for degree, alpha in ((32, 1.2), (3, 1.0), (5, 1.5)):
             out = np.full(degree, -1, np.int32)
-            kept = sg._prune_row(x, row, cand, sims, degree, np.float32(alpha), out)
+            out_sims = np.zeros(degree, np.float32)
+            kept = sg._prune_row(x, row, cand, sims, degree, np.float32(alpha), out, out_sims)
             want = _prune_oracle(x, row, cand, sims, degree, alpha)
             assert out[:kept].tolist() == want
+            np.testing.assert_array_equal(out_sims[:kept], [sims[cand == c][0] for c in want])
 
 
 def test_random_clustered_vectors_give_a_reachable_graph_and_a_recall_like_usearch():
