@@ -5,7 +5,7 @@ hashing embeddings of the corpus' chunks, this makes one base:
 
 * **ours**: the kind's k-NN graph (``core.nndescent``), pruned into a search graph
   (``core.search_graph``) and loaded into usearch (``core.ann.hnsw_from_graph``), with the
-  engine's settings (``engine.vectors.graph_base``, which it uses for a new base of
+  engine's settings (``engine.graph_bases.graph_base``, which it uses for a new base of
   ``GRAPH_BUILD_MIN`` vectors or more);
 * **inserted, one thread**: usearch's own inserts as the engine made every base before
   (``ADD_THREADS`` 1: reproducible), hnswlib's and NodeRAG's way;
@@ -86,7 +86,7 @@ def run(
 def _make(name: str, ids: np.ndarray, x: np.ndarray, dtype: str, ef: int) -> Any:
     """A base of ``x`` made the way ``name`` says (``WAYS``)."""
     from graphstrata.core.ann import hnsw_index
-    from graphstrata.engine.vectors import graph_base
+    from graphstrata.engine.graph_bases import graph_base
 
     if name == "ours":
         return graph_base(ids, x, dtype, ef)

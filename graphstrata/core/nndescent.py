@@ -27,7 +27,7 @@ from numba import get_num_threads, njit, prange
 
 from graphstrata.core.sampling import mix64
 
-__all__ = ["KnnGraph", "knn_graph", "knn_graph_edges"]
+__all__ = ["KnnGraph", "graph_edges", "knn_graph", "knn_graph_edges"]
 
 #: Random projection trees: each gives every point the other points of its leaf as
 #: candidates. pynndescent grows the count with ``sqrt(n)``; a fixed count keeps the forest
@@ -229,6 +229,19 @@ def _leaf_join(
                 s = _dot(x, p, q)
                 _push(indices, sims, flags, p, s, q)
                 _push(indices, sims, flags, q, s, p)
+
+
+@njit(cache=True, nogil=True, parallel=True, fastmath=True)
+def _seed_lists(
+    x: np.ndarray, init: np.ndarray, indices: np.ndarray, sims: np.ndarray, flags: np.ndarray
+) -> None:
+    """Each row's given neighbours (``-1``: none) offered to its own heap only, so each row
+    is written by one thread; NN-descent's reverse candidates reach the others."""
+    for i in prange(init.shape[0]):
+        for t in range(init.shape[1]):
+            j = init[i, t]
+            if j >= 0 and j != i:
+                _push(indices, sims, flags, i, _dot(x, i, j), j)
 
 
 # ---------------------------------------------------------------------- descent
@@ -435,6 +448,8 @@ def knn_graph(
     list_factor: int = LIST_FACTOR,
     max_rounds: int | None = None,
     delta: float = DELTA,
+    init: np.ndarray | None = None,
+    keep: int | None = None,
 ) -> KnnGraph:
     """Approximate ``m`` most similar other rows (inner product) of every row of ``vectors``.
 
@@ -457,12 +472,19 @@ def knn_graph(
         NN-descent rounds at most; default ``max(5, round(log2 n))`` (pynndescent).
     delta : float
         Stop when a round changes fewer than ``delta × n × m`` entries.
+    init : int array [n, w], optional
+        First neighbours of each row (row indices, ``-1`` where none), offered before the
+        trees' leaves: a graph known to be close (a joint graph's same-kind neighbours)
+        lets the descent start near its end. Pass ``n_trees=0`` to start from it alone.
+    keep : int, optional
+        Columns returned, at most ``list_factor × m``; default ``m``. The columns past
+        ``m`` are the descent's further neighbours (near, not as exact as the first ``m``).
 
     Returns
     -------
     KnnGraph
-        ``indices`` int32 [n, m] and ``sims`` float32 [n, m], each row most similar first
-        (ties by ascending index); a row is never its own neighbour.
+        ``indices`` int32 [n, keep] and ``sims`` float32 [n, keep], each row most similar
+        first (ties by ascending index); a row is never its own neighbour.
     """
     x = np.ascontiguousarray(vectors, dtype=np.float32)
     if x.ndim != 2:
@@ -474,12 +496,23 @@ def knn_graph(
     if n > np.iinfo(np.int32).max:
         raise ValueError("knn_graph: more rows than int32 indices")
     width = max(m, int(list_factor) * m)
+    out_cols = m if keep is None else int(keep)
+    if not m <= out_cols <= width:
+        raise ValueError(f"knn_graph: keep must be in [{m}, {width}], got {out_cols}")
+    if init is not None:
+        init = np.ascontiguousarray(init, dtype=np.int32)
+        if init.ndim != 2 or init.shape[0] != n:
+            raise ValueError(f"knn_graph: init needs {n} rows, got shape {init.shape}")
+        if init.size and (init.max() >= n or init.min() < -1):
+            raise ValueError("knn_graph: init holds row indices in [-1, n)")
     indices = np.full((n, width), -1, np.int32)
     sims = np.full((n, width), -np.inf, np.float32)
     flags = np.zeros((n, width), np.uint8)
     leaf_size = max(LEAF_FACTOR * m, 8)
     base_seed = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
     seeds = np.array([_hash_py(base_seed, tree) for tree in range(int(n_trees))], np.uint64)
+    if init is not None:
+        _seed_lists(x, init, indices, sims, flags)
     orders, bounds, n_bounds = _rp_forest(x, leaf_size, seeds)
     # The trees' leaf joins write the same rows, so they run one tree after another.
     for tree in range(seeds.size):
@@ -509,7 +542,9 @@ def knn_graph(
         if changed <= delta * n * width:
             break
     _sorted_rows(indices, sims)
-    return KnnGraph(np.ascontiguousarray(indices[:, :m]), np.ascontiguousarray(sims[:, :m]))
+    return KnnGraph(
+        np.ascontiguousarray(indices[:, :out_cols]), np.ascontiguousarray(sims[:, :out_cols])
+    )
 
 
 def _hash_py(seed: np.uint64, a: int) -> int:
@@ -517,10 +552,41 @@ def _hash_py(seed: np.uint64, a: int) -> int:
     return int(_hash3(seed, a, 0))
 
 
+def graph_edges(
+    graph: KnnGraph, ids: np.ndarray, m: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first ``m`` columns (default all) of ``graph`` as an edge list on ids, the shape
+    of ``core.knn``'s results.
+
+    Parameters
+    ----------
+    graph : KnnGraph
+        Of ``len(ids)`` rows.
+    ids : int64 array [n]
+        Node id of each row.
+    m : int, optional
+        Neighbours per row.
+
+    Returns
+    -------
+    src, dst : int64 arrays [e]
+        One row per (id, neighbour id), grouped by row in row order, most similar first.
+    sim : float32 array [e]
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    if ids.shape != (graph.indices.shape[0],):
+        raise ValueError("graph_edges: one id per row")
+    cols = graph.indices.shape[1] if m is None else min(int(m), graph.indices.shape[1])
+    indices, sims = graph.indices[:, :cols], graph.sims[:, :cols]
+    valid = indices >= 0
+    src = np.repeat(ids, cols).reshape(indices.shape)
+    return src[valid], ids[indices[valid]], sims[valid]
+
+
 def knn_graph_edges(
     vectors: np.ndarray, ids: np.ndarray, m: int, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`knn_graph` as an edge list on ids, the shape of ``core.knn``'s results.
+    """:func:`knn_graph` as an edge list on ids (:func:`graph_edges`).
 
     Parameters
     ----------
@@ -531,17 +597,8 @@ def knn_graph_edges(
         Neighbours per row.
     seed : int
         Passed to :func:`knn_graph`.
-
-    Returns
-    -------
-    src, dst : int64 arrays [e]
-        One row per (id, neighbour id), grouped by row in row order, most similar first.
-    sim : float32 array [e]
     """
     ids = np.asarray(ids, dtype=np.int64)
     if ids.shape != (np.asarray(vectors).shape[0],):
         raise ValueError("knn_graph_edges: one id per row")
-    graph = knn_graph(vectors, m, seed)
-    valid = graph.indices >= 0
-    src = np.repeat(ids, graph.indices.shape[1]).reshape(graph.indices.shape)
-    return src[valid], ids[graph.indices[valid]], graph.sims[valid]
+    return graph_edges(knn_graph(vectors, m, seed), ids)

@@ -22,6 +22,7 @@ import numpy as np
 
 from graphstrata.core import sets
 from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.graph_bases import NeighbourLists
 from graphstrata.engine.interfaces import LLM, Embedder, LLMError, LLMRequest, LLMResponse
 from graphstrata.engine.layered import LayeredDict
 from graphstrata.engine.params import ModeParams
@@ -266,6 +267,10 @@ class UpdateContext:
     text_index: TextIndex | None = None
     vectors: VectorIndex | None = None
     views: Mapping[str, ComponentView] = field(default_factory=dict)
+    #: Near neighbours of this operation's new vectors among themselves, when a stage found
+    #: them anyway (the heterograph's semantic edges of a build): a new vector base made
+    #: from its k-NN graph starts from them (``engine.graph_bases``).
+    neighbour_lists: NeighbourLists | None = None
     _pending_vectors: dict[int, np.ndarray] = field(default_factory=dict)
     _pending_texts: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
 

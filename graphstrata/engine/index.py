@@ -389,7 +389,7 @@ class Engine:
         with report.stage("vector_index"):
             add_ids, add_kinds, add_mat = delta.vectors()
             vectors = state.vectors.updated(
-                add_ids, add_kinds, add_mat, delta.dead_nodes, delta.version
+                add_ids, add_kinds, add_mat, delta.dead_nodes, delta.version, ctx.neighbour_lists
             )
         with report.stage("caches"):
             views = state.views.values()
@@ -406,7 +406,15 @@ class Engine:
         with report.stage("reload"):
             snapshot = self.store.advance(state.snapshot, delta)
             seed_parts(snapshot, parts)
-            self._state = self._load_state(snapshot, vectors, state, delta)
+            new_state = self._load_state(snapshot, vectors, state, delta)
+        try:
+            with report.stage("warm"):
+                # Before it serves: the previous version answers queries meanwhile.
+                probe = _probe_vector(state.snapshot, add_mat, delta.dead_nodes)
+                if probe is not None:
+                    vectors.warm(probe)
+        finally:
+            self._state = new_state
 
     def maintain(self, wait: float = 0.0) -> OperationReport:
         """Redo over the whole index what writes do locally or on a schedule, and commit.
@@ -667,6 +675,16 @@ def check_embedder(manifest: dict[str, Any], embedder: Embedder, given_by: str =
             "which is compatible only "
             f"with {allowed}; open it with the embedder that built it"
         )
+
+
+def _probe_vector(before: Snapshot, add_mat: np.ndarray, dead: np.ndarray) -> np.ndarray | None:
+    """A vector of the change that warms the new version's searches (``VectorIndex.warm``):
+    its first new vector, or a deleted node's vector from the version before; None when it
+    has neither (a write of unembedded rows only)."""
+    if add_mat.shape[0]:
+        return np.asarray(add_mat[0], np.float32)
+    held = dead[before.vectors.has(dead)] if dead.size else dead
+    return before.vectors.get(held[:1])[0] if held.size else None
 
 
 def _counts_after(snapshot: Snapshot, delta: Delta) -> dict[str, Any]:

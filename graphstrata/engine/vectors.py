@@ -30,9 +30,10 @@ import numpy as np
 from usearch.index import Index as UsearchIndex
 
 from graphstrata.core import sets
-from graphstrata.core.ann import BASE_DEGREE, hnsw_from_graph, hnsw_index, match_arrays
+from graphstrata.core.ann import hnsw_index, match_arrays
 from graphstrata.core.knn import best_per_query
 from graphstrata.engine.config import SearchConfig
+from graphstrata.engine.graph_bases import GRAPH_BUILD_MIN, NeighbourLists, graph_base
 from graphstrata.engine.store import VectorTable
 from graphstrata.engine.store.caches import CacheFile
 
@@ -52,25 +53,6 @@ ADD_THREADS = 1
 #: ``PARALLEL_KINDS_MIN`` vectors uses the pool (a small write would pay its start-up).
 KIND_THREADS = max(1, min(4, os.cpu_count() or 1))
 PARALLEL_KINDS_MIN = 4096
-#: A new base of at least this many vectors is made from its k-NN graph
-#: (``core.search_graph``, written for usearch by ``core.ann.hnsw_from_graph``) instead of
-#: by usearch's inserts. An f16 index of 384-d vectors leaves the 32 MiB last-level cache
-#: between 20k and 40k vectors, after which an insert's distances read DRAM and its cost
-#: climbs (153 us at 20k, 497 us at 100k: the HNSW table of benchmarks/results/scale.md).
-#: Measured with this code, one run each, inserts in the same run (build/scratch/
-#: sg_eval.py, recall@10 of 1,000 rows at ef 64): 51,952 MiniLM vectors of MultiHop-RAG
-#: sentences 10.2 s wall (19.4 s CPU on 2 threads), recall 0.9957, against 10.9 s CPU (one
-#: thread) and 0.9938 inserted; ``scale.py graph-index`` (hashing vectors): 50k 10.1 s wall
-#: (19.7 s CPU), 0.812, against 12.7 s and 0.734; 400k 99.2 s (189.1 s CPU), 0.601,
-#: against 254.4 s and 0.524.
-GRAPH_BUILD_MIN = 32768
-#: The k-NN graph a base is made from: neighbours per row, candidates per NN-descent round
-#: (``core.nndescent``; lists of 3m). On the 51,952 MiniLM vectors (build/scratch/
-#: sg_eval.py, code 3e25972, one run each): lists of 2m with 32 candidates recall@10 0.992
-#: (k-NN graph 4.0 s), 3m with 32 0.996 (6.8 s), 3m with 48 0.998 (7.9 s).
-GRAPH_NEIGHBOURS = 16
-GRAPH_MAX_CANDIDATES = 32
-GRAPH_SEED = 0
 #: Fresh vectors a kind keeps apart from its base before they are merged into a new base.
 FRESH_SHARE = 0.125
 FRESH_MIN = 4096
@@ -82,6 +64,8 @@ FRESH_CAP = 16384
 REMOVED_MAX = 64
 REMOVED_SHARE = 256
 REMOVED_CAP = 1024
+#: Matches a warming search asks each base for (``VectorIndex.warm``).
+WARM_K = 10
 #: A search asks a base for this many matches more than k (at most as many as it has
 #: removed ids) and asks again, for k + all its removed ids, only for a query whose top
 #: matches held more removed ids than that. For an exact search (small bases) that is the
@@ -162,42 +146,18 @@ def _new_index(dim: int, dtype: str, expansion_search: int) -> UsearchIndex:
     return hnsw_index(dim, dtype, expansion_search)
 
 
-def graph_base(
-    ids: np.ndarray, matrix: np.ndarray, dtype: str, expansion_search: int
-) -> UsearchIndex | None:
-    """A usearch index of these vectors made from their k-NN graph (``core.search_graph``,
-    loaded by ``core.ann.hnsw_from_graph``), or None when this usearch writes another
-    layout or ``dtype`` is not written there.
-
-    Parameters
-    ----------
-    ids : int64 array [n]
-        The vectors' keys.
-    matrix : float32 array [n, d]
-        Unit-normalized rows.
-    dtype : str
-        The index's storage type.
-    expansion_search : int
-        Its query-time expansion.
-    """
-    # Build-time only: kept off the import of a process that only queries.
-    from graphstrata.core.nndescent import knn_graph
-    from graphstrata.core.search_graph import search_graph
-
-    knn = knn_graph(matrix, GRAPH_NEIGHBOURS, GRAPH_SEED, max_candidates=GRAPH_MAX_CANDIDATES)
-    graph = search_graph(matrix, knn, BASE_DEGREE)
-    return hnsw_from_graph(
-        ids, matrix, graph.neighbours, graph.counts, graph.entry, dtype, expansion_search
-    )
-
-
 def _new_base(
-    ids: np.ndarray, matrix: np.ndarray, dtype: str, expansion_search: int
+    ids: np.ndarray,
+    matrix: np.ndarray,
+    dtype: str,
+    expansion_search: int,
+    neighbours: NeighbourLists | None = None,
 ) -> UsearchIndex:
-    """An index of these vectors: made from their k-NN graph when they are at least
-    ``GRAPH_BUILD_MIN`` (and usearch's layout is the one written), else by inserts."""
+    """An index of these vectors: made from their k-NN graph (seeded from ``neighbours``)
+    when they are at least ``GRAPH_BUILD_MIN`` (and usearch's layout is the one written),
+    else by inserts."""
     if ids.size >= GRAPH_BUILD_MIN:
-        index = graph_base(ids, matrix, dtype, expansion_search)
+        index = graph_base(ids, matrix, dtype, expansion_search, neighbours)
         if index is not None:
             return index
     index = _new_index(matrix.shape[1], dtype, expansion_search)
@@ -449,10 +409,12 @@ class VectorIndex:
         add_matrix: np.ndarray,
         remove_ids: np.ndarray,
         version: int,
+        neighbours: NeighbourLists | None = None,
     ) -> VectorIndex:
         """A new VectorIndex with the changes of ``version`` applied; untouched kinds are
         shared, not copied, and a touched kind copies only its fresh part (module
-        docstring)."""
+        docstring). A new kind's base made from its k-NN graph starts that graph from
+        ``neighbours`` (``graph_bases``)."""
         out = VectorIndex(self.dim, self.dtype, self.expansion_search)
         out.by_kind, out.fresh, out.removed, out._exact_bases = (
             dict(self.by_kind),
@@ -469,7 +431,7 @@ class VectorIndex:
 
         def apply(j: int) -> None:
             sel = add_kinds == kinds[j]
-            out._apply(kinds[j], add_ids[sel], add_matrix[sel], remove_ids, version)
+            out._apply(kinds[j], add_ids[sel], add_matrix[sel], remove_ids, version, neighbours)
 
         # Each kind's update writes only its own entries of ``out``'s dicts. A new kind made
         # from its k-NN graph runs alone (its kernels use every core).
@@ -485,13 +447,14 @@ class VectorIndex:
         add_matrix: np.ndarray,
         remove_ids: np.ndarray,
         version: int,
+        neighbours: NeighbourLists | None = None,
     ) -> None:
         """Add and remove the vectors of one kind at ``version`` (this object is the new
         version's)."""
         matrix = np.ascontiguousarray(add_matrix, dtype=np.float32)
         base = self.by_kind.get(kind)
         if base is None:  # a new kind: its base is built directly
-            index = _new_base(add_ids, matrix, self.dtype, self.expansion_search)
+            index = _new_base(add_ids, matrix, self.dtype, self.expansion_search, neighbours)
             self.by_kind[kind], self.base_versions[kind] = index, version
             return
         ids, rows = self.fresh.get(kind, (_EMPTY_IDS, np.zeros((0, self.dim), np.float32)))
@@ -581,6 +544,23 @@ class VectorIndex:
             total += len(base) - self.removed.get(int(kind), _EMPTY_IDS).size
             total += 0 if fresh is None else int(fresh[0].size)
         return total
+
+    def warm(self, probe: np.ndarray) -> None:
+        """Search every base large enough for HNSW once with ``probe`` (one vector), so that
+        the walk's shared start (the entry and its neighbourhood, which every query passes)
+        is in the CPU caches again when a new version starts serving.
+
+        A write's own memory traffic evicts them: on the 1M scale index a dense chunk
+        search took 1.14 ms p50 warm, 1.46 ms first after a one-document write and 1.71 ms
+        after touching 512 MB of other memory, no write (build/scratch/churn_dense.py), and
+        a second query after the write was as fast as a warm one (after_write.py). Lucene's
+        searchers are warmed the same way before a commit is published (Solr's
+        ``newSearcher`` warming queries).
+        """
+        probe = np.ascontiguousarray(np.atleast_2d(probe), dtype=np.float32)
+        for base in self.by_kind.values():
+            if len(base) >= EXACT_BELOW:
+                base.search(probe, WARM_K, threads=1)
 
     def neighbours(
         self,

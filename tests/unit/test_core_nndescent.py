@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from graphstrata.core.knn import best_per_query, nearest_neighbours_scored
-from graphstrata.core.nndescent import KnnGraph, knn_graph, knn_graph_edges
+from graphstrata.core.nndescent import KnnGraph, graph_edges, knn_graph, knn_graph_edges
 
 #: Recall@16 floor on 3,000 clustered unit vectors in 32 dimensions (measured 0.99+; HNSW,
 #: ``core.ann``'s usearch index searched with ef 128, measured 0.999 on the same kind of set).
@@ -165,8 +165,68 @@ def test_edges_on_ascending_ids_are_already_merged():
         np.testing.assert_array_equal(got, want)
 
 
+def test_kept_columns_extend_the_first_m():
+    """``keep`` returns the descent's further neighbours after the first ``m``, which are
+    the same as without it; ``graph_edges`` reads the first ``m`` of them."""
+    x = _clustered(np.random.default_rng(29), 800, 16, 8)
+    ids = np.arange(800, dtype=np.int64) * 3
+    short = knn_graph(x, 8, seed=5)
+    wide = knn_graph(x, 8, seed=5, keep=24)
+    _check_shape(wide, x, 24)
+    np.testing.assert_array_equal(wide.indices[:, :8], short.indices)
+    for got, want in zip(graph_edges(wide, ids, 8), graph_edges(short, ids), strict=True):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="keep"):
+        knn_graph(x, 8, keep=25)
+    with pytest.raises(ValueError, match="keep"):
+        knn_graph(x, 8, keep=7)
+
+
+def test_a_descent_seeded_by_a_close_graph_needs_no_trees():
+    """Started from the exact neighbours alone (no trees), the descent keeps them: recall
+    1. From a seed missing for some rows (``-1``), or holding the row itself, it recovers
+    them through the reverse lists, above the floor."""
+    x = _clustered(np.random.default_rng(31), 2000, 32, 20)
+    top, kth = _exact(x, 16)
+    exact = knn_graph(x, 16, seed=0, n_trees=0, init=_exact_rows(x, 16))
+    _check_shape(exact, x, 16)
+    assert float(np.mean(exact.sims >= kth[:, None] - 1e-6)) == 1.0
+    np.testing.assert_allclose(exact.sims, top, atol=1e-5)
+    seed = _exact_rows(x, 16)
+    seed[::3] = -1  # a third of the rows listed nothing
+    seed[1::3, 0] = np.arange(1, 2000, 3)  # the row itself: skipped
+    partial = knn_graph(x, 16, seed=0, n_trees=0, init=seed)
+    _check_shape(partial, x, 16)
+    assert float(np.mean(partial.sims >= kth[:, None] - 1e-6)) >= RECALL_FLOOR
+
+
+def _exact_rows(x: np.ndarray, m: int) -> np.ndarray:
+    sims = x @ x.T
+    np.fill_diagonal(sims, -np.inf)
+    return np.argsort(-sims, axis=1, kind="stable")[:, :m].astype(np.int32)
+
+
+def test_empty_and_tiny_seeds():
+    x = _clustered(np.random.default_rng(37), 5, 4, 2)
+    g = knn_graph(x, 3, n_trees=0, init=np.full((5, 2), -1, np.int32))
+    _check_shape(g, x, 3)  # nothing to start from, nothing found
+    assert not np.any(g.indices >= 0)
+    g = knn_graph(x, 3, n_trees=0, init=np.array([[1], [0], [3], [2], [0]], np.int32))
+    _check_shape(g, x, 3)  # each row found its seed's neighbours through the reverse lists
+    assert np.all((g.indices >= 0).sum(axis=1) >= 1)
+    empty = knn_graph(x[:0], 3, init=np.zeros((0, 4), np.int32))
+    assert empty.indices.shape == (0, 0)
+
+
 def test_bad_input_is_a_value_error():
     with pytest.raises(ValueError, match="2-d"):
         knn_graph(np.zeros(5, np.float32), 3)
     with pytest.raises(ValueError, match="one id per row"):
         knn_graph_edges(np.zeros((4, 3), np.float32), np.arange(3), 2)
+    x = np.eye(4, dtype=np.float32)
+    with pytest.raises(ValueError, match="init needs 4 rows"):
+        knn_graph(x, 2, init=np.zeros((3, 2), np.int32))
+    with pytest.raises(ValueError, match="row indices"):
+        knn_graph(x, 2, init=np.full((4, 2), 4, np.int32))
+    with pytest.raises(ValueError, match="one id per row"):
+        graph_edges(knn_graph(x, 2), np.arange(3))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
@@ -349,7 +350,9 @@ def test_engine_advances_the_built_index_after_each_commit(
     advanced = engine.state.views["bm25"].sparse
     assert advanced.built(int(NodeKind.T))  # advanced at the commit, not rebuilt lazily
     new_part = advanced.part(int(NodeKind.T))
-    assert new_part.vocab is part.vocab and len(new_part.segments) == 2
+    # 40 chunks, then 20 more: the new segment is at least half the first, so they are
+    # joined (``postings._joined_tail``)
+    assert new_part.vocab is part.vocab and len(new_part.segments) == 1
     ids, scores = advanced.search(query, [int(NodeKind.T)], 50)
     want_ids, want_scores = _fresh(engine, query)
     assert ids.tolist() == want_ids
@@ -426,10 +429,11 @@ def test_pruned_top_k_equals_the_full_ranking_over_segments_and_tombstones(seed,
     rng = random.Random(seed)
     weights = [1.0 / (r + 1) for r in range(len(WORDS))]
     texts = [" ".join(rng.choices(WORDS, weights, k=rng.randint(3, 12))) for _ in range(900)]
-    index = KindIndex.build(np.arange(300, dtype=np.int64), texts[:300])
-    for part in range(1, 3):
-        ids = np.arange(300 * part, 300 * (part + 1), dtype=np.int64)
-        index = index.changed(np.zeros(0, np.int64), ids, texts[300 * part : 300 * (part + 1)])
+    # Parts each under half the one before, so that they stay three segments.
+    index = KindIndex.build(np.arange(600, dtype=np.int64), texts[:600])
+    for lo, hi in ((600, 850), (850, 900)):
+        ids = np.arange(lo, hi, dtype=np.int64)
+        index = index.changed(np.zeros(0, np.int64), ids, texts[lo:hi])
     index = index.changed(np.arange(0, 900, 7, dtype=np.int64), np.zeros(0, np.int64), [])
     assert len(index.segments) == 3 and index.n_live < index.alive.size
     calls = []
@@ -523,3 +527,29 @@ def test_postings_saved_without_term_max_load_with_it_and_score_the_same():
         got_ids, got_scores = loaded.search(query, 10)
         np.testing.assert_array_equal(got_ids, want_ids)
         np.testing.assert_array_equal(got_scores, want_scores)
+
+
+def test_many_small_writes_keep_few_segments_and_the_same_scores():
+    """Each write's segment is joined with the ones before it while it is at least half
+    their size (``_joined_tail``): 40 writes of 1-3 texts onto 200 keep at most
+    ``log2(n) + 1`` segments, the first (the build) untouched, sizes halving at least at
+    each step, the least slot length carried from version to version, and every search
+    equals a fresh build's."""
+    rng = random.Random(5)
+    live = dict(enumerate(random_texts(rng, 200)))
+    index = KindIndex.build(np.arange(200, dtype=np.int64), list(live.values()))
+    build_segment = index.segments[0]
+    index.search(QUERIES[0], 3)  # the bounds' least length is now known, and carried
+    next_id = 200
+    for _ in range(40):
+        texts = random_texts(rng, rng.randint(1, 3))
+        ids = np.arange(next_id, next_id + len(texts), dtype=np.int64)
+        next_id += len(texts)
+        index = index.changed(np.zeros(0, np.int64), ids, texts)
+        live.update(zip(ids.tolist(), texts, strict=True))
+        sizes = [seg.n for seg in index.segments]
+        assert len(sizes) <= int(np.log2(index.alive.size)) + 1
+        assert all(2 * b < a for a, b in itertools.pairwise(sizes)), sizes
+        assert index.segments[0] is build_segment
+        assert index.__dict__["_min_len"] == int(index.slot_len.min())
+    _assert_same(index, live, QUERIES + random_texts(rng, 4))

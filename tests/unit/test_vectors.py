@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
+from graphstrata.engine import vectors as vectors_module
+from graphstrata.engine.graph_bases import NeighbourLists
 from graphstrata.engine.store.tables import VectorSegment, VectorTable
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import EXACT_BELOW, VectorIndex
@@ -292,3 +296,115 @@ def test_large_new_kinds_are_made_from_their_knn_graph_and_update_like_inserted_
         live.update({int(i): row for i, row in zip(add_ids, add, strict=True)})
         assert vi.count([s]) == len(live)
         assert recall(vi) >= 0.95
+
+
+def test_neighbour_lists_within_a_kind():
+    """``NeighbourLists.within``: a kind's listed neighbours among that kind, as positions
+    in the kind's ids (in the order given); None when some id is not listed."""
+    lists = NeighbourLists(
+        np.array([10, 20, 30, 40], np.int64),
+        np.array([[1, 2, -1], [0, 3, 2], [3, 0, 1], [2, -1, -1]], np.int32),
+    )
+    within = lists.within(np.array([40, 10, 30], np.int64))  # rows 3, 0, 2
+    np.testing.assert_array_equal(within, [[2, -1, -1], [-1, 2, -1], [0, 1, -1]])
+    assert lists.within(np.array([10, 25], np.int64)) is None
+    assert lists.within(np.zeros(0, np.int64)) is None
+
+
+def test_a_base_seeded_by_joint_neighbours_searches_as_well(monkeypatch):
+    """A write that brings ``neighbour_lists`` (the semantic edges' joint k-NN graph of a
+    build) makes each large new kind's k-NN graph from that kind's part of them: the
+    searches find the brute-force neighbours as a base made from trees does, and a kind
+    the lists do not cover is made as before."""
+    import graphstrata.core.nndescent as nndescent
+    import graphstrata.engine.vectors as vectors
+
+    monkeypatch.setattr(vectors, "GRAPH_BUILD_MIN", 500)
+    rng = np.random.default_rng(13)
+    centres = _unit_rows(rng, 30, 24) * 3.0
+    n = 6000
+    mat = centres[rng.integers(0, 30, n)] + rng.standard_normal((n, 24)).astype(np.float32)
+    mat = (mat / np.linalg.norm(mat, axis=1, keepdims=True)).astype(np.float32)
+    ids = np.arange(1, n + 1, dtype=np.int64)
+    kinds = np.full(n, int(NodeKind.S), np.uint8)
+    kinds[4000:] = int(NodeKind.T)
+    kinds[5500:] = int(NodeKind.L)  # not in the lists below
+    listed = np.arange(5500)
+    sims = mat[listed] @ mat[listed].T
+    np.fill_diagonal(sims, -np.inf)
+    joint = NeighbourLists(ids[listed], np.argsort(-sims, axis=1)[:, :48].astype(np.int32))
+    calls: list[tuple[int, bool]] = []
+    real = nndescent.knn_graph
+
+    def spy(x: np.ndarray, m: int, seed: int = 0, **kw: Any) -> nndescent.KnnGraph:
+        calls.append((x.shape[0], kw.get("init") is not None))
+        return real(x, m, seed, **kw)
+
+    monkeypatch.setattr(nndescent, "knn_graph", spy)
+    seeded = VectorIndex(24).updated(ids, kinds, mat, np.zeros(0, np.int64), 1, joint)
+    # S and T from their part of the lists and the trees; L, not listed, from the trees.
+    assert sorted(calls) == [(500, False), (1500, True), (4000, True)]
+    plain = VectorIndex(24).updated(ids, kinds, mat, np.zeros(0, np.int64), 1)
+    queries = _unit_rows(rng, 100, 24)
+    for kind in (NodeKind.S, NodeKind.T, NodeKind.L):
+        rows = np.flatnonzero(kinds == int(kind))
+        live = {int(ids[j]): mat[j] for j in rows}
+        want = _exact_top(live, queries, 10)
+        for vi in (seeded, plain):
+            got, _ = vi.search(queries, [int(kind)], 10)
+            hits = sum(len(set(g.tolist()) & set(w)) for g, w in zip(got, want, strict=True))
+            assert hits / 1000 >= 0.95, kind
+
+
+def test_warm_searches_each_large_base_once():
+    """``warm`` asks every base of at least ``EXACT_BELOW`` vectors for its top matches of
+    the probe once; a smaller kind is searched by a matrix product and is left alone."""
+    rng = np.random.default_rng(3)
+    n_big, n_small = EXACT_BELOW + 10, 50
+    mat = _unit_rows(rng, n_big + n_small, 8)
+    ids = np.arange(1, mat.shape[0] + 1, dtype=np.int64)
+    kinds = np.full(ids.size, int(NodeKind.T), np.uint8)
+    kinds[n_big:] = int(NodeKind.L)
+    vi = VectorIndex(8).updated(ids, kinds, mat, np.zeros(0, np.int64), 1)
+    calls: list[tuple[int, int]] = []
+    for kind, base in vi.by_kind.items():
+        real = base.search
+
+        def spy(q: np.ndarray, k: int, *a: Any, _kind: int = kind, _real: Any = real, **kw: Any):
+            calls.append((_kind, k))
+            return _real(q, k, *a, **kw)
+
+        base.search = spy  # type: ignore[method-assign]
+    vi.warm(mat[0])
+    assert calls == [(int(NodeKind.T), vectors_module.WARM_K)]
+
+
+def test_a_commit_warms_the_new_version_before_serving_it(tmp_path, hashing_embedder, monkeypatch):
+    """After each commit the engine warms the new version's vector searches with a vector of
+    the change (the first new one; for a delete, a deleted node's), while the previous
+    version still serves."""
+    from graphstrata.bindings.extractive import ExtractiveLLM
+    from graphstrata.engine.config import IndexConfig
+    from graphstrata.engine.index import Engine
+
+    config = IndexConfig()
+    config.hierarchy.enabled = False
+    config.heterograph.enabled = False
+    engine = Engine.create(tmp_path / "idx", config, hashing_embedder, ExtractiveLLM())
+    seen: list[tuple[int, np.ndarray]] = []
+    real = VectorIndex.warm
+
+    def spy(self: VectorIndex, probe: np.ndarray) -> None:
+        seen.append((engine.state.version, np.asarray(probe)))
+        real(self, probe)
+
+    monkeypatch.setattr(VectorIndex, "warm", spy)
+    report = engine.insert([{"doc_id": "a", "text": "The Halvorsen Observatory opened."}])
+    first = engine.state.snapshot.vectors
+    chunk = int(first.ids[0])
+    assert "warm" in report.stages
+    assert seen[0][0] == 0 and report.version == 1  # warmed while version 0 served
+    np.testing.assert_allclose(seen[0][1], first.get([chunk])[0])
+    engine.delete(["a"])
+    assert seen[1][0] == 1
+    np.testing.assert_allclose(seen[1][1], first.get([chunk])[0])

@@ -24,8 +24,9 @@ import numpy as np
 from graphstrata.core.ids import contains
 from graphstrata.core.kmeans import kmeans_assign, kmeans_fit
 from graphstrata.core.knn import best_per_query, nearest_neighbours, nearest_neighbours_scored
-from graphstrata.core.nndescent import knn_graph_edges
+from graphstrata.core.nndescent import LIST_FACTOR, graph_edges, knn_graph
 from graphstrata.engine.component import ChangeSet, UpdateContext
+from graphstrata.engine.graph_bases import NeighbourLists
 from graphstrata.engine.heterograph.communities import Communities
 from graphstrata.engine.heterograph.graph import cluster_count
 from graphstrata.engine.heterograph.schema import (
@@ -243,7 +244,11 @@ def semantic_edges(
     if new_ids.size < threshold:
         parts.append(nearest_neighbours_scored(new_vecs, new_ids, new_vecs, new_ids, m))
     else:
-        parts.append(knn_graph_edges(new_vecs, new_ids, m, int(work.config.seed)))
+        # Every column of the descent's lists is kept: the vector bases of these nodes'
+        # kinds start their own k-NN graphs from them (``engine.graph_bases``).
+        graph = knn_graph(new_vecs, m, int(work.config.seed), keep=LIST_FACTOR * m)
+        ctx.neighbour_lists = NeighbourLists(new_ids, graph.indices)
+        parts.append(graph_edges(graph, new_ids, m))
     if len(parts) == 1 and new_ids.size >= threshold:
         # The k-NN graph alone (a build) is already in ``best_per_query``'s order (rows by
         # ascending id, as ``new_ids`` is sorted; most similar first, ties by ascending id):

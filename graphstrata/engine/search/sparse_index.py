@@ -35,9 +35,12 @@ Incremental updates
     of the next version from this one and the committed ``Delta`` without re-tokenizing any
     unchanged text: deleted nodes become tombstones (their document frequencies and lengths
     leave the statistics), new or re-written texts form a new small segment, and a node row
-    rewritten with the same text (e.g. a new ``parent``) is left alone. When tombstones
-    exceed a quarter of the slots or there are more than ``MAX_SEGMENTS`` segments, the
-    kind is compacted into one segment (from the postings, still without re-tokenizing).
+    rewritten with the same text (e.g. a new ``parent``) is left alone. The last segments
+    are joined while the last holds at least half as many slots as the one before it (a
+    binary counter, ``postings._joined_tail``: ``O(log n)`` segments, each posting copied
+    ``O(log n)`` times). When tombstones exceed a quarter of the slots or there are more
+    than ``MAX_SEGMENTS`` segments, the kind is compacted into one segment (from the
+    postings, still without re-tokenizing).
     Term ids are never reused (a term of deleted texts stays in the vocabulary). Versions
     share unchanged arrays; nothing of an older version is modified, so readers pinned to it
     keep a consistent index.
