@@ -40,6 +40,13 @@ def _unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
+def _clustered_rows(rng: np.random.Generator, n: int, dim: int, clusters: int) -> np.ndarray:
+    """``n`` unit rows around ``clusters`` random centres (float32)."""
+    centres = _unit_rows(rng, clusters, dim) * 3.0
+    mat = centres[rng.integers(0, clusters, n)] + rng.standard_normal((n, dim)).astype(np.float32)
+    return (mat / np.linalg.norm(mat, axis=1, keepdims=True)).astype(np.float32)
+
+
 def _exact_top(live: dict[int, np.ndarray], queries: np.ndarray, k: int) -> list[list[int]]:
     ids = np.asarray(sorted(live), np.int64)
     if not ids.size:
@@ -262,10 +269,8 @@ def test_large_new_kinds_are_made_from_their_knn_graph_and_update_like_inserted_
     monkeypatch.setattr(vectors, "GRAPH_BUILD_MIN", 2000)
     monkeypatch.setattr(vectors, "FRESH_MIN", 50)
     rng = np.random.default_rng(9)
-    centres = _unit_rows(rng, 30, 24) * 3.0
     n = 6000
-    mat = centres[rng.integers(0, 30, n)] + rng.standard_normal((n, 24)).astype(np.float32)
-    mat = (mat / np.linalg.norm(mat, axis=1, keepdims=True)).astype(np.float32)
+    mat = _clustered_rows(rng, n, 24, 30)
     ids = np.arange(1, n + 1, dtype=np.int64)
     kinds = np.where(np.arange(n) < 5000, int(NodeKind.S), int(NodeKind.T)).astype(np.uint8)
     table = VectorTable(24, [VectorSegment(ids, kinds, mat, 1)], ids)
@@ -321,10 +326,8 @@ def test_a_base_seeded_by_joint_neighbours_searches_as_well(monkeypatch):
 
     monkeypatch.setattr(vectors, "GRAPH_BUILD_MIN", 500)
     rng = np.random.default_rng(13)
-    centres = _unit_rows(rng, 30, 24) * 3.0
     n = 6000
-    mat = centres[rng.integers(0, 30, n)] + rng.standard_normal((n, 24)).astype(np.float32)
-    mat = (mat / np.linalg.norm(mat, axis=1, keepdims=True)).astype(np.float32)
+    mat = _clustered_rows(rng, n, 24, 30)
     ids = np.arange(1, n + 1, dtype=np.int64)
     kinds = np.full(n, int(NodeKind.S), np.uint8)
     kinds[4000:] = int(NodeKind.T)

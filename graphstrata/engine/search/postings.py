@@ -1,4 +1,5 @@
-"""The BM25 collection of one node kind: tokenizer, postings segments, ``KindIndex``.
+"""The BM25 collection of one node kind: postings segments, ``KindIndex`` (its text is
+analyzed by ``engine.search.analysis``).
 
 The building block of ``engine.search.sparse_index.SparseIndex`` (whose docstring describes
 the scoring, the per-kind statistics, the tokenization and the incremental updates).
@@ -8,124 +9,35 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import Stemmer
 
 from graphstrata.core.bm25 import Norm, add_lookups, lengths, top_candidates
 from graphstrata.engine.hashing import stable_hashes
+from graphstrata.engine.search.analysis import analyze
 
 __all__ = [
     "BM25_B",
     "BM25_K1",
     "MAX_DEAD_SHARE",
     "MAX_SEGMENTS",
-    "STEMMER_LANGUAGE",
-    "STOPWORDS_EN",
-    "TOKEN_PATTERN",
     "KindIndex",
-    "analyze",
-    "query_words",
-    "stem_words",
 ]
 
 #: BM25 term-frequency saturation and length normalization (bm25s / Lucene defaults).
 BM25_K1 = 1.5
 BM25_B = 0.75
-#: Words of at least two word characters (scikit-learn's and bm25s' default pattern).
-TOKEN_PATTERN = r"(?u)\b\w\w+\b"
-#: bm25s' English stop words (``bm25s.stopwords.STOPWORDS_EN``, Lucene's list; tested equal).
-STOPWORDS_EN = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "for",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "such",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "will",
-        "with",
-    ]
-)
-STEMMER_LANGUAGE = "english"
 #: A kind is compacted when it has more segments than this (``_joined_tail`` keeps fewer
 #: unless the writes' segments are tiny against the collection: 2^16 times smaller).
 MAX_SEGMENTS = 16
 #: ... or when more than this share of its slots are tombstones.
 MAX_DEAD_SHARE = 0.25
 
-_WORDS = re.compile(TOKEN_PATTERN)
-_STEMS: dict[str, str] = {}
 _local = threading.local()
-
-
-def _stemmer() -> Stemmer.Stemmer:
-    """This thread's stemmer (a PyStemmer object must not be shared between threads)."""
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:
-        stemmer = _local.stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
-    return stemmer
-
-
-def query_words(text: str) -> list[str]:
-    """The words of ``text`` that BM25 reads: lower-cased ``TOKEN_PATTERN`` matches that are
-    not stop words, in order, repeats kept (not stemmed)."""
-    return [w for w in _WORDS.findall(text.lower()) if w not in STOPWORDS_EN]
-
-
-def stem_words(words: Sequence[str]) -> list[str]:
-    """The Snowball stems of ``words`` (memoized), in order."""
-    stems = _STEMS
-    missing = [w for w in dict.fromkeys(words) if w not in stems]
-    if missing:
-        stems.update(zip(missing, _stemmer().stemWords(missing), strict=True))
-    return [stems[w] for w in words]
-
-
-def analyze(text: str) -> list[str]:
-    """The BM25 terms of ``text``, in order (see the module docstring, "Tokenization").
-
-    Parameters
-    ----------
-    text:
-        Any text.
-
-    Returns
-    -------
-    list of str
-        Stems of the words that are not stop words, repeats kept.
-    """
-    return stem_words(query_words(text))
 
 
 class _Vocab:

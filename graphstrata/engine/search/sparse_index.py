@@ -67,16 +67,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphstrata.engine.search.postings import (
-    BM25_B,
-    BM25_K1,
+from graphstrata.engine.search.analysis import (
     STEMMER_LANGUAGE,
     STOPWORDS_EN,
     TOKEN_PATTERN,
-    KindIndex,
     analyze,
     query_words,
 )
+from graphstrata.engine.search.postings import BM25_B, BM25_K1, KindIndex
 from graphstrata.engine.search.sparse_cache import cached_part, save_part
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
