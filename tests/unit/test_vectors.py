@@ -411,3 +411,69 @@ def test_a_commit_warms_the_new_version_before_serving_it(tmp_path, hashing_embe
     engine.delete(["a"])
     assert seen[1][0] == 1
     np.testing.assert_allclose(seen[1][1], first.get([chunk])[0])
+
+
+def test_a_small_kind_merged_again_and_again_keeps_every_vector(monkeypatch):
+    """A kind whose base is merged with its fresh vectors and rewritten without its removed
+    ids many times over (each merge copies the previous merged base) still holds exactly
+    the live vectors: its count, and its exact top k (a small base is searched by a matrix
+    product over the vectors read out of it). usearch's own ``Index.copy`` lost keys here
+    after a few merges, and a write then failed (``VectorIndex._small_merged``)."""
+    import graphstrata.engine.vectors as vectors
+
+    monkeypatch.setattr(vectors, "FRESH_MIN", 20)
+    monkeypatch.setattr(vectors, "REMOVED_MAX", 8)
+    rng = np.random.default_rng(21)
+    a = int(NodeKind.A)
+    live = {i: row for i, row in enumerate(_unit_rows(rng, 300, 16), start=1)}
+    ids = np.asarray(sorted(live), np.int64)
+    vi = VectorIndex(16, "f16").updated(
+        ids,
+        np.full(ids.size, a, np.uint8),
+        np.stack([live[i] for i in ids]),
+        np.zeros(0, np.int64),
+        1,
+    )
+    next_id = 1000
+    queries = _unit_rows(rng, 20, 16)
+    for step in range(20):
+        add = _unit_rows(rng, 15, 16)
+        add_ids = np.arange(next_id, next_id + 15, dtype=np.int64)
+        next_id += 15
+        gone = np.asarray(rng.choice(sorted(live), 10, replace=False), np.int64)
+        vi = vi.updated(add_ids, np.full(15, a, np.uint8), add, gone, step + 2)
+        for i in gone.tolist():
+            live.pop(i)
+        live.update(zip(add_ids.tolist(), add, strict=True))
+        assert vi.count([a]) == len(live)
+        got, _ = vi.search(queries, [a], 5)
+        want = _exact_top(live, queries, 5)
+        assert sum(len(set(g.tolist()) & set(w)) for g, w in zip(got, want, strict=True)) >= 98
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="usearch 2.25.3: a copy of an index that had removals loses keys once it is "
+    "removed from and added to in turn; large bases still merge this way (issue 17)",
+)
+def test_usearch_copies_keep_their_keys_through_removals_and_additions():
+    """The defect ``VectorIndex._small_merged`` works around for small bases; large bases
+    still merge through ``Index.copy``. Strict: this fails the suite once usearch fixes
+    it, so that large bases can stop relying on it being rare."""
+    from graphstrata.core.ann import hnsw_index
+
+    rng = np.random.default_rng(3)
+    index = hnsw_index(16, "f16", 64)
+    live = set(range(2000))
+    index.add(np.arange(2000), _unit_rows(rng, 2000, 16), threads=1)
+    next_key = 100_000
+    for _ in range(6):
+        index = index.copy()
+        gone = rng.choice(sorted(live), 64, replace=False)
+        index.remove(gone)
+        live -= set(gone.tolist())
+        index.add(np.arange(next_key, next_key + 200), _unit_rows(rng, 200, 16), threads=1)
+        live |= set(range(next_key, next_key + 200))
+        next_key += 200
+    assert len(index) == len(live)
+    assert index.contains(np.asarray(sorted(live))).all()
