@@ -493,12 +493,12 @@ def run_ann(sizes: list[int], n_queries: int, m: int, hnsw_max: int) -> list[dic
     ``hnsw_max`` vectors) and the exact kernel on a sample of queries (the machine's limit:
     its all-pairs time is extrapolated). Recall@m of both against the exact sample."""
     from graphstrata.core.knn import nearest_neighbours_scored
-    from graphstrata.core.nndescent import knn_graph_edges
+    from graphstrata.core.nndescent import graph_edges, knn_graph
 
     t = time.perf_counter()
     everything = _ann_vectors(max(sizes))
     print(f"embedded {everything.shape[0]} chunks in {time.perf_counter() - t:.0f} s", flush=True)
-    knn_graph_edges(everything[:64], np.arange(64, dtype=np.int64), m)  # compile, untimed
+    knn_graph(everything[:64], m)  # compile, untimed
     out = []
     for n in sorted(sizes):
         x = np.ascontiguousarray(everything[:n])
@@ -518,7 +518,7 @@ def run_ann(sizes: list[int], n_queries: int, m: int, hnsw_max: int) -> list[dic
         truth = (x, q, kth, es.size)
 
         t = time.perf_counter()
-        src, dst, _ = knn_graph_edges(x, ids, m)
+        src, dst, _ = graph_edges(knn_graph(x, m), ids)
         row["nndescent_s"] = round(time.perf_counter() - t, 2)
         row["nndescent_recall"] = _recall(src, dst, *truth)
         if n <= hnsw_max:

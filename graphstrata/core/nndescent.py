@@ -27,7 +27,7 @@ from numba import get_num_threads, njit, prange
 
 from graphstrata.core.sampling import mix64
 
-__all__ = ["KnnGraph", "graph_edges", "knn_graph", "knn_graph_edges"]
+__all__ = ["KnnGraph", "graph_edges", "knn_graph"]
 
 #: Random projection trees: each gives every point the other points of its leaf as
 #: candidates. pynndescent grows the count with ``sqrt(n)``; a fixed count keeps the forest
@@ -581,24 +581,3 @@ def graph_edges(
     valid = indices >= 0
     src = np.repeat(ids, cols).reshape(indices.shape)
     return src[valid], ids[indices[valid]], sims[valid]
-
-
-def knn_graph_edges(
-    vectors: np.ndarray, ids: np.ndarray, m: int, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`knn_graph` as an edge list on ids (:func:`graph_edges`).
-
-    Parameters
-    ----------
-    vectors : float array [n, d]
-    ids : int64 array [n]
-        Node id of each row.
-    m : int
-        Neighbours per row.
-    seed : int
-        Passed to :func:`knn_graph`.
-    """
-    ids = np.asarray(ids, dtype=np.int64)
-    if ids.shape != (np.asarray(vectors).shape[0],):
-        raise ValueError("knn_graph_edges: one id per row")
-    return graph_edges(knn_graph(vectors, m, seed), ids)

@@ -414,7 +414,7 @@ class VectorIndex:
 
         usearch 2.25.3 mishandles a copy of an index that had removals: copied, removed from
         and added to in turn (as a merge does), its ``len`` overcounted and keys were neither
-        ``contains``-ed nor ``get``-able after two or three merges (30 removed and 40 added
+        ``contains``-ed nor ``get``-able from the third merge on (30 removed and 40 added
         over 400 vectors: 10 lost at the third, 80 at the fifth); a copy through its bytes
         crashed adding past its capacity. Reading such a base's vectors out
         (``_small_base``) then failed a write. Below ``EXACT_BELOW`` vectors making the base

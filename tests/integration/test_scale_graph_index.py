@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.unit.test_core_nndescent import _clustered
+
 pytestmark = pytest.mark.integration
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -17,10 +19,7 @@ def test_each_way_is_made_timed_and_measured(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     import scale_graph_index
 
-    rng = np.random.default_rng(4)
-    centres = rng.standard_normal((20, 24)).astype(np.float32) * 3
-    x = centres[rng.integers(0, 20, 5000)] + rng.standard_normal((5000, 24)).astype(np.float32)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    x = _clustered(np.random.default_rng(4), 5000, 24, 20)
     rows = scale_graph_index.run(x, [4000, 2000], n_queries=50, load1=lambda: 0.5)
     assert [r["vectors"] for r in rows] == [2000, 4000]
     for r in rows:

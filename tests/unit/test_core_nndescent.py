@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from graphstrata.core.knn import best_per_query, nearest_neighbours_scored
-from graphstrata.core.nndescent import KnnGraph, graph_edges, knn_graph, knn_graph_edges
+from graphstrata.core.nndescent import KnnGraph, graph_edges, knn_graph
 
 #: Recall@16 floor on 3,000 clustered unit vectors in 32 dimensions (measured 0.99+; HNSW,
 #: ``core.ann``'s usearch index searched with ef 128, measured 0.999 on the same kind of set).
@@ -98,7 +98,7 @@ def test_edge_cases():
     assert np.all(np.isneginf(one.sims))
     none = knn_graph(x, 0)
     assert none.indices.shape == (5, 0)
-    src, dst, sim = knn_graph_edges(x[:0], np.zeros(0, np.int64), 3)
+    src, dst, sim = graph_edges(knn_graph(x[:0], 3), np.zeros(0, np.int64))
     assert src.size == dst.size == sim.size == 0 and src.dtype == np.int64
 
 
@@ -146,7 +146,7 @@ def test_edges_are_on_ids():
     x = _clustered(np.random.default_rng(17), 300, 8, 5)
     ids = np.arange(1000, 1300, dtype=np.int64)[::-1].copy()
     g = knn_graph(x, 6, seed=4)
-    src, dst, sim = knn_graph_edges(x, ids, 6, seed=4)
+    src, dst, sim = graph_edges(knn_graph(x, 6, seed=4), ids)
     assert src.tolist() == np.repeat(ids, 6).tolist()
     assert dst.tolist() == ids[g.indices.ravel()].tolist()
     np.testing.assert_array_equal(sim, g.sims.ravel())
@@ -159,7 +159,7 @@ def test_edges_on_ascending_ids_are_already_merged():
     x = _clustered(rng, 400, 8, 6)
     x[50:60] = x[50]  # equal similarities: ties by ascending id
     ids = np.sort(rng.choice(10_000, 400, replace=False)).astype(np.int64)
-    edges = knn_graph_edges(x, ids, 8, seed=2)
+    edges = graph_edges(knn_graph(x, 8, seed=2), ids)
     merged = best_per_query(*edges, 8)
     for got, want in zip(edges, merged, strict=True):
         np.testing.assert_array_equal(got, want)
@@ -222,11 +222,9 @@ def test_bad_input_is_a_value_error():
     with pytest.raises(ValueError, match="2-d"):
         knn_graph(np.zeros(5, np.float32), 3)
     with pytest.raises(ValueError, match="one id per row"):
-        knn_graph_edges(np.zeros((4, 3), np.float32), np.arange(3), 2)
+        graph_edges(knn_graph(np.zeros((4, 3), np.float32), 2), np.arange(3))
     x = np.eye(4, dtype=np.float32)
     with pytest.raises(ValueError, match="init needs 4 rows"):
         knn_graph(x, 2, init=np.zeros((3, 2), np.int32))
     with pytest.raises(ValueError, match="row indices"):
         knn_graph(x, 2, init=np.full((4, 2), 4, np.int32))
-    with pytest.raises(ValueError, match="one id per row"):
-        graph_edges(knn_graph(x, 2), np.arange(3))

@@ -12,6 +12,7 @@ from graphstrata.engine.graph_bases import NeighbourLists
 from graphstrata.engine.store.tables import VectorSegment, VectorTable
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import EXACT_BELOW, VectorIndex
+from tests.unit.test_core_nndescent import _clustered, _exact_rows
 
 
 def _table(n: int, dim: int = 32, seed: int = 0) -> VectorTable:
@@ -40,11 +41,26 @@ def _unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def _clustered_rows(rng: np.random.Generator, n: int, dim: int, clusters: int) -> np.ndarray:
-    """``n`` unit rows around ``clusters`` random centres (float32)."""
-    centres = _unit_rows(rng, clusters, dim) * 3.0
-    mat = centres[rng.integers(0, clusters, n)] + rng.standard_normal((n, dim)).astype(np.float32)
-    return (mat / np.linalg.norm(mat, axis=1, keepdims=True)).astype(np.float32)
+def _written(
+    rng: np.random.Generator,
+    vi: VectorIndex,
+    live: dict[int, np.ndarray],
+    kind: int,
+    n_add: int,
+    n_remove: int,
+    next_id: int,
+    version: int,
+) -> VectorIndex:
+    """``vi`` after one write of ``n_add`` random unit rows of ``kind`` (ids from
+    ``next_id``) and ``n_remove`` live ids removed; ``live`` follows it."""
+    add = _unit_rows(rng, n_add, vi.dim)
+    add_ids = np.arange(next_id, next_id + n_add, dtype=np.int64)
+    gone = np.asarray(rng.choice(sorted(live), n_remove, replace=False), np.int64)
+    vi = vi.updated(add_ids, np.full(n_add, kind, np.uint8), add, gone, version)
+    for i in gone.tolist():
+        live.pop(i)
+    live.update(zip(add_ids.tolist(), add, strict=True))
+    return vi
 
 
 def _exact_top(live: dict[int, np.ndarray], queries: np.ndarray, k: int) -> list[list[int]]:
@@ -270,7 +286,7 @@ def test_large_new_kinds_are_made_from_their_knn_graph_and_update_like_inserted_
     monkeypatch.setattr(vectors, "FRESH_MIN", 50)
     rng = np.random.default_rng(9)
     n = 6000
-    mat = _clustered_rows(rng, n, 24, 30)
+    mat = _clustered(rng, n, 24, 30)
     ids = np.arange(1, n + 1, dtype=np.int64)
     kinds = np.where(np.arange(n) < 5000, int(NodeKind.S), int(NodeKind.T)).astype(np.uint8)
     table = VectorTable(24, [VectorSegment(ids, kinds, mat, 1)], ids)
@@ -291,14 +307,8 @@ def test_large_new_kinds_are_made_from_their_knn_graph_and_update_like_inserted_
     assert recall(built) >= 0.95
     vi, next_id = built, n + 1
     for step in range(6):
-        add = _unit_rows(rng, 40, 24)
-        add_ids = np.arange(next_id, next_id + 40, dtype=np.int64)
+        vi = _written(rng, vi, live, s, 40, 30, next_id, step + 2)
         next_id += 40
-        remove = np.asarray(rng.choice(sorted(live), 30, replace=False), np.int64)
-        vi = vi.updated(add_ids, np.full(40, s, np.uint8), add, remove, step + 2)
-        for i in remove.tolist():
-            live.pop(i)
-        live.update({int(i): row for i, row in zip(add_ids, add, strict=True)})
         assert vi.count([s]) == len(live)
         assert recall(vi) >= 0.95
 
@@ -327,15 +337,13 @@ def test_a_base_seeded_by_joint_neighbours_searches_as_well(monkeypatch):
     monkeypatch.setattr(vectors, "GRAPH_BUILD_MIN", 500)
     rng = np.random.default_rng(13)
     n = 6000
-    mat = _clustered_rows(rng, n, 24, 30)
+    mat = _clustered(rng, n, 24, 30)
     ids = np.arange(1, n + 1, dtype=np.int64)
     kinds = np.full(n, int(NodeKind.S), np.uint8)
     kinds[4000:] = int(NodeKind.T)
     kinds[5500:] = int(NodeKind.L)  # not in the lists below
     listed = np.arange(5500)
-    sims = mat[listed] @ mat[listed].T
-    np.fill_diagonal(sims, -np.inf)
-    joint = NeighbourLists(ids[listed], np.argsort(-sims, axis=1)[:, :48].astype(np.int32))
+    joint = NeighbourLists(ids[listed], _exact_rows(mat[listed], 48))
     calls: list[tuple[int, bool]] = []
     real = nndescent.knn_graph
 
@@ -437,14 +445,8 @@ def test_a_small_kind_merged_again_and_again_keeps_every_vector(monkeypatch):
     next_id = 1000
     queries = _unit_rows(rng, 20, 16)
     for step in range(20):
-        add = _unit_rows(rng, 15, 16)
-        add_ids = np.arange(next_id, next_id + 15, dtype=np.int64)
+        vi = _written(rng, vi, live, a, 15, 10, next_id, step + 2)
         next_id += 15
-        gone = np.asarray(rng.choice(sorted(live), 10, replace=False), np.int64)
-        vi = vi.updated(add_ids, np.full(15, a, np.uint8), add, gone, step + 2)
-        for i in gone.tolist():
-            live.pop(i)
-        live.update(zip(add_ids.tolist(), add, strict=True))
         assert vi.count([a]) == len(live)
         got, _ = vi.search(queries, [a], 5)
         want = _exact_top(live, queries, 5)

@@ -216,10 +216,11 @@ def _joined_tail(segments: tuple[_Segment, ...]) -> tuple[_Segment, ...]:
 
     A search reads every segment's postings of each query term, and each write adds a
     segment: left apart up to ``MAX_SEGMENTS`` (then all compacted into one), a million-chunk
-    index searched up to 17 lists per term and kind, and the first ``collapsed`` query after
-    each of 30 one-document writes cost 9.2 ms against 6.0 ms warm (cProfile,
-    build/scratch/prof_after.py: 36 scans and 91 lookups a query against 4 and 15). Joined
-    this way a collection of n slots keeps at most ``log2 n + 1`` segments, the large one
+    index searched up to 17 lists per term and kind; the first ``collapsed`` query after
+    each of 30 one-document writes made 36 list scans and 91 lookups, against 4 and 15 on
+    the freshly opened index (one segment) and 13 and 35 with the joining (cProfile call
+    counts, build/scratch/prof_after.py; the time per query was not compared on the same
+    queries). Joined this way a collection of n slots keeps at most ``log2 n + 1`` segments, the large one
     first and untouched until the rest reach half its size, and each posting is copied
     ``O(log n)`` times over its life.
     """
