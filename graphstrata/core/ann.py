@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from usearch.index import Index as UsearchIndex
 
-__all__ = ["hnsw_from_graph", "hnsw_index", "match_arrays"]
+__all__ = ["has_removed_slots", "hnsw_from_graph", "hnsw_index", "match_arrays"]
 
 #: HNSW graph degree and build-time expansion (usearch's defaults, pinned so an index does
 #: not change with the library's version).
@@ -57,6 +57,15 @@ def hnsw_index(dim: int, dtype: str, expansion_search: int) -> UsearchIndex:
         expansion_add=EXPANSION_ADD,
         expansion_search=expansion_search,
     )
+
+
+def has_removed_slots(index: UsearchIndex) -> bool:
+    """Does ``index`` hold slots of removed vectors (its graph's nodes outnumber its keys)?
+
+    usearch reuses such a slot for a later insert, which corrupts an index that was copied
+    or loaded (``engine.vectors``, ``VectorIndex._merged``).
+    """
+    return int(index.stats.nodes) > len(index)
 
 
 def match_arrays(matches: object, nq: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

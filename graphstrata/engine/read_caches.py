@@ -60,10 +60,10 @@ def stale_vector_kinds(snapshot: Snapshot, delta: Delta, vectors: VectorIndex) -
     written since that file's version, this commit's included, reach the stale share of the
     kind (``cache_is_stale``). Writing a rebuilt base at once instead made every open of the
     1M-chunk scale index map it instead of copying it again (0.32 s), but wrote the
-    summaries' 87 MB base every ~16 writes (5 MB a write, amortized); below ~16k vectors
-    ``removal_limit`` has a floor of 64 removals, so a base losing ~20-30 vectors a write, as
-    those summaries did, would be rebuilt and written every 2-3 writes (inferred, not
-    measured): bytes that grow with the kind, not with the change. A kind never rebuilt is
+    summaries' 87 MB base every ~16 writes (5 MB a write, amortized) when the base was
+    rewritten every 1,024 removals; a small base losing ~20-30 vectors a write, as those
+    summaries did, would be rebuilt and written every few writes (inferred, not measured):
+    bytes that grow with the kind, not with the change. A kind never rebuilt is
     not written: its reader applies the fresh vectors and removals the writer keeps, bounded
     as those. The kind's rows are counted from the vector segments newer than its file
     (``VectorTable.rows_since``), not from a pass over every live vector.

@@ -4,17 +4,24 @@ The usearch indexes are a cache of the vector segments: they can always be rebui
 store. Updates are copy-on-write, so readers of the previous version keep a consistent index
 while a writer adds and removes the changed nodes only. A kind is a *base* HNSW index shared
 by versions, plus the version's own *fresh* vectors (added since the base, searched exactly)
-and the ids *removed* from the base since (filtered out of its results): a write copies only
-the fresh part, O(change), not the whole index. When the fresh vectors outgrow
-``FRESH_SHARE`` of the base (at least ``FRESH_MIN``), they are merged into a new base (one
-O(n) copy, amortized over the writes before it); when more ids are removed than
-``removal_limit`` allows, the base is copied without them and the fresh vectors stay apart.
+and the *dead* ids of the base (removed since it was made: filtered out of its results): a
+write copies only the fresh part, O(change), not the whole index. When the fresh vectors
+outgrow ``FRESH_SHARE`` of the base (at least ``FRESH_MIN``), they are merged into a new
+base (usearch's ``copy`` of the base and their inserts: one O(n) copy, amortized over the
+writes before it); the dead ids stay in it, still filtered. When more of a base is dead
+than ``removal_limit`` allows, the base is made anew from its live and fresh vectors.
+
+No usearch index is ever removed from (``Index.remove``): usearch 2.25.3 reuses a removed
+slot for a later insert, and in an index that was copied or loaded that reuse loses keys
+and brings removed ones back into results (``_merged``). Dead vectors leave a base only
+when it is made anew, from vectors, by inserts or from their k-NN graph.
 
 The cache file of a kind is a base, and the version whose vectors that base holds: a reader
-maps it and takes the vectors written since as fresh, the ids gone since as removed, and so
-reaches the writer's state (copying the base, as the writer did, when they pass the
-bounds). A commit writes the base of a kind that was rebuilt since its file (``unsaved``)
-once the kind's rows written since reach the stale share (``engine.read_caches``).
+maps it and takes the vectors written since as fresh, the base's keys without a live vector
+as dead, and so reaches the writer's state (merging or remaking the base, as the writer did,
+when they pass the bounds). A commit writes the base of a kind that was rebuilt since its
+file (``unsaved``) once the kind's rows written since reach the stale share
+(``engine.read_caches``).
 """
 
 from __future__ import annotations
@@ -22,7 +29,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +36,11 @@ import numpy as np
 from usearch.index import Index as UsearchIndex
 
 from graphstrata.core import sets
-from graphstrata.core.ann import hnsw_index, match_arrays
+from graphstrata.core.ann import has_removed_slots, hnsw_index, match_arrays
+from graphstrata.core.ids import contains as sorted_contains
 from graphstrata.core.knn import best_per_query
 from graphstrata.engine.config import SearchConfig
+from graphstrata.engine.exact_vectors import ExactVectors, read_out, widened
 from graphstrata.engine.graph_bases import GRAPH_BUILD_MIN, NeighbourLists, graph_base
 from graphstrata.engine.store import VectorTable
 from graphstrata.engine.store.caches import CacheFile
@@ -58,34 +66,38 @@ FRESH_SHARE = 0.125
 FRESH_MIN = 4096
 #: ... and at most this many (they are searched by a matrix product: 16k x 384 is ~2 ms).
 FRESH_CAP = 16384
-#: Ids removed from a base before it is rewritten without them: ``REMOVED_MAX``, or one in
-#: ``REMOVED_SHARE`` of the base if more, up to ``REMOVED_CAP``. Rewriting copies the whole
-#: base (a million-vector base: seconds), so a large base tolerates more removals.
+#: Dead ids a base keeps (filtered out of its results) before it is made anew from its live
+#: vectors: ``REMOVED_MAX``, or one in ``REMOVED_SHARE`` of the base if more. Making a base
+#: costs O(n) inserts or an O(n log n) k-NN graph, so it waits for a share of the base to die
+#: (amortized: a constant per removed vector); one dead in eight leaves a top-k search ~k/8
+#: dead matches to skip, which ``OVERSAMPLE`` covers for the engine's k (10 to 60).
 REMOVED_MAX = 64
-REMOVED_SHARE = 256
-REMOVED_CAP = 1024
+REMOVED_SHARE = 8
 #: Matches a warming search asks each base for (``VectorIndex.warm``).
 WARM_K = 10
-#: A search asks a base for this many matches more than k (at most as many as it has
-#: removed ids) and asks again, for k + all its removed ids, only for a query whose top
-#: matches held more removed ids than that. For an exact search (small bases) that is the
-#: result of always asking for k + all (tested); an HNSW search asked for another count may
-#: return slightly different neighbours (not measured).
+#: A search asks a base for this many matches more than k (at most as many as it has dead
+#: ids) and asks again, ``WIDEN`` times as many each time up to k + all its dead ids, only
+#: for a query whose top matches held more dead ids than that (a rewritten document's old
+#: chunks lie where the query looks). For an exact search (small bases) that is the result
+#: of always asking for k + all (tested); an HNSW search asked for another count may return
+#: slightly different neighbours (not measured).
 OVERSAMPLE = 16
+WIDEN = 4
 
 _EMPTY_IDS = np.zeros(0, np.int64)
 
 
 def removal_limit(base_size: int) -> int:
-    """Removed ids a base of ``base_size`` vectors keeps before it is rewritten."""
-    return max(REMOVED_MAX, min(REMOVED_CAP, base_size // REMOVED_SHARE))
+    """Dead ids a base of ``base_size`` vectors keeps before it is made anew."""
+    return max(REMOVED_MAX, base_size // REMOVED_SHARE)
 
 
 def _search_without(
     index: Any, queries: np.ndarray, k: int, dropped: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``match_arrays`` of the top matches of ``index`` with ``dropped`` ids marked invalid,
-    at least k valid per query where the index holds that many others (``OVERSAMPLE``)."""
+    """``match_arrays`` of the top matches of ``index`` with the ``dropped`` ids (sorted)
+    marked invalid, at least k valid per query where the index holds that many others
+    (``OVERSAMPLE``, ``WIDEN``)."""
     nq, n = queries.shape[0], len(index)
     kk = min(k + min(dropped.size, OVERSAMPLE), n)
     # One query (a retrieval) is searched on the calling thread: usearch's pool (threads=0)
@@ -98,22 +110,25 @@ def _search_without(
     )
     if not dropped.size:
         return keys, sims, valid
-    valid &= ~np.isin(keys, dropped)
+    # Membership by binary search or a bitmap: a base may hold up to 1/8 dead ids.
+    valid &= ~sorted_contains(dropped, keys)
     full = min(k + dropped.size, n)
     short = np.flatnonzero(valid.sum(axis=1) < min(k, kk))
-    if full > kk and short.size:  # those queries' top matches were mostly removed ids
+    while short.size and kk < full:  # those queries' top matches were mostly dead ids
+        kk = min(full, WIDEN * kk)
         k2, s2, v2 = match_arrays(
-            index.search(queries[short], full, exact=n < EXACT_BELOW, threads=threads),
+            index.search(queries[short], kk, exact=n < EXACT_BELOW, threads=threads),
             short.size,
-            full,
+            kk,
         )
-        v2 &= ~np.isin(k2, dropped)
-        keys, sims, valid = _widened(keys, full), _widened(sims, full), _widened(valid, full)
+        v2 &= ~sorted_contains(dropped, k2)
+        keys, sims, valid = widened(keys, kk), widened(sims, kk), widened(valid, kk)
         keys[short], sims[short], valid[short] = (
-            _widened(k2, full),
-            _widened(s2, full),
-            _widened(v2, full),
+            widened(k2, kk),
+            widened(s2, kk),
+            widened(v2, kk),
         )
+        short = short[v2.sum(axis=1) < min(k, kk)]
     return keys, sims, valid
 
 
@@ -133,13 +148,6 @@ def _for_each_kind(
         return
     with ThreadPoolExecutor(min(len(rest), KIND_THREADS), thread_name_prefix="gs-vectors") as pool:
         list(pool.map(work, rest))
-
-
-def _widened(a: np.ndarray, width: int) -> np.ndarray:
-    """``a`` [n, <= width] padded on the right to ``width`` columns with zeros (False)."""
-    out = np.zeros((a.shape[0], width), a.dtype)
-    out[:, : a.shape[1]] = a
-    return out
 
 
 def _new_index(dim: int, dtype: str, expansion_search: int) -> UsearchIndex:
@@ -166,41 +174,6 @@ def _new_base(
     return index
 
 
-@dataclass(frozen=True)
-class _Matches:
-    """Search results shaped like usearch's (``keys``, ``distances``, ``counts``)."""
-
-    keys: np.ndarray
-    distances: np.ndarray
-    counts: np.ndarray
-
-
-class _Exact:
-    """A kind's fresh vectors, searched exactly by one matrix product (there are few)."""
-
-    def __init__(self, ids: np.ndarray, rows: np.ndarray):
-        self.ids, self.rows = ids, rows
-
-    def __len__(self) -> int:
-        return int(self.ids.size)
-
-    def contains(self, ids: np.ndarray) -> np.ndarray:
-        return np.isin(ids, self.ids)
-
-    def search(self, queries: np.ndarray, k: int, exact: bool = True, threads: int = 0) -> _Matches:
-        sims = queries @ self.rows.T
-        k = min(k, self.ids.size)
-        # The k best of up to FRESH_CAP rows, then only those sorted (ties by row).
-        if k < self.ids.size:
-            top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        else:
-            top = np.broadcast_to(np.arange(k), sims.shape).copy()
-        cand = np.take_along_axis(sims, top, axis=1)
-        top = np.take_along_axis(top, np.lexsort((top, -cand), axis=-1), axis=1)
-        best = np.take_along_axis(sims, top, axis=1)
-        return _Matches(self.ids[top], 1.0 - best, np.full(queries.shape[0], k))
-
-
 class VectorIndex:
     """usearch indexes keyed by node kind; vectors are L2-normalized so inner product = cosine."""
 
@@ -216,7 +189,7 @@ class VectorIndex:
         self.removed: dict[int, np.ndarray] = {}
         #: Per kind: a base below ``EXACT_BELOW`` vectors and its vectors in one matrix
         #: (``_small_base``), carried to the next versions while they share the base.
-        self._exact_bases: dict[int, tuple[UsearchIndex, _Exact]] = {}
+        self._exact_bases: dict[int, tuple[UsearchIndex, ExactVectors]] = {}
         #: Per kind: the version whose vectors the base holds (those written later are fresh).
         self.base_versions: dict[int, int] = {}
         #: Per kind: the base its cache file holds (``unsaved`` compares by identity).
@@ -359,8 +332,13 @@ class VectorIndex:
         return out
 
     def save_merged(self, path_of: Callable[[int], Path], version: int) -> dict[int, CacheFile]:
-        """Write every kind whole, its fresh vectors linked and removals applied, as of
-        ``version`` (a compaction: a reader then has nothing to apply).
+        """Write every kind whole, its fresh vectors inserted, as of ``version`` (a
+        compaction: a reader then has only the dead ids to filter, which every open finds
+        from the live vectors).
+
+        Dead vectors stay in the file (at most ``removal_limit`` of a base: past it the
+        writer has made the base anew): dropping them would make every base with one anew,
+        minutes for a million vectors, where a compaction otherwise copies.
 
         Parameters
         ----------
@@ -377,7 +355,7 @@ class VectorIndex:
         out = {}
         for kind in self.kinds():
             path = path_of(kind)
-            self._merged(kind).save(str(path))
+            self._merged(kind)[0].save(str(path))
             out[kind] = CacheFile(path, version)
         return out
 
@@ -386,47 +364,45 @@ class VectorIndex:
         assignment, as readers may share this object."""
         self.cached = {**self.cached, **{int(k): self.by_kind[int(k)] for k in kinds}}
 
-    def _merged(self, kind: int, with_fresh: bool = True) -> UsearchIndex:
-        """``kind``'s base with its removals and (``with_fresh``) its fresh vectors applied
-        (a copy if any)."""
-        base = self.by_kind[kind]
-        fresh = self.fresh.get(kind) if with_fresh else None
-        removed = self.removed.get(kind, _EMPTY_IDS)
-        if (fresh is None or not fresh[0].size) and not removed.size:
-            return base
-        if len(base) < EXACT_BELOW:
-            return self._small_merged(kind, base, fresh, removed)
-        merged = base.copy()
-        if removed.size:
-            merged.remove(removed)
-        if fresh is not None and fresh[0].size:
-            merged.add(fresh[0], fresh[1], threads=ADD_THREADS)
-        return merged
+    def _merged(self, kind: int) -> tuple[UsearchIndex, np.ndarray]:
+        """``kind``'s base with its fresh vectors inserted into a copy of it (the base itself
+        when there are none), and the dead ids it still holds.
 
-    def _small_merged(
-        self,
-        kind: int,
-        base: UsearchIndex,
-        fresh: tuple[np.ndarray, np.ndarray] | None,
-        removed: np.ndarray,
-    ) -> UsearchIndex:
-        """A small base merged by making it again from its live vectors and ``fresh``.
-
-        usearch 2.25.3 mishandles a copy of an index that had removals: copied, removed from
-        and added to in turn (as a merge does), its ``len`` overcounted and keys were neither
-        ``contains``-ed nor ``get``-able from the third merge on (30 removed and 40 added
-        over 400 vectors: 10 lost at the third, 80 at the fifth); a copy through its bytes
-        crashed adding past its capacity. Reading such a base's vectors out
-        (``_small_base``) then failed a write. Below ``EXACT_BELOW`` vectors making the base
-        again costs little and leaves no removed slot behind
-        (``tests/unit/test_vectors.py``). A large base still goes through ``copy``.
+        usearch 2.25.3 reuses the slot of a removed vector for a later insert, and in an
+        index that was copied or loaded that reuse corrupts it: 6,000 f16 vectors copied,
+        64 removed and 200 added, ten times over, ended with ``len`` 54 above the live
+        count, 1,421 live keys neither ``contains``-ed nor ``get``-able and removed keys in
+        search results, from the third such merge on (build/scratch/usearch_variants.py);
+        loading the index from its bytes instead crashed the process (``free(): corrupted
+        unsorted chunks``, 1,024 removed a round, build/scratch/usearch_crash.py). 2.26.6
+        is exact in both, but crashes a later ``import onnxruntime`` (setup.cfg). Inserts
+        alone into a copy stayed exact through the same ten merges, so no usearch index is
+        ever removed from: the dead ids stay in the copy and filtered. A base that holds
+        removed slots all the same (a cache file written before this rule) or holds one of
+        the fresh ids already (a rewritten vector keeps its node id) is made anew instead.
         """
+        base = self.by_kind[kind]
+        dead = self.removed.get(kind, _EMPTY_IDS)
+        fresh = self.fresh.get(kind)
+        if fresh is None or not fresh[0].size:
+            return base, dead
+        if has_removed_slots(base) or np.asarray(base.contains(fresh[0]), dtype=bool).any():
+            return self._remade(kind), _EMPTY_IDS
+        merged = base.copy()
+        merged.add(fresh[0], fresh[1], threads=ADD_THREADS)
+        return merged, dead
+
+    def _remade(self, kind: int) -> UsearchIndex:
+        """``kind``'s base made anew from its live vectors and its fresh ones (``_new_base``:
+        inserts, or the k-NN graph of at least ``GRAPH_BUILD_MIN``), holding no dead id."""
+        base = self.by_kind[kind]
         held = self._small_base(kind, base) if len(base) else None
-        ids = held.ids if isinstance(held, _Exact) else np.zeros(0, np.int64)
-        rows = held.rows if isinstance(held, _Exact) else np.zeros((0, self.dim), np.float32)
-        if removed.size:
-            keep = ~np.isin(ids, removed)
+        ids, rows = (held.ids, held.rows) if isinstance(held, ExactVectors) else read_out(base)
+        dead = self.removed.get(kind, _EMPTY_IDS)
+        if dead.size:
+            keep = ~sorted_contains(dead, ids)
             ids, rows = ids[keep], rows[keep]
+        fresh = self.fresh.get(kind)
         if fresh is not None and fresh[0].size:
             ids, rows = np.concatenate([ids, fresh[0]]), np.concatenate([rows, fresh[1]])
         return _new_base(
@@ -499,17 +475,15 @@ class VectorIndex:
         ids, rows = np.concatenate([ids, add_ids]), np.concatenate([rows, matrix])
         big = min(max(FRESH_MIN, FRESH_SHARE * len(base)), FRESH_CAP)
         self.fresh[kind], self.removed[kind] = (ids, rows), removed
-        if ids.size > big:
-            self.by_kind[kind], self.base_versions[kind] = self._merged(kind), version
-            self.fresh.pop(kind)
-            self.removed.pop(kind)
-        elif removed.size > removal_limit(len(base)):
-            # Only the removals: linking the fresh vectors into the copy was 0.63 of the
-            # 0.77 s this merge took when opening the 1M-chunk index 46 writes after its
-            # cache (609 rewritten summaries; issue 17), and they are searched exactly
-            # until they outgrow their own bound.
-            self.by_kind[kind] = self._merged(kind, with_fresh=False)
-            self.removed.pop(kind)
+        if removed.size > removal_limit(len(base)):
+            index, dead = self._remade(kind), _EMPTY_IDS
+        elif ids.size > big:
+            index, dead = self._merged(kind)
+        else:
+            return
+        self.by_kind[kind], self.base_versions[kind] = index, version
+        self.fresh.pop(kind)
+        self.removed[kind] = dead
 
     def kinds(self) -> list[int]:
         """The kinds this index holds vectors of (or held: a kind may be empty now)."""
@@ -522,7 +496,7 @@ class VectorIndex:
         out = np.zeros(ids.size, bool)
         if base is not None and ids.size:
             out = np.asarray(base.contains(ids), dtype=bool)
-            out &= ~np.isin(ids, self.removed.get(kind, _EMPTY_IDS))
+            out &= ~sorted_contains(self.removed.get(kind, _EMPTY_IDS), ids)
         fresh = self.fresh.get(kind)
         if fresh is not None:
             out |= np.isin(ids, fresh[0])
@@ -538,10 +512,10 @@ class VectorIndex:
         parts: list[tuple[Any, np.ndarray]] = [(searched, self.removed.get(kind, _EMPTY_IDS))]
         fresh = self.fresh.get(kind)
         if fresh is not None and fresh[0].size:
-            parts.append((_Exact(*fresh), _EMPTY_IDS))
+            parts.append((ExactVectors(*fresh), _EMPTY_IDS))
         return parts
 
-    def _small_base(self, kind: int, base: UsearchIndex) -> UsearchIndex | _Exact:
+    def _small_base(self, kind: int, base: UsearchIndex) -> UsearchIndex | ExactVectors:
         """``base``, or below ``EXACT_BELOW`` vectors the same vectors searched by one
         matrix product: usearch's exact search took 3.0 ms for 13 queries over 2,660
         vectors where the product and selection took 0.7 ms (a microbenchmark), and every
@@ -554,9 +528,7 @@ class VectorIndex:
             return base
         held = self._exact_bases.get(kind)
         if held is None or held[0] is not base:
-            keys = np.asarray(base.keys, np.int64)
-            rows = np.ascontiguousarray(base.get(keys), dtype=np.float32).reshape(-1, self.dim)
-            held = (base, _Exact(keys, rows))
+            held = (base, ExactVectors(*read_out(base)))
             self._exact_bases[kind] = held  # one assignment: concurrent readers may race
         return held[1]
 
@@ -635,15 +607,19 @@ class VectorIndex:
         for index, dropped in parts:
             if len(index) == 0 or m <= 0 or nq == 0:
                 continue
-            # The excluded ids the index still holds are filtered out of its matches, asked
-            # for as ``_search_without`` does (``OVERSAMPLE`` more, then all of them for a
-            # query short of m): asking every query for m + all of them lets a base that
-            # deletes of older documents filled with removed ids (up to ``removal_limit``,
-            # 1,024) be asked for that many more matches on every write (not measured: the
-            # scale benchmark deletes what it inserted). One more for the query itself,
-            # where the index holds it.
-            skip = sets.union(exclude, dropped)
-            held = skip[np.asarray(index.contains(skip), dtype=bool)] if skip.size else skip
+            # The excluded ids the index still holds are filtered out of its matches with
+            # its dead ids, asked for as ``_search_without`` does (``OVERSAMPLE`` more, then
+            # ``WIDEN`` times as many for a query short of m): asking every query for m + all
+            # of them would ask a base holding up to an eighth of dead ids
+            # (``removal_limit``) for that many more matches on every write. The dead ids
+            # are the index's own; only the excluded ones are looked up. One more match for
+            # the query itself, where the index holds it.
+            mine = (
+                exclude[np.asarray(index.contains(exclude), dtype=bool)]
+                if exclude.size
+                else exclude
+            )
+            held = sets.union(dropped, mine) if mine.size else dropped
             selves = bool(np.any(index.contains(query_ids)))
             keys, sim, valid = _search_without(index, queries, m + int(selves), held)
             valid &= keys != query_ids[:, None]

@@ -64,15 +64,16 @@ def test_vector_index_follows_changed_summaries_only(tmp_path, hashing_embedder,
 def test_a_rebuilt_summary_base_is_cached_alone_once_stale(
     tmp_path, hashing_embedder, sample_docs, monkeypatch
 ):
-    """A write whose rewritten summaries pass the removal limit copies the summaries' base.
-    While the summaries written since their file stay below the stale share, the file stays
-    and a reader copies the base at its open; once they reach it, that commit writes the
-    summaries' file only (the chunks' entry stays), with the version the base holds, and a
-    reader opens it without copying and answers as the writer does."""
+    """A write whose rewritten summaries pass the removal limit makes the summaries' base
+    anew. While the summaries written since their file stay below the stale share, the file
+    stays and a reader makes the base anew at its open; once they reach it, that commit
+    writes the summaries' file only (the chunks' entry stays), with the version the base
+    holds, and a reader opens it without making it again and answers as the writer does."""
     import graphstrata.engine.vectors as vectors
     from graphstrata.engine.store import caches
 
     monkeypatch.setattr(vectors, "REMOVED_MAX", 1)
+    monkeypatch.setattr(vectors, "REMOVED_SHARE", 10**9)
     monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
     path = tmp_path / "idx"
     index = new_index(path, hashing_embedder)
@@ -92,7 +93,7 @@ def test_a_rebuilt_summary_base_is_cached_alone_once_stale(
     assert index.engine.state.vectors.unsaved() == [L]
     assert index.engine.store.manifest["vector_cache"]["kinds"] == before
     reopened = Index.open(path, embedder=hashing_embedder, llm="extractive")
-    assert reopened.engine.state.vectors.unsaved() == [L]  # copied again at the open
+    assert reopened.engine.state.vectors.unsaved() == [L]  # made anew at the open
     same_answers(reopened)
 
     monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.01)
@@ -101,12 +102,13 @@ def test_a_rebuilt_summary_base_is_cached_alone_once_stale(
     after = index.engine.store.manifest["vector_cache"]["kinds"]
     assert after[T] == before[T]  # the chunks' base was not rebuilt: not rewritten
     assert after[str(L)]["file"] != before[str(L)]["file"]
-    assert after[str(L)]["version"] == vi.base_versions[L] < index.engine.store.version
-    assert vi.fresh[L][0].size and vi.unsaved() == []
+    # Made anew by this write from the live and fresh summaries: nothing fresh is left.
+    assert after[str(L)]["version"] == vi.base_versions[L] == index.engine.store.version
+    assert L not in vi.fresh and vi.unsaved() == []
     reopened = Index.open(path, embedder=hashing_embedder, llm="extractive")
     opened = reopened.engine.state.vectors
-    assert opened.unsaved() == []
-    np.testing.assert_array_equal(np.sort(opened.fresh[L][0]), np.sort(vi.fresh[L][0]))
+    assert opened.unsaved() == [] and opened.count([L]) == vi.count([L])
+    assert opened.fresh.get(L, (np.zeros(0),))[0].size == 0
     same_answers(reopened)
 
 
@@ -120,6 +122,7 @@ def test_a_base_rebuilt_after_a_compaction_reopens_with_every_vector(
     from graphstrata.engine.store import caches
 
     monkeypatch.setattr(vectors, "REMOVED_MAX", 1)
+    monkeypatch.setattr(vectors, "REMOVED_SHARE", 10**9)
     monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
     monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.01)
     path = tmp_path / "idx"

@@ -301,10 +301,11 @@ def _brute_top(table: VectorTable, kind: int, queries: np.ndarray, k: int) -> li
 
 
 def test_a_base_rebuilt_by_a_write_is_saved_alone_and_opens_without_a_copy(tmp_path, monkeypatch):
-    """Writes that rewrite one kind's vectors pass its removal limit: the writer copies that
-    base without the removed ids and keeps the new vectors apart. Saved as a base with the
-    version it holds, the file opens into the writer's state (same fresh and removed parts,
-    nothing rebuilt: ``unsaved`` empty), answering exactly; the other kind is not rewritten."""
+    """Writes that rewrite one kind's vectors pass its removal limit: the writer makes that
+    base anew from its live and fresh vectors. Saved as a base with the version it holds,
+    the file opens into the writer's state (same fresh and dead parts after the writes
+    since, nothing rebuilt: ``unsaved`` empty), answering exactly; the other kind is not
+    rewritten."""
     import graphstrata.engine.vectors as vectors
 
     monkeypatch.setattr(vectors, "REMOVED_MAX", 3)
@@ -334,7 +335,7 @@ def test_a_base_rebuilt_by_a_write_is_saved_alone_and_opens_without_a_copy(tmp_p
             written = writer.save_bases(
                 lambda k, v=version: tmp_path / f"v{v}-k{k}.usearch", writer.unsaved()
             )
-            assert {k: f.version for k, f in written.items()} == {s: 1}  # fresh kept apart
+            assert {k: f.version for k, f in written.items()} == {s: version}
             writer.mark_saved(written)
             files.update(written)
     assert rebuilt_at is not None and writer.fresh[s][0].size > 0
