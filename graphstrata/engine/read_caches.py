@@ -63,14 +63,18 @@ def stale_vector_kinds(snapshot: Snapshot, delta: Delta, vectors: VectorIndex) -
     summaries' 87 MB base every ~16 writes (5 MB a write, amortized) when the base was
     rewritten every 1,024 removals; a small base losing ~20-30 vectors a write, as those
     summaries did, would be rebuilt and written every few writes (inferred, not measured):
-    bytes that grow with the kind, not with the change. A kind never rebuilt is
-    not written: its reader applies the fresh vectors and removals the writer keeps, bounded
-    as those. The kind's rows are counted from the vector segments newer than its file
+    bytes that grow with the kind, not with the change. A base made anew from its vectors
+    (``VectorIndex.made_unsaved``: past ``removal_limit``, one in eight of it dead) is
+    written at once, as a reader would make it again (seconds, not a copy): once per
+    eighth of the base dying, so its bytes per dead vector are constant. A kind never
+    rebuilt is not written: its reader applies the fresh vectors and dead ids the writer
+    keeps, bounded as those. The kind's rows are counted from the vector segments newer than its file
     (``VectorTable.rows_since``), not from a pass over every live vector.
     """
     unsaved = vectors.unsaved()
     if not unsaved:
         return []
+    made = set(vectors.made_unsaved())
     files = cache_kind_versions(snapshot.manifest.get("vector_cache"))
     added = np.bincount(delta.vector_kinds, minlength=256)
     since: dict[int, np.ndarray] = {}
@@ -80,7 +84,7 @@ def stale_vector_kinds(snapshot: Snapshot, delta: Delta, vectors: VectorIndex) -
         if version not in since:
             since[version] = snapshot.vectors.rows_since(version)
         rows = int(since[version][kind]) + int(added[kind])
-        if cache_is_stale(rows, vectors.count([kind])):
+        if kind in made or cache_is_stale(rows, vectors.count([kind])):
             stale.append(kind)
     return stale
 

@@ -112,6 +112,38 @@ def test_a_rebuilt_summary_base_is_cached_alone_once_stale(
     same_answers(reopened)
 
 
+def test_a_summary_base_made_anew_is_written_by_its_commit(
+    tmp_path, hashing_embedder, sample_docs, monkeypatch
+):
+    """A base searched by HNSW that a write makes anew (its dead ids past the limit) is
+    written by that write's commit although few of its rows are new (a reader would make it
+    again at its open: seconds at scale), and a reader maps it without making anything."""
+    import graphstrata.engine.vectors as vectors
+    from graphstrata.engine.store import caches
+
+    monkeypatch.setattr(vectors, "EXACT_BELOW", 1)  # every kind counts as an HNSW base
+    monkeypatch.setattr(vectors, "REMOVED_MAX", 1)
+    monkeypatch.setattr(vectors, "REMOVED_SHARE", 10**9)
+    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
+    monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.9)
+    path = tmp_path / "idx"
+    index = new_index(path, hashing_embedder)
+    index.insert(sample_docs[:25])
+    before = index.engine.store.manifest["vector_cache"]["kinds"]
+    index.insert(sample_docs[25:26])
+    vi = index.engine.state.vectors
+    after = index.engine.store.manifest["vector_cache"]["kinds"]
+    assert vi.made.get(L) is vi.by_kind[L] and vi.unsaved() == []
+    assert after[str(L)]["version"] == index.engine.store.version != before[str(L)]["version"]
+    assert after[str(int(NodeKind.T))] == before[str(int(NodeKind.T))]
+    reopened = Index.open(path, embedder=hashing_embedder, llm="extractive")
+    assert reopened.engine.state.vectors.unsaved() == []
+    for doc in sample_docs[20:27]:
+        for mode in ("collapsed", "naive"):
+            want = [h.id for h in index.query(doc["text"][:120], mode=mode).nodes]
+            assert [h.id for h in reopened.query(doc["text"][:120], mode=mode).nodes] == want
+
+
 def test_a_base_rebuilt_after_a_compaction_reopens_with_every_vector(
     tmp_path, hashing_embedder, sample_docs, monkeypatch
 ):
