@@ -152,3 +152,22 @@ def test_edges_within_edge_cases():
     assert [x.tolist() for x in got] == [[0, 0, 0], [0, 1, 1], [1], [4, 2]]
     with pytest.raises(ValueError):
         edges_within(ids, np.asarray([3]), np.asarray([3, 8]))
+
+
+@pytest.mark.parametrize("shape", [(1, 40), (1, 2), (3, 30), (40, 1), (0, 5), (2, 0)])
+@pytest.mark.parametrize("span", [50, 10**12])
+def test_lookups_of_a_matrix_of_ids_match_the_oracles(shape, span):
+    """Values as a matrix (a search's keys, one row per query): each lookup takes the
+    order of the flattened values. A one-row matrix of unsorted ids passed as ascending
+    (its rows compared, not its values) and was merged against the ids, so dead ids were
+    not found among a 1M-chunk index's results."""
+    rng = np.random.default_rng(shape[0] * 100 + shape[1])
+    ids = np.unique(rng.integers(0, span, 20)).astype(np.int64)  # few ids: the merge path
+    values = np.where(
+        rng.random(shape) < 0.5, rng.choice(ids, shape), rng.integers(-5, span + 5, shape)
+    ).astype(np.int64)
+    np.testing.assert_array_equal(contains(ids, values), np.isin(values, ids))
+    pos = find_positions(ids, values)
+    assert pos.shape == values.shape
+    want = np.where(np.isin(values, ids), np.searchsorted(ids, values), -1)
+    np.testing.assert_array_equal(pos, want)

@@ -237,6 +237,9 @@ def test_hnsw_bases_merged_and_made_anew_many_times_hold_exactly_their_live_vect
         assert not vi.contains(np.asarray(sorted(dead), np.int64), kind).any()
         got, _ = vi.search(queries, [kind], 10)
         assert not set(np.concatenate(got).tolist()) - set(live)
+        for one in queries[:5]:  # one query: its keys are a one-row matrix
+            alone, _ = vi.search(one, [kind], 10)
+            assert not set(alone[0].tolist()) - set(live)
         want = _exact_top(live, queries, 10)
         hits = sum(len(set(g.tolist()) & set(w)) for g, w in zip(got, want, strict=True))
         assert hits >= 0.9 * 500
