@@ -66,6 +66,7 @@ import numpy as np
 import scale_graph_index
 import scale_hnsw
 import scale_interleaved
+import scale_remake
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -743,6 +744,7 @@ def markdown(data: dict[str, Any]) -> str:
         lines.append("")
     lines += scale_hnsw.markdown(data.get("hnsw", []))
     lines += scale_graph_index.markdown(data.get("graph_index", []))
+    lines += scale_remake.markdown(data.get("remake", []))
     lines += scale_interleaved.markdown(data.get("interleaved", []))
     lines.append(f"Machine: {platform.platform()}, {os.cpu_count()} CPUs.")
     return "\n".join(lines) + "\n"
@@ -815,6 +817,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vectors", type=int, nargs="+", default=[50_000, 200_000])
     p.add_argument("--queries", type=int, default=1000)
     p = sub.add_parser(
+        "remake",
+        help="per kind of a kept index, its vector base made anew against copied",
+    )
+    p.add_argument("--index", required=True, help="a kept index (opened, not written)")
+    p.add_argument("--chunks", type=int, required=True, help="its --chunks")
+    p.add_argument("--no-heterograph", action="store_true", dest="no_heterograph")
+    p.add_argument("--max-vectors", type=int, default=500_000, dest="max_vectors")
+    p = sub.add_parser(
         "interleaved",
         help="one-document writes on kept indexes of two sizes, in turn, write by write",
     )
@@ -862,6 +872,18 @@ def main(argv: list[str] | None = None) -> int:
         sizes = {r["vectors"] for r in rows}
         data["graph_index"] = [
             r for r in data.get("graph_index", []) if r["vectors"] not in sizes
+        ] + rows
+    elif args.cmd == "remake":
+        print(f"load average {load1()}", flush=True)
+        name = f"{_setting(not args.no_heterograph)} {args.chunks}"
+        index = open_for_measuring(Path(args.index))
+        rows = [
+            {"index": name, **r}
+            for r in scale_remake.run(index.engine.state.vectors, args.max_vectors, load1)
+        ]
+        done = {(r["index"], r["kind"]) for r in rows}
+        data["remake"] = [
+            r for r in data.get("remake", []) if (r["index"], r["kind"]) not in done
         ] + rows
     elif args.cmd == "ann":
         print(f"load average {load1()}", flush=True)
