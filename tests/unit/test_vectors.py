@@ -577,3 +577,29 @@ def test_usearch_copies_keep_their_keys_through_removals_and_additions():
         next_key += 200
     assert len(index) == len(live)
     assert index.contains(np.asarray(sorted(live))).all()
+
+
+def test_a_base_with_removed_slots_is_made_anew_not_copied(monkeypatch):
+    """A base that usearch removed from (a cache file written before the engine stopped
+    removing) is never copied and inserted into: its fresh vectors' merge makes it anew
+    from its live vectors, with no removed slot and exactly the live keys."""
+    import graphstrata.engine.vectors as vectors
+    from graphstrata.core.ann import has_removed_slots
+
+    monkeypatch.setattr(vectors, "EXACT_BELOW", 100)
+    monkeypatch.setattr(vectors, "FRESH_MIN", 20)
+    monkeypatch.setattr(vectors, "FRESH_SHARE", 0.01)
+    rng = np.random.default_rng(5)
+    kind = int(NodeKind.T)
+    rows = _unit_rows(rng, 400, 16)
+    ids = np.arange(1, 401, dtype=np.int64)
+    vi = VectorIndex(16, "f16").updated(
+        ids[:300], np.full(300, kind, np.uint8), rows[:300], ids[:0], 1
+    )
+    vi.by_kind[kind].remove(ids[:30])  # as the old code left its bases
+    assert has_removed_slots(vi.by_kind[kind])
+    vi = vi.updated(ids[300:], np.full(100, kind, np.uint8), rows[300:], ids[:0], 2)
+    base = vi.by_kind[kind]
+    assert vi.made.get(kind) is base and not has_removed_slots(base)
+    assert sorted(np.asarray(base.keys).tolist()) == list(range(31, 401))
+    assert vi.count([kind]) == 370
