@@ -61,7 +61,7 @@ def stale_vector_kinds(snapshot: Snapshot, delta: Delta, vectors: VectorIndex) -
     kind (``cache_is_stale``). Writing a rebuilt base at once instead made every open of the
     1M-chunk scale index map it instead of copying it again (0.32 s), but wrote the
     summaries' 87 MB base every ~16 writes (5 MB a write, amortized) when the base was
-    rewritten every 1,024 removals; a small base losing ~20-30 vectors a write, as those
+    rewritten every 370 removals (the bound then: 1 in 256 of it, at most 1,024); a small base losing ~20-30 vectors a write, as those
     summaries did, would be rebuilt and written every few writes (inferred, not measured):
     bytes that grow with the kind, not with the change. A base made anew from its vectors
     (``VectorIndex.made_unsaved``: past ``removal_limit``, one in eight of it dead) is

@@ -69,8 +69,10 @@ FRESH_CAP = 16384
 #: Dead ids a base keeps (filtered out of its results) before it is made anew from its live
 #: vectors: ``REMOVED_MAX``, or one in ``REMOVED_SHARE`` of the base if more. Making a base
 #: costs O(n) inserts or an O(n log n) k-NN graph, so it waits for a share of the base to die
-#: (amortized: a constant per removed vector); one dead in eight leaves a top-k search ~k/8
-#: dead matches to skip, which ``OVERSAMPLE`` covers for the engine's k (10 to 60).
+#: (amortized: a constant per removed vector). Dead vectors spread evenly leave a top-k
+#: search ~k/8 dead matches to skip, within ``OVERSAMPLE`` for the engine's vector k (10 to
+#: 50: ``entry_top_k``, ``top_k``); clustered ones (a rewritten summary's old versions) are
+#: found by asking again (``WIDEN``).
 REMOVED_MAX = 64
 REMOVED_SHARE = 8
 #: Matches a warming search asks each base for (``VectorIndex.warm``).

@@ -61,6 +61,25 @@ def test_vector_index_follows_changed_summaries_only(tmp_path, hashing_embedder,
     assert not {h.id for h in result.nodes} & removed
 
 
+def _remake_past_one_dead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vector base is made anew once it holds two dead ids, and a cache's staleness has
+    no floor of rows (``CACHE_STALE_SHARE`` alone decides)."""
+    import graphstrata.engine.vectors as vectors
+    from graphstrata.engine.store import caches
+
+    monkeypatch.setattr(vectors, "REMOVED_MAX", 1)
+    monkeypatch.setattr(vectors, "REMOVED_SHARE", 10**9)
+    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
+
+
+def _answers_alike(index: Index, reopened: Index, docs: list, modes: tuple[str, ...]) -> None:
+    """Each doc's opening words as a query get the same nodes from both, in every mode."""
+    for doc in docs:
+        for mode in modes:
+            want = [h.id for h in index.query(doc["text"][:120], mode=mode).nodes]
+            assert [h.id for h in reopened.query(doc["text"][:120], mode=mode).nodes] == want
+
+
 def test_a_rebuilt_summary_base_is_cached_alone_once_stale(
     tmp_path, hashing_embedder, sample_docs, monkeypatch
 ):
@@ -69,24 +88,15 @@ def test_a_rebuilt_summary_base_is_cached_alone_once_stale(
     stays and a reader makes the base anew at its open; once they reach it, that commit
     writes the summaries' file only (the chunks' entry stays), with the version the base
     holds, and a reader opens it without making it again and answers as the writer does."""
-    import graphstrata.engine.vectors as vectors
     from graphstrata.engine.store import caches
 
-    monkeypatch.setattr(vectors, "REMOVED_MAX", 1)
-    monkeypatch.setattr(vectors, "REMOVED_SHARE", 10**9)
-    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
+    _remake_past_one_dead(monkeypatch)
     path = tmp_path / "idx"
     index = new_index(path, hashing_embedder)
     index.insert(sample_docs[:25])
     before = index.engine.store.manifest["vector_cache"]["kinds"]
     T = str(int(NodeKind.T))
-
-    def same_answers(reopened: Index) -> None:
-        for doc in sample_docs[20:27]:
-            for mode in ("collapsed", "summarized", "naive"):
-                want = [h.id for h in index.query(doc["text"][:120], mode=mode).nodes]
-                got = [h.id for h in reopened.query(doc["text"][:120], mode=mode).nodes]
-                assert got == want
+    modes = ("collapsed", "summarized", "naive")
 
     monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.9)
     index.insert(sample_docs[25:26])
@@ -94,7 +104,7 @@ def test_a_rebuilt_summary_base_is_cached_alone_once_stale(
     assert index.engine.store.manifest["vector_cache"]["kinds"] == before
     reopened = Index.open(path, embedder=hashing_embedder, llm="extractive")
     assert reopened.engine.state.vectors.unsaved() == [L]  # made anew at the open
-    same_answers(reopened)
+    _answers_alike(index, reopened, sample_docs[20:27], modes)
 
     monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.01)
     index.insert(sample_docs[26:27])
@@ -109,7 +119,7 @@ def test_a_rebuilt_summary_base_is_cached_alone_once_stale(
     opened = reopened.engine.state.vectors
     assert opened.unsaved() == [] and opened.count([L]) == vi.count([L])
     assert opened.fresh.get(L, (np.zeros(0),))[0].size == 0
-    same_answers(reopened)
+    _answers_alike(index, reopened, sample_docs[20:27], modes)
 
 
 def test_a_summary_base_made_anew_is_written_by_its_commit(
@@ -122,9 +132,7 @@ def test_a_summary_base_made_anew_is_written_by_its_commit(
     from graphstrata.engine.store import caches
 
     monkeypatch.setattr(vectors, "EXACT_BELOW", 1)  # every kind counts as an HNSW base
-    monkeypatch.setattr(vectors, "REMOVED_MAX", 1)
-    monkeypatch.setattr(vectors, "REMOVED_SHARE", 10**9)
-    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
+    _remake_past_one_dead(monkeypatch)
     monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.9)
     path = tmp_path / "idx"
     index = new_index(path, hashing_embedder)
@@ -138,10 +146,7 @@ def test_a_summary_base_made_anew_is_written_by_its_commit(
     assert after[str(int(NodeKind.T))] == before[str(int(NodeKind.T))]
     reopened = Index.open(path, embedder=hashing_embedder, llm="extractive")
     assert reopened.engine.state.vectors.unsaved() == []
-    for doc in sample_docs[20:27]:
-        for mode in ("collapsed", "naive"):
-            want = [h.id for h in index.query(doc["text"][:120], mode=mode).nodes]
-            assert [h.id for h in reopened.query(doc["text"][:120], mode=mode).nodes] == want
+    _answers_alike(index, reopened, sample_docs[20:27], ("collapsed", "naive"))
 
 
 def test_a_base_rebuilt_after_a_compaction_reopens_with_every_vector(
@@ -150,12 +155,9 @@ def test_a_base_rebuilt_after_a_compaction_reopens_with_every_vector(
     """A compaction rewrites every vector at its own version; a base rebuilt by a later
     write is cached with a version from after it, so a reader takes none of the compacted
     vectors as new and misses none of the fresh ones."""
-    import graphstrata.engine.vectors as vectors
     from graphstrata.engine.store import caches
 
-    monkeypatch.setattr(vectors, "REMOVED_MAX", 1)
-    monkeypatch.setattr(vectors, "REMOVED_SHARE", 10**9)
-    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
+    _remake_past_one_dead(monkeypatch)
     monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.01)
     path = tmp_path / "idx"
     index = new_index(path, hashing_embedder)
@@ -173,9 +175,7 @@ def test_a_base_rebuilt_after_a_compaction_reopens_with_every_vector(
     for kind in (L, int(NodeKind.T)):
         assert opened.count([kind]) == int((live.kinds == kind).sum())
         assert opened.contains(live.ids[live.kinds == kind], kind).all()
-    for doc in sample_docs[18:25]:
-        want = [h.id for h in index.query(doc["text"][:120], mode="collapsed").nodes]
-        assert [h.id for h in reopened.query(doc["text"][:120], mode="collapsed").nodes] == want
+    _answers_alike(index, reopened, sample_docs[18:25], ("collapsed",))
 
 
 def test_single_document_insert_is_local(tmp_path, hashing_embedder, sample_docs):
