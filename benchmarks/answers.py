@@ -51,7 +51,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import graph_tuning  # its cached embedder, MultiHop-RAG subset and build identity
 
-from graphstrata.bindings.extractive import ExtractiveLLM, _terms, split_sentences
+from graphstrata.bindings.llm.extractive import ExtractiveLLM, _terms, split_sentences
 from graphstrata.engine.interfaces import LLMRequest
 
 REPO = graph_tuning.REPO
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     if not DATA.exists():
         print(f"skipped: {DATA} not found")
         return 0
-    from graphstrata.bindings.backends import make_embedder
+    from graphstrata.bindings.registry import make_embedder
 
     start = time.perf_counter()
     load_before = load_avg()

@@ -232,7 +232,7 @@ def markdown(runs: list[dict[str, Any]], command: str, load: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from graphstrata.bindings.backends import make_embedder
+    from graphstrata.bindings.registry import make_embedder
 
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

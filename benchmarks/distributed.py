@@ -44,11 +44,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from graphstrata.bindings.api import Index  # noqa: E402
-from graphstrata.bindings.backends import make_embedder  # noqa: E402
 from graphstrata.bindings.distributed import RayOptions, RaySession, build_index  # noqa: E402
 from graphstrata.bindings.distributed.arrow import texts_table, vectors_table  # noqa: E402
 from graphstrata.bindings.distributed.backends import RayEmbedder, embedding_pool  # noqa: E402
 from graphstrata.bindings.distributed.workers import BackendSpec  # noqa: E402
+from graphstrata.bindings.registry import make_embedder  # noqa: E402
 from graphstrata.engine.config import ChunkingConfig  # noqa: E402
 from graphstrata.engine.ingest.chunking import chunk_text  # noqa: E402
 from tests.integration.conftest_ray import assert_same_index, index_tables  # noqa: E402

@@ -167,7 +167,7 @@ def ort_gemm_gflops(seconds: float = 2.0) -> float:
 
 
 def make(spec: str) -> Any:
-    from graphstrata.bindings.backends import make_embedder
+    from graphstrata.bindings.registry import make_embedder
 
     return make_embedder(spec)
 
@@ -364,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from tokenizers import Tokenizer
 
-    from graphstrata.bindings.embedders_onnx import packaged_model_dir
+    from graphstrata.bindings.embed.onnx import packaged_model_dir
 
     tok = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
     tok.enable_truncation(max_length=256)

@@ -211,14 +211,14 @@ def build_config() -> dict[str, Any]:
 
 
 def make_llm(rules: str) -> Any:
-    from graphstrata.bindings.extractive import ExtractiveLLM
+    from graphstrata.bindings.llm.extractive import ExtractiveLLM
 
     return ExtractiveLLM(entity_rules=rules)
 
 
 def components() -> list[Any]:
     from graphstrata.engine.heterograph import HeterographComponent
-    from graphstrata.engine.search.bm25 import SparseComponent
+    from graphstrata.engine.modes.bm25 import SparseComponent
 
     return [HeterographComponent(), SparseComponent()]
 
@@ -307,7 +307,6 @@ def before_view(index: Any) -> Any:
     from graphstrata.core.ppr import shallow_ppr
     from graphstrata.core.topk import top_k_by_kind
     from graphstrata.engine.component import ComponentView
-    from graphstrata.engine.heterograph.links import SlotLinks
     from graphstrata.engine.heterograph.parse import normalize_name, parse_query_entities
     from graphstrata.engine.heterograph.schema import (
         HETERO_EDGE_KINDS,
@@ -317,8 +316,9 @@ def before_view(index: Any) -> Any:
         N,
         O,
     )
+    from graphstrata.engine.heterograph.state.links import SlotLinks
+    from graphstrata.engine.modes import make_hits, vector_candidates
     from graphstrata.engine.prompts import query_entities_request
-    from graphstrata.engine.search import make_hits, vector_candidates
     from graphstrata.engine.types import EdgeKind, NodeKind
 
     state = index.engine.state
@@ -604,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (DATA / args.dataset / "corpus.jsonl").exists():
         log(f"{DATA / args.dataset} is absent: nothing to measure")
         return 0
-    from graphstrata.bindings.backends import make_embedder
+    from graphstrata.bindings.registry import make_embedder
 
     named = ABLATIONS if args.variants == "ablations" else args.variants
     variants = [v.strip() for v in named.split(",") if v.strip()]

@@ -143,7 +143,7 @@ def leiden_comparison(index: Any, seed: int) -> dict[str, Any]:
     """igraph vs leidenalg on the index's G2 graph (S, N, R, A and their edges)."""
     import igraph as ig
 
-    from graphstrata.engine.heterograph.graph import leiden
+    from graphstrata.core.communities import leiden
     from graphstrata.engine.heterograph.schema import G2_EDGES
     from graphstrata.engine.types import NodeKind
 

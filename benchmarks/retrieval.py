@@ -276,7 +276,7 @@ def build_or_reuse(
     unless ``reuse_stale`` (the record then says ``stale``, and the tables show it).
     """
     from graphstrata.bindings.api import LLM_CACHE_FILE
-    from graphstrata.bindings.backends import make_embedder, make_llm
+    from graphstrata.bindings.registry import make_embedder, make_llm
     from graphstrata.engine.config import IndexConfig
     from graphstrata.engine.index import Engine
 
@@ -820,7 +820,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for d in datasets
     }
-    from graphstrata.bindings.backends import make_embedder
+    from graphstrata.bindings.registry import make_embedder
 
     embedder = str(make_embedder(args.embedder).name)
     out = Path(args.out)

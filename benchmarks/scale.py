@@ -120,8 +120,8 @@ def run_one(
     then labelled with it).
     """
     from graphstrata.bindings.api import Index
-    from graphstrata.bindings.embedders import HashingEmbedder
-    from graphstrata.bindings.extractive import ExtractiveLLM
+    from graphstrata.bindings.embed.models import HashingEmbedder
+    from graphstrata.bindings.llm.extractive import ExtractiveLLM
     from graphstrata.engine.config import IndexConfig
 
     corpus = _corpus()
@@ -372,8 +372,8 @@ def open_in_fresh_process(path: Path, query: str) -> dict[str, Any]:
 def _open_imports() -> tuple[Any, Any, Any, Any]:
     """What :func:`open_for_measuring` imports (``open_once`` times them apart)."""
     from graphstrata.bindings.api import Index
-    from graphstrata.bindings.embedders import HashingEmbedder
-    from graphstrata.bindings.extractive import ExtractiveLLM
+    from graphstrata.bindings.embed.models import HashingEmbedder
+    from graphstrata.bindings.llm.extractive import ExtractiveLLM
     from graphstrata.engine.config import SearchConfig
 
     return Index, HashingEmbedder, ExtractiveLLM, SearchConfig
@@ -421,7 +421,7 @@ def leiden_quality(index: Any) -> dict[str, Any]:
     scratch, with their seconds."""
     import igraph as ig
 
-    from graphstrata.engine.heterograph.graph import leiden
+    from graphstrata.core.communities import leiden
     from graphstrata.engine.heterograph.schema import G2_EDGES, G2_KINDS, NAME, ST_LEIDEN
 
     snap = index.engine.state.snapshot
@@ -451,7 +451,7 @@ def leiden_quality(index: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------- ANN recall
 def _ann_vectors(n_vectors: int) -> np.ndarray:
     """Hashing embeddings of the corpus' first ``n_vectors`` chunks (the build's T vectors)."""
-    from graphstrata.bindings.embedders import HashingEmbedder
+    from graphstrata.bindings.embed.models import HashingEmbedder
     from graphstrata.engine.config import ChunkingConfig
     from graphstrata.engine.ingest.chunking import chunk_text
 

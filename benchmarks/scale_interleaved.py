@@ -75,8 +75,8 @@ def child(path: Path, chunks: int, stdin: TextIO = sys.stdin, stdout: TextIO = s
     import scale
 
     from graphstrata.bindings.api import Index
-    from graphstrata.bindings.embedders import HashingEmbedder
-    from graphstrata.bindings.extractive import ExtractiveLLM
+    from graphstrata.bindings.embed.models import HashingEmbedder
+    from graphstrata.bindings.llm.extractive import ExtractiveLLM
 
     n_docs = max(2, round(chunks / scale.CHUNKS_PER_DOC))
     corpus = scale._corpus()

@@ -10,7 +10,7 @@ Starts the real server (``python -m graphstrata.bindings.server``) in a subproce
 ``--index`` directories (several: each measured on the wanted modes it serves that no earlier
 one served, e.g. a hierarchy + sparse + hybrid index and a heterograph index), then sends
 ``--requests`` ``POST /v1/retrieve`` requests (the 500 MultiHop-RAG questions, cycled) per
-(mode, concurrency) cell with ``graphstrata.bindings.loadgen.run_load``. A mode the index was
+(mode, concurrency) cell with ``benchmarks.service.loadgen.run_load``. A mode the index was
 not built with is skipped and named.
 
 The grid's server has the query-vector cache off, so every request embeds its query (the
@@ -150,7 +150,7 @@ def questions() -> list[str]:
 
 def time_embedder(index: Path, queries: list[str], repeats: int = 3) -> dict[str, Any]:
     """The embedder alone, in this process: one query at a time versus batches of 32."""
-    from graphstrata.bindings.backends import make_embedder
+    from graphstrata.bindings.registry import make_embedder
     from graphstrata.engine.store import Store
 
     embedder = make_embedder(Store.open(index).manifest["embedder"]["name"])
@@ -176,7 +176,7 @@ def time_embedder(index: Path, queries: list[str], repeats: int = 3) -> dict[str
 def run_cell(
     server: Any, queries: list[str], mode: str, c: int, args: argparse.Namespace, label: str
 ) -> dict[str, Any]:
-    from graphstrata.bindings.loadgen import run_load
+    from benchmarks.service.loadgen import run_load
 
     log(f"{label}: {mode} at concurrency {c} ({args.requests} requests)")
     (result,) = run_load(
@@ -201,7 +201,7 @@ def run_cell(
 def warm_up(server: Any, queries: list[str], modes: list[str], requests: int, c: int) -> None:
     """Send ``requests`` unrecorded requests per mode (first-call costs: kernels, views,
     the model's first batch shapes; or the query cache), with no duration cap."""
-    from graphstrata.bindings.loadgen import run_load
+    from benchmarks.service.loadgen import run_load
 
     for mode in modes:
         run_load(server.url, queries, modes=[mode], concurrencies=[c], requests=requests,
@@ -224,7 +224,7 @@ def run_all(
     made under the same background load (this machine is shared). A setting that warms the
     query cache first sends every question once (not recorded).
     """
-    from graphstrata.bindings.server_process import server_process
+    from benchmarks.service.server_process import server_process
 
     chosen = [a for a in ABLATIONS if a[0] in args.ablations]
     settings = [(DEFAULT_SETTING, DEFAULT_ARGS, False), *chosen]
@@ -255,7 +255,7 @@ def run_all(
 
 
 def markdown(data: dict[str, Any]) -> str:
-    from graphstrata.bindings.loadgen import format_load_table
+    from benchmarks.service.loadgen import format_load_table
 
     emb = data.get("embedder_alone")
     lines = [
@@ -398,8 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/serve.py" + "".join(f" {a}" for a in (argv or sys.argv[1:]))
     wanted = [m for m in args.modes.split(",") if m]
     targets = [(Path(p), None) for p in args.index] if args.index else [locate_index(None, wanted)]
-    from graphstrata.bindings.loadgen import service_modes
-    from graphstrata.bindings.server_process import server_process
+    from benchmarks.service.loadgen import service_modes
+    from benchmarks.service.server_process import server_process
     from graphstrata.engine.store import Store
 
     concurrencies = [int(c) for c in args.concurrency.split(",") if c]

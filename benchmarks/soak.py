@@ -6,7 +6,7 @@
 
 Builds one index from ``examples/sample`` (the folder; ``--embedder``, default the model-free
 ``hashing``), starts the real server on a free 127.0.0.1 port
-(:mod:`graphstrata.bindings.server_process`), measures the saturating concurrency of
+(:mod:`benchmarks.service.server_process`), measures the saturating concurrency of
 ``naive`` retrievals (the smallest concurrency within 10% of the best throughput, unless
 ``--concurrency`` is given), then sends mixed traffic with twice that many workers for
 ``--duration`` seconds: retrievals in every served mode, batch retrievals, answers, document
@@ -137,7 +137,7 @@ class Server:
         self.outputs: list[str] = []
 
     def _start_blocking(self) -> None:
-        from graphstrata.bindings.server_process import server_process
+        from benchmarks.service.server_process import server_process
 
         self._stack = contextlib.ExitStack()
         self._handle = self._stack.enter_context(server_process(self.index, self.args))
@@ -246,7 +246,7 @@ class Client:
 
     async def call(self, method: str, path: str, payload: Any = None) -> tuple[int, bytes, int]:
         """(status, body, generation); status 0 for a transport failure."""
-        from graphstrata.bindings.loadgen import RawConnection
+        from benchmarks.service.loadgen import RawConnection
 
         await self.server.up.wait()
         generation = self.server.generation
@@ -514,7 +514,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def saturating_concurrency(url: str, queries: list[str], seconds: float) -> tuple[int, list[Any]]:
     """The smallest probed concurrency within 10% of the best naive throughput."""
-    from graphstrata.bindings.loadgen import run_load
+    from benchmarks.service.loadgen import run_load
 
     results = run_load(
         url,

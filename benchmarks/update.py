@@ -69,7 +69,7 @@ def bench_config() -> Any:
 
 
 def make_backend(name: str) -> Any:
-    from graphstrata.bindings.backends import make_embedder
+    from graphstrata.bindings.registry import make_embedder
 
     return make_embedder("all-MiniLM-L6-v2" if name == "minilm" else "hashing:384")
 
@@ -122,7 +122,7 @@ class Bench:
     def create(self, name: str) -> Any:
         """A fresh index whose one component is the hierarchy (default insert policy)."""
         from graphstrata.bindings.api import Index
-        from graphstrata.bindings.extractive import ExtractiveLLM
+        from graphstrata.bindings.llm.extractive import ExtractiveLLM
         from graphstrata.engine.index import Engine
 
         path = self.work / name
@@ -135,7 +135,7 @@ class Bench:
     def copy(self, index: Any, name: str, group_new_first: bool) -> Any:
         """A copy of ``index``'s directory, opened with the given insert policy."""
         from graphstrata.bindings.api import Index
-        from graphstrata.bindings.extractive import ExtractiveLLM
+        from graphstrata.bindings.llm.extractive import ExtractiveLLM
         from graphstrata.engine.index import Engine
 
         path = self.work / name

@@ -30,7 +30,7 @@ def sample_docs() -> list[dict[str, Any]]:
 @pytest.fixture(scope="session")
 def hashing_embedder():
     """A deterministic, model-free embedder (feature hashing) for fast pipeline tests."""
-    from graphstrata.bindings.embedders import HashingEmbedder
+    from graphstrata.bindings.embed.models import HashingEmbedder
 
     return HashingEmbedder(64)
 
@@ -38,7 +38,7 @@ def hashing_embedder():
 @pytest.fixture(scope="session")
 def minilm_embedder():
     """The packaged all-MiniLM-L6-v2 (loaded once per session; ~5 s)."""
-    from graphstrata.bindings.embedders import SentenceTransformerEmbedder
+    from graphstrata.bindings.embed.models import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder("all-MiniLM-L6-v2")
 

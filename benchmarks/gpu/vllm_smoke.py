@@ -65,7 +65,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def environment_problem() -> str | None:
     """Why this machine cannot run the smoke test, or None."""
-    from graphstrata.bindings.llm_vllm import vllm_available
+    from graphstrata.bindings.llm.vllm import vllm_available
 
     if not vllm_available():
         return "vLLM is not installed (pip install 'graphstrata[gpu]')"
@@ -89,7 +89,7 @@ def rate(tokens: int, seconds: float) -> float:
 
 def stage_batches(backend: Any, docs: list[dict[str, Any]]) -> dict[str, Any]:
     """One batch per stage straight to the backend; checks one generate call per stage."""
-    from graphstrata.bindings.json_repair_util import parse_json_answer
+    from graphstrata.bindings.llm.repair import parse_json_answer
     from graphstrata.engine import prompts
 
     texts = [d["text"][:1500] for d in docs[:8]]
@@ -181,7 +181,7 @@ def build_and_query(backend: Any, args: argparse.Namespace, root: Path) -> dict[
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from graphstrata.bindings.backends import make_llm
+    from graphstrata.bindings.registry import make_llm
 
     started = time.perf_counter()
     spec = (

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from graphstrata.bindings.backend_choice import Backends, resolve_backends
+from graphstrata.bindings.registry import Backends, resolve_backends
 from graphstrata.engine.config import IndexConfig, SearchConfig
 from graphstrata.engine.documents import read_documents
 from graphstrata.engine.index import Engine, QueryResult

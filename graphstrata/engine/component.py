@@ -33,7 +33,7 @@ from graphstrata.engine.types import EMBEDDED_KINDS, NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
 if TYPE_CHECKING:  # the search package imports this module
-    from graphstrata.engine.search.sparse_index import SparseIndex
+    from graphstrata.engine.sparse.index import SparseIndex
 
 #: ``progress(stage, done, total)``: called as long operations advance.
 ProgressFn = Callable[[str, int, int], None]
@@ -480,7 +480,7 @@ class ComponentView(ABC):
     """Per-version, read-only search structures of a component."""
 
     #: The view's BM25 index, if it has one: writers save its kinds' postings in the
-    #: index's sparse cache (``engine.search.sparse_cache``), so a new process maps them.
+    #: index's sparse cache (``engine.sparse.cache``), so a new process maps them.
     sparse: SparseIndex | None = None
 
     @abstractmethod
@@ -492,7 +492,7 @@ class ComponentView(ABC):
 
         Called by ``Component.advance`` right after this view was constructed for the
         version committed after ``previous``'s, before any query sees it. Structures that
-        can be updated from a delta (e.g. ``engine.search.sparse_index.SparseIndex``) are
+        can be updated from a delta (e.g. ``engine.sparse.index.SparseIndex``) are
         derived here instead of rebuilt; the default takes over nothing. ``previous`` is
         still served to readers pinned to its version: it must not be modified.
 

@@ -37,12 +37,12 @@ from graphstrata.engine.config import ConfigError, IndexConfig, SearchConfig
 from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
 from graphstrata.engine.ingest import add_docs, doc_lookup, remove_docs
 from graphstrata.engine.interfaces import LLM, Embedder, LLMRequest
+from graphstrata.engine.modes.naive import NaiveView
 from graphstrata.engine.params import ModeParams, NoParams, QueryError
 from graphstrata.engine.prompts import answer_request
 from graphstrata.engine.read_caches import open_vectors, save_caches
 from graphstrata.engine.report import OperationReport
-from graphstrata.engine.search.naive import NaiveView
-from graphstrata.engine.search.sparse_index import seed_parts
+from graphstrata.engine.sparse.index import seed_parts
 from graphstrata.engine.store import Delta, Snapshot, Store
 from graphstrata.engine.store.arrow_numpy import numpy_of
 from graphstrata.engine.types import NodeKind
@@ -52,8 +52,8 @@ from graphstrata.engine.vectors import VectorIndex
 DEFAULT_COMPONENTS: tuple[tuple[str, str], ...] = (
     ("graphstrata.engine.hierarchy", "HierarchyComponent"),
     ("graphstrata.engine.heterograph", "HeterographComponent"),
-    ("graphstrata.engine.search.bm25", "SparseComponent"),
-    ("graphstrata.engine.search.hybrid", "HybridComponent"),
+    ("graphstrata.engine.modes.bm25", "SparseComponent"),
+    ("graphstrata.engine.modes.hybrid", "HybridComponent"),
 )
 
 __all__ = [

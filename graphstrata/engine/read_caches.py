@@ -10,8 +10,8 @@ import numpy as np
 
 from graphstrata.engine.component import ComponentView
 from graphstrata.engine.config import IndexConfig
-from graphstrata.engine.search.postings import KindIndex
-from graphstrata.engine.search.sparse_index import save_committed_parts
+from graphstrata.engine.sparse.index import save_committed_parts
+from graphstrata.engine.sparse.postings import KindIndex
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.store.caches import (
     CacheFile,

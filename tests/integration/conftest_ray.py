@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.bindings.embed.models import HashingEmbedder
 
 REPO = Path(__file__).resolve().parents[2]
 DIM = 64

@@ -6,7 +6,7 @@ import json
 import sys
 
 from graphstrata.bindings.api import Index
-from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.bindings.embed.models import HashingEmbedder
 
 
 def main() -> None:

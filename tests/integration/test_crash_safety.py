@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from graphstrata.bindings.api import Index
-from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.bindings.embed.models import HashingEmbedder
 
 pytestmark = pytest.mark.integration
 

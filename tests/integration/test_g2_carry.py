@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from graphstrata.bindings.api import Index
-from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.bindings.embed.models import HashingEmbedder
 from graphstrata.core.layered import flatten
 from graphstrata.engine.config import IndexConfig
-from graphstrata.engine.heterograph import communities as communities_module
-from graphstrata.engine.heterograph import g2, walk_graph
+from graphstrata.engine.heterograph.build import communities as communities_module
+from graphstrata.engine.heterograph.build.work import Work
 from graphstrata.engine.heterograph.component import HeterographComponent
 from graphstrata.engine.heterograph.schema import G2_KINDS, ST_GROUP_OF, ST_LEIDEN
-from graphstrata.engine.heterograph.work import Work
+from graphstrata.engine.heterograph.state import g2, walk_graph
 from graphstrata.engine.store import Store
 
 from .test_snapshot_advance import assert_same_snapshot

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from graphstrata.bindings.api import Index
-from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.bindings.embed.models import HashingEmbedder
 from graphstrata.engine.config import IndexConfig
 
 QUESTION = "Which settlement was the home of the engineer who designed the Veltrano Bridge?"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from graphstrata.bindings.api import Index
-from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.bindings.embed.models import HashingEmbedder
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.heterograph.parse import normalize_name
 from graphstrata.engine.types import EdgeKind, NodeKind

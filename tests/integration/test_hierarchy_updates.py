@@ -9,7 +9,7 @@ from graphstrata.bindings.api import Index
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.hierarchy import HierarchyTree
 from graphstrata.engine.types import NodeKind
-from tests.unit.test_hierarchy import check_hierarchy, new_index, signature, small_config
+from tests.unit.engine.hierarchy.test_hierarchy import check_hierarchy, new_index, signature, small_config
 
 pytestmark = pytest.mark.integration
 

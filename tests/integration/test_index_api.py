@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from graphstrata.bindings.api import Index
-from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.bindings.embed.models import HashingEmbedder
 from graphstrata.engine.config import ConfigError, IndexConfig
 from graphstrata.engine.documents import DocumentError
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from graphstrata.bindings.api import Index
-from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.bindings.embed.models import HashingEmbedder
+from graphstrata.core.communities import leiden, with_singletons
 from graphstrata.core.ids import find_positions
 from graphstrata.engine.config import IndexConfig
-from graphstrata.engine.heterograph.graph import leiden, with_singletons
 from graphstrata.engine.heterograph.schema import G2_EDGES, G2_KINDS, NAME, ST_LEIDEN
 from graphstrata.engine.types import NodeKind
 from tests.integration.test_cli import run

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from graphstrata.bindings.server_process import ServerHandle, server_process
+from benchmarks.service.server_process import ServerHandle, server_process
 
 pytestmark = pytest.mark.integration
 

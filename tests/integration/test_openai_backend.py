@@ -14,8 +14,8 @@ import json
 import numpy as np
 import pytest
 
-from graphstrata.bindings.backends import make_embedder, make_llm
-from graphstrata.bindings.llm_cache import LLMCache
+from graphstrata.bindings.llm.cache import LLMCache
+from graphstrata.bindings.registry import make_embedder, make_llm
 from graphstrata.engine import prompts
 from graphstrata.engine.interfaces import EmbedderError, LLMError
 from graphstrata.engine.tokens import count_tokens

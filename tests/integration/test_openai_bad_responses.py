@@ -12,7 +12,7 @@ import logging
 
 import pytest
 
-from graphstrata.bindings.backends import make_llm
+from graphstrata.bindings.registry import make_llm
 from graphstrata.engine import prompts
 from graphstrata.engine.interfaces import LLMError
 from tests.fake_openai_server import BAD_SHAPES, FakeOpenAIServer

@@ -16,8 +16,8 @@ from __future__ import annotations
 import pytest
 
 from graphstrata.bindings.api import LLM_CACHE_FILE, Index
-from graphstrata.bindings.backends import make_llm
-from graphstrata.bindings.extractive import ExtractiveLLM
+from graphstrata.bindings.llm.extractive import ExtractiveLLM
+from graphstrata.bindings.registry import make_llm
 from graphstrata.engine.component import Component, ComponentView, UpdateContext
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.index import Engine, default_components

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.unit.test_core_nndescent import _clustered
+from tests.unit.core.test_nndescent import _clustered
 
 pytestmark = pytest.mark.integration
 

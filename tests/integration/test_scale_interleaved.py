@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from graphstrata.bindings.api import Index
-from graphstrata.bindings.embedders import HashingEmbedder
-from graphstrata.bindings.extractive import ExtractiveLLM
+from graphstrata.bindings.embed.models import HashingEmbedder
+from graphstrata.bindings.llm.extractive import ExtractiveLLM
 from graphstrata.engine.config import IndexConfig
 
 pytestmark = pytest.mark.integration

@@ -19,8 +19,8 @@ def test_open_reports_imports_apart_and_the_first_query_of_each_mode(
     import scale
 
     from graphstrata.bindings.api import Index
-    from graphstrata.bindings.embedders import HashingEmbedder
-    from graphstrata.bindings.extractive import ExtractiveLLM
+    from graphstrata.bindings.embed.models import HashingEmbedder
+    from graphstrata.bindings.llm.extractive import ExtractiveLLM
 
     path = tmp_path / "ix"
     index = Index.create(path, embedder=HashingEmbedder(scale.DIM), llm=ExtractiveLLM())

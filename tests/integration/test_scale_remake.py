@@ -11,7 +11,7 @@ import pytest
 from graphstrata.engine.store.tables import VectorSegment, VectorTable
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
-from tests.unit.test_core_nndescent import _clustered
+from tests.unit.core.test_nndescent import _clustered
 
 pytestmark = pytest.mark.integration
 

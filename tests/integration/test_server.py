@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from graphstrata.bindings.server_process import ServerHandle, server_process
+from benchmarks.service.server_process import ServerHandle, server_process
 
 pytestmark = pytest.mark.integration
 

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from graphstrata.bindings.server_process import server_process
+from benchmarks.service.server_process import server_process
 from tests.fake_openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from graphstrata.bindings.server_process import server_process
+from benchmarks.service.server_process import server_process
 
 pytestmark = pytest.mark.integration
 

@@ -26,7 +26,7 @@ from schemathesis.checks import CHECKS, load_all_checks  # noqa: E402
 from schemathesis.core.failures import Failure, FailureGroup  # noqa: E402
 from schemathesis.generation import GenerationMode  # noqa: E402
 
-from graphstrata.bindings.server_process import ServerHandle, server_process  # noqa: E402
+from benchmarks.service.server_process import ServerHandle, server_process  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from graphstrata.bindings.api import Index
-from graphstrata.bindings.embedders import HashingEmbedder
+from graphstrata.bindings.embed.models import HashingEmbedder
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.store import Snapshot, Store
 from graphstrata.engine.store.tables import FIXED_COLUMNS
@@ -77,10 +77,10 @@ def test_advanced_snapshot_equals_the_one_read_from_disk(tmp_path, sample_docs, 
 def test_advanced_name_index_equals_a_fresh_one(tmp_path, sample_docs):
     """The graph view's names after each write (advanced by the delta) are those a view
     built from scratch on the same version holds."""
-    from graphstrata.engine.heterograph.lookups import EntityKeys
-    from graphstrata.engine.heterograph.names import NameIndex
+    from graphstrata.engine.heterograph.build.lookups import EntityKeys
     from graphstrata.engine.heterograph.parse import normalize_name
     from graphstrata.engine.heterograph.schema import N
+    from graphstrata.engine.heterograph.state.names import NameIndex
 
     index = Index.create(tmp_path / "ix", IndexConfig(), embedder=HashingEmbedder(64))
     docs = list(sample_docs)
@@ -148,9 +148,9 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
     graph built from the snapshot on every write ('rebuild': new edges past the extra
     share), and at the default shares."""
     from graphstrata.core.layered import flatten, row_weights
-    from graphstrata.engine.heterograph import walk_graph
     from graphstrata.engine.heterograph.component import HeterographComponent
-    from graphstrata.engine.heterograph.search import GraphParams
+    from graphstrata.engine.heterograph.query.search import GraphParams
+    from graphstrata.engine.heterograph.state import walk_graph
 
     shares = {"never": (1e9, 1e9), "always": (1e9, -1.0), "rebuild": (0.0, 1e9)}
     if compact in shares:

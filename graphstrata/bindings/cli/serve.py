@@ -4,10 +4,10 @@
 with its URL once it listens, and a report when it stops.
 
 ``bench serve INDEX`` drives the service with a bounded concurrent load
-(:mod:`graphstrata.bindings.loadgen`): a fixed number of ``POST /v1/retrieve`` requests per
+(:mod:`benchmarks.service.loadgen`): a fixed number of ``POST /v1/retrieve`` requests per
 (mode, concurrency) cell, stopped early by a fixed duration cap. Unless ``--url`` names a
 running service, it starts the real server in a subprocess on a free loopback port
-(:mod:`graphstrata.bindings.server_process`, so the load generator and the server do not share
+(:mod:`benchmarks.service.server_process`, so the load generator and the server do not share
 a Python interpreter) and stops it afterwards. It prints latency p50/p95/p99, throughput, and
 how much of the server's query time went to embedding queries.
 """
@@ -22,12 +22,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.service.server_process import LISTENING
 from graphstrata.bindings.cli.common import CLIError, Progress, add_backend_args, print_report
-from graphstrata.bindings.server_process import LISTENING
 
 if TYPE_CHECKING:
+    from benchmarks.service.server_process import ServerHandle
     from graphstrata.bindings.server import ServerSettings
-    from graphstrata.bindings.server_process import ServerHandle
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 DEFAULT_BENCH_MODES = ("naive", "collapsed", "graph")
@@ -195,8 +195,8 @@ def _int_list(text: str) -> list[int]:
 
 def cmd_bench_serve(args: argparse.Namespace) -> int:
     """``graphstrata bench serve INDEX``: latency and throughput under a bounded load."""
-    from graphstrata.bindings.loadgen import format_load_table, run_load, service_modes
-    from graphstrata.bindings.server_process import server_process
+    from benchmarks.service.loadgen import format_load_table, run_load, service_modes
+    from benchmarks.service.server_process import server_process
 
     queries = load_queries(args.queries) if args.queries else queries_from_index(args.index)
     token = args.token or os.environ.get("GRAPHSTRATA_TOKEN") or None

@@ -31,8 +31,6 @@ from types import TracebackType
 from typing import Any
 
 from graphstrata.bindings.api import LLM_CACHE_FILE, Index
-from graphstrata.bindings.backend_choice import EMBEDDER_ENV, LLM_ENV, choose_spec
-from graphstrata.bindings.backends import DEFAULT_EMBEDDER, DEFAULT_LLM
 from graphstrata.bindings.distributed.backends import (
     RayEmbedder,
     RayLLM,
@@ -44,7 +42,14 @@ from graphstrata.bindings.distributed.cluster import Cluster, RayOptions, connec
 from graphstrata.bindings.distributed.documents import PreparedDocs, prepare
 from graphstrata.bindings.distributed.pool import Meter, ProgressFn, StageStats
 from graphstrata.bindings.distributed.workers import BackendSpec
-from graphstrata.bindings.llm_cache import CachedLLM
+from graphstrata.bindings.llm.cache import CachedLLM
+from graphstrata.bindings.registry import (
+    DEFAULT_EMBEDDER,
+    DEFAULT_LLM,
+    EMBEDDER_ENV,
+    LLM_ENV,
+    choose_spec,
+)
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.index import check_embedder
 from graphstrata.engine.interfaces import LLM

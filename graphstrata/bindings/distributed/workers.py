@@ -1,7 +1,7 @@
 """What runs on the cluster: model actors, the extractive LLM task and the chunking task.
 
 A backend is described by a :class:`BackendSpec` (a spec string of
-``bindings/backends.py``, or a picklable zero-argument callable that returns the backend)
+``bindings/registry.py``, or a picklable zero-argument callable that returns the backend)
 and built where it runs, so a model is loaded once per actor and never shipped. The LLM
 response cache stays on the driver (``llm_cache.CachedLLM`` wraps the Ray LLM there): only
 the prompts it has not seen reach the cluster.
@@ -49,7 +49,7 @@ class BackendSpec:
         """The backend (an LLM never gets the cache here: the driver keeps it)."""
         if callable(self.spec):
             return self.spec()
-        from graphstrata.bindings.backends import make_embedder, make_llm
+        from graphstrata.bindings.registry import make_embedder, make_llm
 
         return make_embedder(self.spec) if self.kind == "embedder" else make_llm(self.spec)
 

@@ -19,7 +19,7 @@ How it stays fast and safe under load:
 
 * Reads never block the event loop: retrievals run in a thread pool, and the query embeddings
   of concurrent requests are computed in one embedder call (:mod:`.runtime`,
-  :mod:`graphstrata.bindings.microbatch`), because the embedder dominates the cost of a
+  :mod:`graphstrata.bindings.embed.microbatch`), because the embedder dominates the cost of a
   query on CPU.
 * Reads never wait for writes: document inserts and deletes are queued to one background
   writer thread (:mod:`.writer`) and answered ``202`` with an operation id. The engine swaps

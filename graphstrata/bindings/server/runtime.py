@@ -5,7 +5,7 @@
 * :class:`QueryVectorCache`: a bounded LRU of query embeddings keyed by (embedder name,
   exact query text), shared by the indexes of one app; a repeated query is not embedded again.
 * :class:`QueryRunner`: the query embeddings of concurrent requests are computed in one
-  embedder call (:mod:`graphstrata.bindings.microbatch`), then each request searches with its
+  embedder call (:mod:`graphstrata.bindings.embed.microbatch`), then each request searches with its
   own vector in a thread pool, so the event loop never blocks.
 * :class:`Service`: the index, the runner, the writer and the metrics of one app, and the
   checks of request input that the service makes before any work is queued.
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from graphstrata.bindings.microbatch import MicroBatcher
+from graphstrata.bindings.embed.microbatch import MicroBatcher
 from graphstrata.bindings.server.errors import ApiError
 from graphstrata.bindings.server.metrics import ServiceMetrics
 from graphstrata.bindings.server.settings import ServerSettings

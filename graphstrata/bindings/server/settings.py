@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphstrata.bindings.embedders_onnx import available_cores
+from graphstrata.bindings.embed.onnx import available_cores
 from graphstrata.engine.config import ConfigError
 
 #: Environment variable that holds the bearer token when ``ServerSettings.token`` is None.
@@ -30,7 +30,7 @@ class ServerSettings:
         content of ``graphstrata serve --tokens FILE``; see :mod:`.auth`), or None.
     embedder, llm, use_cache:
         Backend specs, as for ``Index.open`` (default: the precedence rule of
-        :func:`graphstrata.bindings.backend_choice.resolve_backends`).
+        :func:`graphstrata.bindings.registry.resolve_backends`).
     max_concurrency:
         Retrieval/answer requests in flight at once; the next one gets 429 + Retry-After.
     max_body_bytes:
@@ -52,7 +52,7 @@ class ServerSettings:
     search_threads:
         Threads that run searches (and whole-query batches); default
         ``min(8, cores + 2)``, where ``cores`` is the number of CPUs this process may run on
-        (:func:`~graphstrata.bindings.embedders_onnx.available_cores`: the CPU affinity, so a
+        (:func:`~graphstrata.bindings.embed.onnx.available_cores`: the CPU affinity, so a
         container or ``taskset`` limit counts, not the host's CPUs). A search releases the GIL
         in its kernels and holds it elsewhere, so a couple of threads more than cores keep
         the cores busy while others wait for the GIL; more only add switching.

@@ -2,7 +2,7 @@
 
 (docs/architecture.md, "Heterograph".) One operation (inserts and deletes together) runs
 these stages, each touching only what the change reaches; each is a function of its own
-module, sharing one :class:`~graphstrata.engine.heterograph.work.Work` and returning its
+module, sharing one :class:`~graphstrata.engine.heterograph.build.work.Work` and returning its
 results:
 
 1. ``decompose``: the new chunks (T) → semantic units (S), entities (N), relationships (R),
@@ -28,6 +28,6 @@ included) and ``parse`` reads the LLM answers.
 """
 
 from graphstrata.engine.heterograph.component import HeterographComponent
-from graphstrata.engine.heterograph.search import GraphParams, HeterographView
+from graphstrata.engine.heterograph.query.search import GraphParams, HeterographView
 
 __all__ = ["GraphParams", "HeterographComponent", "HeterographView"]

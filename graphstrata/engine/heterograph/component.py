@@ -6,23 +6,27 @@ from typing import ClassVar
 
 from graphstrata.engine.component import ChangeSet, Component, ComponentView, UpdateContext
 from graphstrata.engine.config import IndexConfig
-from graphstrata.engine.heterograph.attributes import attributes
-from graphstrata.engine.heterograph.communities import communities
-from graphstrata.engine.heterograph.decompose import (
+from graphstrata.engine.heterograph.build.attributes import attributes
+from graphstrata.engine.heterograph.build.communities import communities
+from graphstrata.engine.heterograph.build.decompose import (
     add_units,
     decompose,
     load_names,
     units_of_removed_chunks,
 )
-from graphstrata.engine.heterograph.enrich import embed_new_nodes, link_elements, semantic_edges
-from graphstrata.engine.heterograph.g2 import G2Graph
+from graphstrata.engine.heterograph.build.enrich import (
+    embed_new_nodes,
+    link_elements,
+    semantic_edges,
+)
+from graphstrata.engine.heterograph.build.settle import settle
+from graphstrata.engine.heterograph.build.work import EMPTY, Work
+from graphstrata.engine.heterograph.build.write import write, write_state
+from graphstrata.engine.heterograph.query.search import GraphParams, HeterographView
 from graphstrata.engine.heterograph.schema import G2_KINDS, NAME
-from graphstrata.engine.heterograph.search import GraphParams, HeterographView
-from graphstrata.engine.heterograph.settle import settle
-from graphstrata.engine.heterograph.work import EMPTY, Work
-from graphstrata.engine.heterograph.write import write, write_state
+from graphstrata.engine.heterograph.state.g2 import G2Graph
+from graphstrata.engine.modes import DocNames
 from graphstrata.engine.params import ModeParams
-from graphstrata.engine.search import DocNames
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.vectors import VectorIndex
 

@@ -3,7 +3,7 @@
 EraRAG ranks chunks and summaries by vector similarity alone. Here each mode fuses the dense
 candidates with BM25 candidates over the same kinds (the version's ``SparseIndex`` indexes
 chunks and summaries, per-kind statistics, advanced per commit), exactly as ``hybrid`` does
-over chunks (``engine.search.hybrid.fused_candidates``, ``FusionConfig``), and packs with
+over chunks (``engine.modes.hybrid.fused_candidates``, ``FusionConfig``), and packs with
 ``pack_distinct_hits``, so a summary that repeats a packed chunk (extractive summaries often
 do) or a chunk that a packed summary already holds does not spend the budget twice:
 
@@ -27,15 +27,15 @@ import numpy as np
 from graphstrata.engine.component import ComponentView, DocNames, Hit, Query
 from graphstrata.engine.config import FusionConfig, IndexConfig
 from graphstrata.engine.hierarchy.keys import ItemKeys
-from graphstrata.engine.params import ModeParams, range_check
-from graphstrata.engine.search.hybrid import (
+from graphstrata.engine.modes.hybrid import (
     FusionParams,
     check_fusion,
     fused_candidates,
     fusion_config,
 )
-from graphstrata.engine.search.packing import pack_distinct_hits
-from graphstrata.engine.search.sparse_index import SparseIndex
+from graphstrata.engine.modes.packing import pack_distinct_hits
+from graphstrata.engine.params import ModeParams, range_check
+from graphstrata.engine.sparse.index import SparseIndex
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex

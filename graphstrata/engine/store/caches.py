@@ -5,7 +5,7 @@ Two caches, each rebuildable from the segments at any time:
 ``vector_cache``
     One usearch HNSW file per embedded node kind (``vcache/``), memory-mapped on open.
 ``sparse_cache``
-    One BM25 postings file per indexed node kind (``scache/``, ``engine.search.sparse_cache``),
+    One BM25 postings file per indexed node kind (``scache/``, ``engine.sparse.cache``),
     memory-mapped on open.
 
 A cache is recorded in the manifest as ``{"version": v, "kinds": {"<kind>": entry}}``, where

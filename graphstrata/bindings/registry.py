@@ -1,0 +1,462 @@
+"""Backend specs -> backend objects, shared by the CLI, the Python API and the server.
+
+Which spec an index gets (argument > ``GRAPHSTRATA_LLM`` / ``GRAPHSTRATA_EMBEDDER`` > the
+index's > default, the embedder of an existing index being fixed) is decided in one place,
+:func:`graphstrata.bindings.registry.resolve_backends`; :func:`make_llm` and
+:func:`make_embedder` called without a spec read the same variables. Options go after ``?``
+as ``key=value`` pairs joined by ``&``, or as keyword arguments of :func:`make_llm` /
+:func:`make_embedder` (those win):
+
+* LLM:
+
+  - ``extractive`` (default): no model, CPU.
+  - ``vllm:MODEL_PATH[?dtype=bfloat16&tp=2&max_model_len=8192&gpu_memory_utilization=0.8]``:
+    in-process vLLM (extra ``gpu``); also ``seed``, ``chat_template``, ``thinking``,
+    ``enforce_eager``, ``quantization``.
+  - ``openai:MODEL@URL[?max_concurrency=8&timeout=120&max_retries=5&json_mode=auto]``: any
+    OpenAI-compatible server, e.g. ``openai:qwen2.5-7b@http://127.0.0.1:8000/v1``. Without
+    ``@URL``: ``OPENAI_BASE_URL``, else the OpenAI API. The key comes from
+    ``GRAPHSTRATA_API_KEY`` or ``OPENAI_API_KEY`` (never from the spec, which is recorded
+    in the index). Also ``seed``, ``base_delay``, ``max_delay``.
+
+  ``vllm`` and ``openai`` answers are cached in ``cache_path`` (the API passes
+  ``INDEX/llm-cache.sqlite``) unless ``use_cache=False``.
+
+* Embedder: ``minilm-onnx`` (default) / ``minilm-int8`` (the packaged all-MiniLM-L6-v2 on
+  ONNX Runtime, fp32 or int8, no torch at query time; options
+  ``threads``, ``batch_size``, ``max_padding``, ``spin``), ``all-MiniLM-L6-v2`` (the same packaged model
+  through sentence-transformers and torch), ``st:PATH_OR_NAME`` (any local
+  sentence-transformers model; options ``batch_size``, ``device``), ``hashing[:DIM]``
+  (feature hashing, no model), ``openai-embed:MODEL@URL`` (an OpenAI-compatible
+  ``/v1/embeddings`` server; options ``dim``, ``batch_size``, ``max_input_tokens``,
+  ``timeout``, ``max_retries``; without ``@URL``: ``GRAPHSTRATA_EMBED_URL``, then
+  ``OPENAI_BASE_URL``, else the OpenAI API).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
+
+from graphstrata.bindings.embed.models import (
+    ONNX_SPECS,
+    PACKAGED_MINILM,
+    HashingEmbedder,
+    OnnxMiniLMEmbedder,
+    OpenAIEmbedder,
+    SentenceTransformerEmbedder,
+)
+from graphstrata.bindings.llm.extractive import ExtractiveLLM
+from graphstrata.engine.config import ConfigError
+from graphstrata.engine.index import check_embedder
+from graphstrata.engine.interfaces import LLM, Embedder
+
+if TYPE_CHECKING:
+    # The HTTP, vLLM and cache backends are imported when a spec asks for them, so a query
+    # with the default (local) backends does not import httpx or sqlite3.
+    from graphstrata.bindings.llm.openai import OpenAICompatibleLLM
+    from graphstrata.bindings.llm.vllm import VLLMBackend
+
+#: ``IndexConfig.embedder``'s default (see there for the measurement behind it).
+DEFAULT_EMBEDDER = "minilm-onnx"
+DEFAULT_LLM = "extractive"
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+
+LLM_SPECS = "extractive, vllm:MODEL_PATH[?opts], or openai:MODEL@URL[?opts]"
+EMBEDDER_SPECS = (
+    "all-MiniLM-L6-v2, minilm-onnx, minilm-int8, st:PATH_OR_NAME, hashing[:DIM], "
+    "or openai-embed:MODEL@URL"
+)
+
+
+# --------------------------------------------------------------------------- option parsing
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true/false, got {value!r}")
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value in (None, "", "none", "None") else int(value)
+
+
+#: Option name -> (canonical name, converter), per backend.
+_VLLM_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "dtype": ("dtype", str),
+    "tp": ("tensor_parallel_size", int),
+    "tensor_parallel_size": ("tensor_parallel_size", int),
+    "max_model_len": ("max_model_len", _optional_int),
+    "gpu_memory_utilization": ("gpu_memory_utilization", float),
+    "gpu_mem": ("gpu_memory_utilization", float),
+    "seed": ("seed", int),
+    "chat_template": ("chat_template", _to_bool),
+    "thinking": ("thinking", _to_bool),
+    "enforce_eager": ("enforce_eager", _to_bool),
+    "quantization": ("quantization", str),
+    "engine_options": ("engine_options", dict),
+}
+#: Options that go to ``vllm.LLM`` as they are.
+_VLLM_ENGINE_OPTIONS = ("enforce_eager", "quantization")
+
+_OPENAI_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "max_concurrency": ("max_concurrency", int),
+    "concurrency": ("max_concurrency", int),
+    "timeout": ("timeout", float),
+    "max_retries": ("max_retries", int),
+    "base_delay": ("base_delay", float),
+    "max_delay": ("max_delay", float),
+    "json_mode": ("json_mode", str),
+    "seed": ("seed", _optional_int),
+    "system_prompt": ("system_prompt", str),
+    "api_key": ("api_key", str),
+}
+_RETRY_OPTIONS = ("max_retries", "base_delay", "max_delay")
+
+_ST_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "batch_size": ("batch_size", int),
+    "device": ("device", str),
+}
+
+_ONNX_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "threads": ("threads", _optional_int),
+    "batch_size": ("batch_size", int),
+    "max_padding": ("max_padding", float),
+    "spin": ("spin", _to_bool),
+}
+
+_OPENAI_EMBED_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "dim": ("dim", _optional_int),
+    "batch_size": ("batch_size", int),
+    "max_input_tokens": ("max_input_tokens", int),
+    "timeout": ("timeout", float),
+    "max_retries": ("max_retries", int),
+    "api_key": ("api_key", str),
+}
+
+
+def split_options(spec: str) -> tuple[str, dict[str, str]]:
+    """``"vllm:/m?dtype=half&tp=2"`` -> ``("vllm:/m", {"dtype": "half", "tp": "2"})``."""
+    head, sep, query = spec.partition("?")
+    if not sep:
+        return spec, {}
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
+    except ValueError as exc:
+        raise ConfigError(f"bad options in spec {spec!r}: expected ?key=value&key=value") from exc
+    return head, dict(pairs)
+
+
+def convert_options(
+    what: str,
+    raw: Mapping[str, Any],
+    table: Mapping[str, tuple[str, Callable[[Any], Any]]],
+) -> dict[str, Any]:
+    """Map option names to their canonical names and types; unknown names are an error."""
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in table:
+            raise ConfigError(
+                f"unknown option {key!r} for {what}; known: {', '.join(sorted(table))}"
+            )
+        name, convert = table[key]
+        try:
+            out[name] = convert(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"bad value {value!r} for option {key!r} of {what}: {exc}") from exc
+    return out
+
+
+def split_model_url(spec_body: str, what: str, default_url: str | None) -> tuple[str, str]:
+    """``"MODEL@http://host/v1"`` -> ``(MODEL, URL)``; without ``@URL`` the default is used."""
+    model, sep, url = spec_body.rpartition("@")
+    if sep and "://" in url and not url.startswith(("http://", "https://")):
+        raise ConfigError(f"bad server URL {url!r} for {what}: expected http(s)://HOST[:PORT]/v1")
+    if not sep or not url.startswith(("http://", "https://")):
+        model, url = spec_body, ""
+    if not model:
+        raise ConfigError(f"{what} needs a model name: {what}:MODEL@URL")
+    if not url:
+        if not default_url:
+            raise ConfigError(f"{what} needs a server URL: {what}:MODEL@http://HOST:PORT/v1")
+        url = default_url
+    return model, url
+
+
+# --------------------------------------------------------------------------- embedders
+def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedder:
+    """Build an embedder from a spec string (or pass an Embedder through).
+
+    Parameters
+    ----------
+    spec:
+        See the module docstring; default ``GRAPHSTRATA_EMBEDDER``, else minilm-onnx.
+    options:
+        Backend options (override those in the spec).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown spec or option.
+    """
+    if spec is not None and not isinstance(spec, str):
+        return spec
+    spec = (spec or os.environ.get("GRAPHSTRATA_EMBEDDER") or DEFAULT_EMBEDDER).strip()
+    spec, raw = split_options(spec)
+    raw = {**raw, **options}
+    if spec in PACKAGED_MINILM:
+        return SentenceTransformerEmbedder(spec, **convert_options(spec, raw, _ST_OPTIONS))
+    if spec in ONNX_SPECS:
+        onnx_opts = convert_options(spec, raw, _ONNX_OPTIONS)
+        try:
+            return OnnxMiniLMEmbedder(ONNX_SPECS[spec], **onnx_opts)
+        except ValueError as exc:
+            raise ConfigError(f"bad options for embedder {spec!r}: {exc}") from exc
+    if spec.startswith("hashing"):
+        return _hashing_embedder(spec, raw)
+    if spec.startswith("openai-embed:"):
+        return _openai_embedder(spec, raw)
+    if spec.startswith("st:"):
+        return SentenceTransformerEmbedder(spec[3:], **convert_options(spec, raw, _ST_OPTIONS))
+    if Path(spec).exists():
+        return SentenceTransformerEmbedder(spec, **convert_options(spec, raw, _ST_OPTIONS))
+    raise ConfigError(f"unknown embedder {spec!r}; use {EMBEDDER_SPECS}")
+
+
+def _hashing_embedder(spec: str, raw: Mapping[str, Any]) -> Embedder:
+    if raw:
+        raise ConfigError(f"the hashing embedder takes no options, got {sorted(raw)}")
+    _, _, dim = spec.partition(":")
+    if not dim and spec.startswith("hashing-"):
+        dim = spec.split("-", 1)[1]
+    if spec not in ("hashing", f"hashing:{dim}", f"hashing-{dim}"):
+        raise ConfigError(f"bad embedder spec {spec!r}: expected hashing[:DIM]")
+    try:
+        return HashingEmbedder(int(dim) if dim else 384)
+    except ValueError as exc:
+        raise ConfigError(f"bad embedder spec {spec!r}: expected hashing[:DIM] ({exc})") from exc
+
+
+def _openai_embedder(spec: str, raw: Mapping[str, Any]) -> Embedder:
+    default_url = (
+        os.environ.get("GRAPHSTRATA_EMBED_URL")
+        or os.environ.get("OPENAI_BASE_URL")
+        or OPENAI_DEFAULT_URL
+    )
+    from graphstrata.bindings.llm.openai import RetryPolicy
+
+    model, url = split_model_url(spec.split(":", 1)[1], "openai-embed", default_url)
+    opts = convert_options("openai-embed", raw, _OPENAI_EMBED_OPTIONS)
+    retry = RetryPolicy(max_retries=opts.pop("max_retries", RetryPolicy.max_retries))
+    return OpenAIEmbedder(model, url, retry=retry, **opts)
+
+
+# --------------------------------------------------------------------------- LLMs
+def make_llm(
+    spec: str | LLM | None = None,
+    *,
+    cache_path: str | Path | None = None,
+    use_cache: bool = True,
+    **options: Any,
+) -> LLM:
+    """Build an LLM backend from a spec string (or pass an LLM through).
+
+    Parameters
+    ----------
+    spec:
+        See the module docstring; default ``GRAPHSTRATA_LLM``, else ``extractive``.
+    cache_path:
+        SQLite response cache for the generative backends (``INDEX/llm-cache.sqlite``).
+    use_cache:
+        ``False`` bypasses the cache (``--no-cache``).
+    options:
+        Backend options (override those in the spec).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown spec or option, or ``vllm`` without vLLM installed.
+    """
+    if spec is not None and not isinstance(spec, str):
+        return spec
+    spec = (spec or os.environ.get("GRAPHSTRATA_LLM") or DEFAULT_LLM).strip()
+    spec, raw = split_options(spec)
+    if "api_key" in raw:
+        raise ConfigError(
+            "an API key does not belong in a spec (specs are recorded in the index): set "
+            "GRAPHSTRATA_API_KEY or OPENAI_API_KEY, or pass api_key= to the Python API"
+        )
+    raw = {**raw, **options}
+    if spec == "extractive":
+        if raw:
+            raise ConfigError(f"the extractive backend takes no options, got {sorted(raw)}")
+        return ExtractiveLLM()
+    if spec.startswith("vllm:"):
+        llm: LLM = _vllm_llm(spec[len("vllm:") :], raw)
+    elif spec.startswith("openai:"):
+        llm = _openai_llm(spec[len("openai:") :], raw)
+    else:
+        raise ConfigError(f"unknown LLM backend {spec!r}; use {LLM_SPECS}")
+    if cache_path is not None and use_cache:
+        from graphstrata.bindings.llm.cache import CachedLLM
+
+        return CachedLLM(llm, cache_path)
+    return llm
+
+
+def _vllm_llm(model: str, raw: Mapping[str, Any]) -> VLLMBackend:
+    from graphstrata.bindings.llm.vllm import VLLMBackend
+
+    if not model:
+        raise ConfigError("the vllm backend needs a model: vllm:MODEL_PATH")
+    opts = convert_options("vllm", raw, _VLLM_OPTIONS)
+    engine_options = dict(opts.pop("engine_options", {}))
+    for name in _VLLM_ENGINE_OPTIONS:
+        if name in opts:
+            engine_options[name] = opts.pop(name)
+    return VLLMBackend(model, engine_options=engine_options, **opts)
+
+
+def _openai_llm(body: str, raw: Mapping[str, Any]) -> OpenAICompatibleLLM:
+    from graphstrata.bindings.llm.openai import OpenAICompatibleLLM, RetryPolicy
+
+    default_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
+    model, url = split_model_url(body, "openai", default_url)
+    opts = convert_options("openai", raw, _OPENAI_OPTIONS)
+    retry_opts = {k: opts.pop(k) for k in _RETRY_OPTIONS if k in opts}
+    return OpenAICompatibleLLM(model, url, retry=RetryPolicy(**retry_opts), **opts)
+
+
+#: Environment variables that choose the backends (see :func:`resolve_backends`).
+EMBEDDER_ENV = "GRAPHSTRATA_EMBEDDER"
+LLM_ENV = "GRAPHSTRATA_LLM"
+
+
+@dataclasses.dataclass(frozen=True)
+class Backends:
+    """The backends an index is created or opened with, and where each choice came from.
+
+    Attributes
+    ----------
+    embedder, llm:
+        The backend objects.
+    embedder_source, llm_source:
+        ``"argument"``, ``"environment"``, ``"index"`` (recorded in the manifest, or the
+        config of a new index) or ``"default"``.
+    """
+
+    embedder: Embedder
+    llm: LLM
+    embedder_source: str
+    llm_source: str
+
+
+def choose_spec(
+    explicit: Any, env_value: str | None, recorded: str | None, default: str
+) -> tuple[Any, str]:
+    """The first of argument, environment, recorded value, default that is set.
+
+    Parameters
+    ----------
+    explicit:
+        The caller's spec or backend object (None: not given).
+    env_value:
+        The environment variable's value (None or empty: unset).
+    recorded:
+        The spec recorded in the index (or in the config of a new one).
+    default:
+        The built-in default.
+
+    Returns
+    -------
+    tuple
+        ``(spec, source)`` with source ``"argument"``, ``"environment"``, ``"index"`` or
+        ``"default"``.
+    """
+    if explicit is not None:
+        return explicit, "argument"
+    if env_value:
+        return env_value, "environment"
+    if recorded:
+        return recorded, "index"
+    return default, "default"
+
+
+def resolve_backends(
+    embedder: str | Embedder | None,
+    llm: str | LLM | None,
+    *,
+    recorded_embedder: str | None,
+    recorded_llm: str | None,
+    built_with: Mapping[str, Any] | None = None,
+    cache_path: str | Path | None = None,
+    use_cache: bool = True,
+    environ: Mapping[str, str] | None = None,
+) -> Backends:
+    """Decide the embedder and the LLM of an index: the one precedence rule of the package.
+
+    The rule, for both backends: **explicit argument > environment > index > default**.
+
+    * explicit argument: ``Index.create/open(embedder=..., llm=...)``, ``--embedder`` /
+      ``--llm`` on the command line, ``ServerSettings.embedder`` / ``.llm``;
+    * environment: ``GRAPHSTRATA_EMBEDDER`` / ``GRAPHSTRATA_LLM`` (empty = unset);
+    * index: what the manifest records (opening), or the ``IndexConfig`` given to ``create``;
+    * default: ``minilm-onnx`` and ``extractive``.
+
+    The embedder of an existing index is constrained (``built_with`` given): the vectors on
+    disk only make sense with the embedder that built them, so the recorded one is the default
+    and an argument or environment spec is accepted only when it is compatible
+    (``engine.index.check_embedder``: the same name, or listed in the embedder's
+    ``compatible_names``, and the same dimension; an ``openai-embed`` spec may point at another
+    server of the same model, for instance). Anything else is a ``ConfigError`` naming where
+    the spec came from, before the index is read. The LLM is not constrained: the environment
+    may switch an index to another LLM (later summaries and answers use it).
+
+    Parameters
+    ----------
+    embedder, llm:
+        Explicit specs or backend objects, or None.
+    recorded_embedder, recorded_llm:
+        The specs recorded in the index (or the config of a new index), or None.
+    built_with:
+        ``{"name", "dim"}`` of the embedder that built an existing index (its manifest), or
+        None when creating.
+    cache_path, use_cache:
+        The LLM response cache (``INDEX/llm-cache.sqlite``) and whether to use it.
+    environ:
+        The environment to read (default ``os.environ``).
+
+    Returns
+    -------
+    Backends
+        The built backends and the source of each.
+
+    Raises
+    ------
+    ConfigError
+        For an unknown spec, or an embedder incompatible with ``built_with``.
+    """
+    env = os.environ if environ is None else environ
+    emb_spec, emb_source = choose_spec(
+        embedder, env.get(EMBEDDER_ENV), recorded_embedder, DEFAULT_EMBEDDER
+    )
+    llm_spec, llm_source = choose_spec(llm, env.get(LLM_ENV), recorded_llm, DEFAULT_LLM)
+    emb = make_embedder(emb_spec)
+    if built_with is not None and emb_source in ("argument", "environment"):
+        where = "the embedder argument" if emb_source == "argument" else f"{EMBEDDER_ENV}"
+        try:
+            check_embedder({"embedder": dict(built_with)}, emb, given_by=where)
+        except ConfigError as exc:
+            if emb_source == "environment":
+                raise ConfigError(f"{exc} or unset {EMBEDDER_ENV}") from None
+            raise
+    llm_obj = make_llm(llm_spec, cache_path=cache_path, use_cache=use_cache)
+    return Backends(emb, llm_obj, emb_source, llm_source)

@@ -1,0 +1,697 @@
+"""``graph`` search over the heterograph: NodeRAG's dual search (§2.5, Appendix C.4) with
+BM25 entry points, HippoRAG 2's passages in the walk and a second hop (docs/architecture.md,
+"Search modes and parameters").
+
+Per committed version the view builds, once: the CSR of the heterograph's edges (node ids
+mapped to dense positions of the sorted node table; semantic edges scaled by
+``semantic_edge_weight``) plus *title links* between an entity and the chunks of the
+document titled with its name (``title_edge_weight``); a dict from normalized entity,
+element-title and document-title names to their nodes; the number of semantic units that
+mention each entity; and the chunk -> unit, unit -> entity, entity -> attribute and title
+-> element link tables. BM25 is the engine's ``SparseIndex`` (per-kind parts built lazily,
+shared with the other sparse views of the version, advanced per commit by
+``carry_over``). A query then
+
+1. **exact entry points**: extracts its entities (LLM task ``query_entities``; rules for
+   the extractive backend) and, with ``match_query_ngrams``, every capitalized word n-gram
+   of the question that is a known name; looks them up among entity names, element titles
+   and document titles (dict lookups, no name scan; a document title seeds its chunks).
+   An entity weighs ``1 / ln(1 + units mentioning it)``: HippoRAG 2 divides an entity's
+   weight by the passages that contain it, since a name every article mentions says little;
+2. **dense entry points**: the vector top-``entry_top_k`` over S, A and H (NodeRAG) and,
+   as many, over T (HippoRAG 2 seeds every passage by its dense score);
+3. **sparse entry points**: the BM25 top-``sparse_top_k`` of each kind of ``sparse_kinds``;
+4. **seeds**: each group gets its share of the restart mass (``exact_match_weight``,
+   ``vector_match_weight``, ``sparse_match_weight``, normalized to sum 1; a group's share
+   is split evenly over its lists); inside a list a node weighs its min-max normalized
+   score, so a chunk or unit found by both retrievers is seeded by its fused score;
+5. **walk**: shallow PPR (``ppr_alpha``, ``ppr_iters``) from the seeds, touching only their
+   t-hop neighbourhood (``core.ppr.shallow_ppr``);
+6. **second hop** (``bridge_weight``): the ``bridge_sources`` best chunks and units of the
+   walk name the entities that lead on (mentioned by 2 to ``bridge_max_units`` units, not
+   matched by the question); a second walk adds them to the seeds, so the article about the
+   bridge entity competes with the first hop on one scale;
+7. **rank**: every touched chunk and unit, and the seeds and cross nodes (top
+   ``cross_top_k`` per kind, ``relation_top_k`` relationships) of the other retrievable
+   kinds, an entity contributing its attributes and a title its element (N and O text is
+   never returned), by PPR score / tokens ** ``token_exponent`` (a chunk holds several
+   units' worth of facts for several units' worth of tokens);
+8. **pack** (``ranking.Packer``): chunks alone first into ``text_share`` of the budget, then
+   everything; a unit whose chunk is packed is skipped and a chunk packed after its units
+   replaces them (S text is inside T); attributes, elements and relationships together
+   take at most ``structured_share`` of the budget.
+
+Hits come back by descending ranking score. Query parameters (``index.query(...,
+mode="graph", **params)``) are ``GraphParams``: each overrides the ``HeterographConfig``
+field of the same name; the defaults and the measurements behind them are in
+``HeterographConfig`` and ``benchmarks/results/graph_tuning.md``. ``trace=True`` adds the
+entry points and the edges that carried the walk's mass to the report (``trace``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from graphstrata.core import sets
+from graphstrata.core.graph import merge_edges
+from graphstrata.core.layered import LayeredCSR
+from graphstrata.core.topk import top_k_by_kind
+from graphstrata.engine.component import ComponentView, Hit, Query
+from graphstrata.engine.config import HeterographConfig, IndexConfig
+from graphstrata.engine.heterograph.parse import (
+    normalize_name,
+    parse_query_entities,
+    query_name_candidates,
+)
+from graphstrata.engine.heterograph.query.ranking import (
+    Packer,
+    bridge_seeds,
+    kinds_of_letters,
+    layered_walk,
+    maximal_keys,
+    merge_seeds,
+    minmax,
+    pair_kinds,
+    seed_matches,
+    walk_distribution,
+    walk_edges,
+)
+from graphstrata.engine.heterograph.schema import (
+    HETERO_KINDS,
+    HETERO_RETRIEVABLE,
+    VECTOR_ENTRY_KINDS,
+    N,
+    O,
+    S,
+    T,
+)
+from graphstrata.engine.heterograph.state.links import SlotLinks, StructuralLinks
+from graphstrata.engine.heterograph.state.names import NameIndex
+from graphstrata.engine.heterograph.state.walk_graph import WalkEdges, walked_edges
+from graphstrata.engine.modes import DocNames, make_hits, vector_candidates
+from graphstrata.engine.params import ModeParams, QueryError, range_check
+from graphstrata.engine.prompts import query_entities_request
+from graphstrata.engine.sparse.index import SparseIndex
+from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.types import NodeKind
+from graphstrata.engine.vectors import VectorIndex
+
+#: Kinds whose text a graph search may return, as the dtype of ``nodes.kind``.
+RETRIEVABLE = np.asarray(HETERO_RETRIEVABLE, dtype=np.uint8)
+#: Kinds searched with BM25 for sparse entry points (the retrievable ones).
+SPARSE_KINDS: tuple[int, ...] = tuple(int(k) for k in HETERO_RETRIEVABLE)
+_EMPTY_I = np.zeros(0, np.int64)
+_EMPTY_F = np.zeros(0, np.float64)
+#: Walk edges traced per node (``trace``): the few that carried most of its mass.
+TRACE_EDGES = 3
+#: Steps traced back from a returned node: the default walk has 2 (``ppr_iters``), so 2
+#: reach its seeds.
+TRACE_LEVELS = 2
+
+
+@dataclass(frozen=True)
+class GraphParams(ModeParams):
+    """Parameters of ``graph`` (NodeRAG search); each unset one takes the config's value.
+
+    Parameters
+    ----------
+    entry_top_k:
+        Vector entry points taken over S, A and H, and again over T (0: no vector entry).
+    cross_top_k:
+        Cross nodes kept per kind after PPR.
+    relation_top_k:
+        Relationship cross nodes kept.
+    ppr_alpha:
+        Restart probability of the shallow PPR, in [0, 1] (NodeRAG §2.5: 0.5).
+    ppr_iters:
+        PPR steps t (NodeRAG: 2).
+    exact_match_weight:
+        Share of the restart mass given to the exact entity/title matches (>= 0).
+    vector_match_weight:
+        Share of the restart mass given to the vector entry points (>= 0).
+    rank:
+        ``score`` (ranking score order, the default) or ``entries_first`` (entry points,
+        and what they map to, before the nodes the walk reached, each by score).
+    sparse_top_k:
+        BM25 entry points taken per kind of the index's ``sparse_kinds`` (0: none).
+    sparse_match_weight:
+        Share of the restart mass given to the BM25 entry points (>= 0).
+    text_share:
+        Share of the budget packed first with chunks (T) alone, in [0, 1] (0: none).
+    token_exponent:
+        Nodes are ranked by PPR score / tokens ** token_exponent, in [0, 2] (0: by PPR
+        score alone; 1: by score per token).
+    structured_share:
+        Most of the budget attributes, high-level elements and relationships may take
+        together, in [0, 1].
+    bridge_weight:
+        Share of the restart mass given, in a second walk, to the entities of the first
+        walk's best chunks and units: the next hop of a multi-hop question (>= 0; 0: one
+        walk).
+    bridge_sources:
+        How many of the first walk's best chunks and units name the bridge entities.
+    bridge_max_units:
+        A bridge entity is mentioned by at most this many semantic units (a name every
+        article mentions leads nowhere in particular).
+    match_query_ngrams:
+        Also match every capitalized word n-gram of the question against the known names.
+    trace:
+        Add ``trace`` to the report: the walk's entry points and the edges that carried its
+        mass to the returned nodes (:meth:`HeterographView.trace`; default false: nothing
+        is computed).
+    """
+
+    modes: ClassVar[tuple[str, ...]] = ("graph",)
+    entry_top_k: int | None = None
+    cross_top_k: int | None = None
+    relation_top_k: int | None = None
+    ppr_alpha: float | None = None
+    ppr_iters: int | None = None
+    exact_match_weight: float | None = None
+    vector_match_weight: float | None = None
+    rank: Literal["score", "entries_first"] | None = None
+    sparse_top_k: int | None = None
+    sparse_match_weight: float | None = None
+    text_share: float | None = None
+    token_exponent: float | None = None
+    structured_share: float | None = None
+    bridge_weight: float | None = None
+    bridge_sources: int | None = None
+    bridge_max_units: int | None = None
+    match_query_ngrams: bool | None = None
+    trace: bool | None = None
+
+    def check(self) -> None:
+        """Range checks of the given values.
+
+        Raises
+        ------
+        QueryError
+            For a value out of range.
+        """
+        ints = ("entry_top_k", "cross_top_k", "relation_top_k", "ppr_iters", "sparse_top_k")
+        for name in (*ints, "bridge_sources", "bridge_max_units"):
+            range_check("graph", name, getattr(self, name), 0, 1_000_000)
+        range_check("graph", "ppr_alpha", self.ppr_alpha, 0.0, 1.0)
+        range_check("graph", "text_share", self.text_share, 0.0, 1.0)
+        range_check("graph", "token_exponent", self.token_exponent, 0.0, 2.0)
+        range_check("graph", "structured_share", self.structured_share, 0.0, 1.0)
+        weights = ("exact_match_weight", "vector_match_weight", "sparse_match_weight")
+        for name in (*weights, "bridge_weight"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise QueryError(f"graph: {name} must be >= 0, got {value}")
+
+
+class HeterographView(ComponentView):
+    """Per-version search structures of the heterograph.
+
+    Parameters
+    ----------
+    snapshot:
+        The committed version.
+    vectors:
+        Its vector index (vector entry points).
+    config:
+        The index configuration (``heterograph`` holds the search defaults).
+    doc_names:
+        The version's doc key -> doc_id names (one per version, from the engine).
+    sparse:
+        The version's BM25 index over the retrievable kinds; default: a lazily built one
+        (its per-kind parts are shared with the other views of the snapshot).
+    """
+
+    sparse: SparseIndex
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        vectors: VectorIndex,
+        config: IndexConfig,
+        doc_names: DocNames,
+        sparse: SparseIndex | None = None,
+        names: NameIndex | None = None,
+        stored: WalkEdges | None = None,
+    ):
+        self.snapshot = snapshot
+        self.vectors = vectors
+        self.cfg: HeterographConfig = config.heterograph
+        self.doc_names = doc_names
+        self.sparse = sparse if sparse is not None else SparseIndex(snapshot, SPARSE_KINDS)
+        #: Kinds whose BM25 top-k are entry points (``HeterographConfig.sparse_kinds``).
+        self.sparse_kinds = kinds_of_letters(self.cfg.sparse_kinds, SPARSE_KINDS)
+        nodes = snapshot.nodes
+        self.ids = nodes.ids
+        self.kinds = nodes.kind
+        n = int(self.ids.shape[0])
+        #: The stored edges the walk uses, and their CSR without title links (advanced by
+        #: a commit).
+        self.stored = stored if stored is not None else WalkEdges.build(snapshot, self.cfg)
+        #: The typed links the search follows, on the walk's slots (``links``).
+        self.links: StructuralLinks = self.stored.links
+        # Slots are the positions until a write leaves a dead slot (then the walk's few
+        # hundred thousand reached slots are mapped back: ~2 ms a query at 100k chunks).
+        self._slots_are_positions = self.stored.csr.dead == 0 and self.stored.csr.n == n
+        #: Names of entities, element titles and document titles (advanced by a commit).
+        self.names = names if names is not None else NameIndex.build(snapshot)
+        self._text_like = (self.kinds == np.uint8(T)) | (self.kinds == np.uint8(S))
+        self._token_power: tuple[float, np.ndarray] | None = None
+        t_src, t_dst = self._title_links()
+        self.title_links = int(t_src.size)
+        w_title = float(self.cfg.title_edge_weight)
+        #: The walk's graph, on the stored CSR's slots (``WalkEdges``): the title links join
+        #: its extra layer, so a version's links never copy the base.
+        self.graph: LayeredCSR = self.stored.csr
+        #: Row weights of ``graph`` (``WalkEdges.row_sums`` plus the title links).
+        self.row_sums = self.stored.row_sums
+        if w_title > 0 and t_src.size:
+            slot = self.stored.slot_of_position
+            self.row_sums = self.row_sums.copy()
+            w32 = float(np.float32(w_title))  # the weight the CSR holds
+            np.add.at(self.row_sums, slot[t_src], w32)
+            np.add.at(self.row_sums, slot[t_dst], w32)
+            extra = merge_edges(
+                *self.graph.extra,
+                slot[t_src],
+                slot[t_dst],
+                np.full(t_src.size, w_title, np.float32),
+                self.graph.n,
+            )
+            self.graph = self.graph._replace(
+                extra_indptr=extra[0], extra_indices=extra[1], extra_weights=extra[2]
+            )
+
+    # ------------------------------------------------------------------ structures
+    def _slots(self, positions: np.ndarray) -> np.ndarray:
+        """The walk's slots of ``positions``."""
+        return positions if self._slots_are_positions else self.stored.slot_of_position[positions]
+
+    def units_of(self, positions: np.ndarray) -> np.ndarray:
+        """How many live units mention each of ``positions`` (int64)."""
+        return self.links.units_of[self._slots(positions)]
+
+    def chunk_of(self, positions: np.ndarray) -> np.ndarray:
+        """The chunk position of each unit of ``positions`` (-1 for other kinds)."""
+        chunk = self.links.chunk_of[self._slots(positions)]
+        if self._slots_are_positions:
+            return chunk
+        return np.where(chunk >= 0, self.stored.position_of_slot[np.maximum(chunk, 0)], -1)
+
+    def follow(self, links: SlotLinks, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(targets, origins)`` positions: every link of ``links`` leaving ``positions``
+        to a live node, with the position it left."""
+        if self._slots_are_positions:
+            return links.follow(positions, None)
+        targets, origins = links.follow(self.stored.slot_of_position[positions], self.graph.alive)
+        position = self.stored.position_of_slot
+        return position[targets], position[origins]
+
+    def _title_links(self) -> tuple[np.ndarray, np.ndarray]:
+        """(entity, chunk) pairs: an entity named like a document's title, and its chunks."""
+        src: list[np.ndarray] = []
+        dst: list[np.ndarray] = []
+        titles = self.names.titles
+        if not titles:
+            return _EMPTY_I, _EMPTY_I
+        kinds = self.kinds
+        for key in sorted(self.names.shared):
+            chunks = np.searchsorted(self.ids, titles[key]).astype(np.int64)
+            positions = np.searchsorted(self.ids, self.names.names[key]).astype(np.int64)
+            entities = positions[kinds[positions] == np.uint8(N)]
+            if entities.size:
+                src.append(np.repeat(entities, chunks.size))
+                dst.append(np.tile(chunks, entities.size))
+        if not src:
+            return _EMPTY_I, _EMPTY_I
+        return np.concatenate(src), np.concatenate(dst)
+
+    def carry_over(self, previous: ComponentView, delta: Delta) -> None:
+        """Advance the previous version's BM25 parts by the committed ``delta``."""
+        if isinstance(previous, HeterographView):
+            self.sparse = previous.sparse.advanced(self.snapshot, delta)
+
+    # ------------------------------------------------------------------ search
+    def search(self, mode: str, query: Query) -> list[Hit]:
+        """``graph`` search: entry points, shallow PPR, chunks and structured nodes, packed.
+
+        Adds ``query_entities``, ``matched_entities`` (of those), ``matched_names`` (further
+        names found among the question's n-grams), ``exact_nodes``, ``vector_nodes``,
+        ``sparse_nodes``, ``entry_nodes``, ``touched_nodes``, ``cross_nodes``,
+        ``retrievable_candidates`` and ``text_nodes`` to ``query.report``.
+        """
+        params = query.params
+        assert isinstance(params, GraphParams)
+        cfg = self.cfg
+        names = self._query_entities(query)
+        keys = list(dict.fromkeys(k for k in (normalize_name(n) for n in names) if k))
+        matched = [k for k in keys if k in self.names]
+        extra: list[str] = []
+        if params.resolve("match_query_ngrams", cfg.match_query_ngrams):
+            known = [
+                k for k in query_name_candidates(query.text) if k in self.names and k not in matched
+            ]
+            extra = [k for k in maximal_keys(known + matched) if k not in matched]
+        exact, exact_w = self._exact_seeds(matched + extra)
+        entry_k = int(params.resolve("entry_top_k", cfg.entry_top_k))
+        sparse_k = int(params.resolve("sparse_top_k", cfg.sparse_top_k))
+        vector = self._vector_lists(query, entry_k)
+        sparse = self._sparse_lists(query.text, sparse_k)
+        w_vec = float(params.resolve("vector_match_weight", cfg.vector_match_weight))
+        w_sparse = float(params.resolve("sparse_match_weight", cfg.sparse_match_weight))
+        w_exact = float(params.resolve("exact_match_weight", cfg.exact_match_weight))
+        labelled = [("exact", exact, exact_w, w_exact)]
+        labelled += [("dense", p, w, w_vec / max(len(vector), 1)) for p, w in vector]
+        labelled += [("sparse", p, w, w_sparse / max(len(sparse), 1)) for p, w in sparse]
+        seeds, seed_weights = merge_seeds([g[1:] for g in labelled])
+        info: dict[str, Any] = {
+            "query_entities": len(names),
+            "matched_entities": len(matched),
+            "matched_names": len(extra),
+            "exact_nodes": int(exact.size),
+            "vector_nodes": int(sum(p.size for p, _ in vector)),
+            "sparse_nodes": int(sum(p.size for p, _ in sparse)),
+            "entry_nodes": int(seeds.size),
+        }
+        positions, chosen, walks = self._retrieve(seeds, seed_weights, query, info, exact)
+        if params.resolve("trace", False):
+            info["trace"] = self.trace(positions, walks, labelled, params)
+        query.report.update(info)
+        return make_hits(self.snapshot, self.doc_names, self.ids[positions], chosen)
+
+    def _positions(self, ids: np.ndarray) -> np.ndarray:
+        """Dense positions of the live ``ids`` (others dropped)."""
+        return self._live_positions(ids)[0]
+
+    def _live_positions(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Dense positions of the live ``ids`` (others dropped), and which ids are live."""
+        if ids.size == 0 or self.ids.size == 0:
+            return _EMPTY_I, np.zeros(ids.size, bool)
+        pos = np.minimum(np.searchsorted(self.ids, ids), self.ids.size - 1)
+        live = self.ids[pos] == ids
+        return pos[live].astype(np.int64), live
+
+    def _query_entities(self, query: Query) -> list[str]:
+        if query.llm is None:
+            return []
+        (answer,) = query.llm.complete("query_entities", [query_entities_request(query.text)])
+        return parse_query_entities(answer.text)
+
+    def _exact_seeds(self, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Positions matched by ``keys`` and their weights: an entity weighs
+        ``1 / ln(1 + units mentioning it)`` (at most 1 / ln 2), a title or a titled
+        document's chunk 1 / ln 2 (the weight of an entity mentioned once)."""
+        pos = [self.names.positions(k, self.ids) for k in keys]
+        positions = np.concatenate(pos) if pos else _EMPTY_I
+        if positions.size == 0:
+            return _EMPTY_I, _EMPTY_F
+        units = np.where(self.kinds[positions] == np.uint8(N), self.units_of(positions), 1)
+        return positions, 1.0 / np.log1p(np.maximum(units, 1).astype(np.float64))
+
+    def _vector_lists(self, query: Query, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Dense top-k over S/A/H and over T, as (positions, min-max normalized scores)."""
+        if k <= 0:
+            return []
+        out = []
+        for kinds in (VECTOR_ENTRY_KINDS, (T,)):
+            ids, scores = vector_candidates(self.vectors, query.vector, kinds, k)
+            pos, live = self._live_positions(np.asarray(ids, np.int64))
+            out.append((pos, minmax(np.asarray(scores, np.float64)[live])))
+        return out
+
+    def _sparse_lists(self, text: str, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """BM25 top-k of each retrievable kind, as (positions, min-max normalized scores)."""
+        if k <= 0:
+            return []
+        out = []
+        for kind in self.sparse_kinds:
+            ids, scores = self.sparse.search(text, [kind], k)
+            if ids.size:
+                out.append((self._positions(ids), minmax(scores)))
+        return out
+
+    def walk(
+        self, seeds: np.ndarray, seed_weights: np.ndarray, params: GraphParams
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Shallow PPR from the seeds: (positions reached, their scores)."""
+        if seeds.size == 0:
+            return _EMPTY_I, _EMPTY_F
+        same = self._slots_are_positions
+        touched, scores = layered_walk(
+            self.graph,
+            self.row_sums,
+            seeds if same else self.stored.slot_of_position[seeds],
+            seed_weights,
+            float(params.resolve("ppr_alpha", self.cfg.ppr_alpha)),
+            int(params.resolve("ppr_iters", self.cfg.ppr_iters)),
+        )
+        positions = touched if same else self.stored.position_of_slot[touched]
+        return positions, np.asarray(scores, np.float64)
+
+    def top_by_kind(
+        self, touched: np.ndarray, scores: np.ndarray, params: GraphParams
+    ) -> np.ndarray:
+        """The cross nodes: the top ``cross_top_k`` of each kind (``relation_top_k`` R)."""
+        if touched.size == 0:
+            return _EMPTY_I
+        k = int(params.resolve("cross_top_k", self.cfg.cross_top_k))
+        k_per_kind = {int(kind): k for kind in HETERO_KINDS}  # L nodes never are cross nodes
+        k_per_kind[int(NodeKind.R)] = int(params.resolve("relation_top_k", self.cfg.relation_top_k))
+        return np.asarray(top_k_by_kind(touched, scores, self.kinds[touched], k_per_kind), np.int64)
+
+    def cross_nodes(
+        self, seeds: np.ndarray, seed_weights: np.ndarray, params: GraphParams
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Shallow PPR from the seeds, and the top nodes of each kind as cross nodes.
+
+        Parameters
+        ----------
+        seeds, seed_weights:
+            Entry points (dense positions) and their personalization weights.
+        params:
+            ``ppr_alpha``, ``ppr_iters``, ``cross_top_k`` and ``relation_top_k`` (unset:
+            the config's values).
+
+        Returns
+        -------
+        touched, scores, cross
+            Positions reached, their PPR scores, and the cross nodes (positions).
+        """
+        touched, scores = self.walk(seeds, seed_weights, params)
+        return touched, scores, self.top_by_kind(touched, scores, params)
+
+    def bridge_entities(
+        self,
+        sources: np.ndarray,
+        strength: np.ndarray,
+        exclude: np.ndarray,
+        max_units: int = 1 << 30,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The entities that lead on from ``sources`` (chunks and units), as seeds
+        (``ranking.bridge_seeds``).
+
+        The bridge of a multi-hop question is named in the first hop's text (the designer in
+        the bridge's article) and mentioned again elsewhere, but not everywhere.
+        """
+        return bridge_seeds(
+            self.kinds,
+            T,
+            lambda p: self.follow(self.links.chunk_units, p),
+            lambda p: self.follow(self.links.unit_entities, p),
+            self.units_of,
+            sources,
+            strength,
+            exclude,
+            max_units,
+        )
+
+    def _ranked_text(
+        self, touched: np.ndarray, scores: np.ndarray, gamma: float, limit: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The best touched chunks and units by PPR score / tokens ** gamma, best first."""
+        keep = self._text_like[touched] & (scores > 0)
+        pos, sc = touched[keep], scores[keep]
+        density = sc / self.token_power(gamma)[pos]
+        if pos.size > limit:
+            top = np.argpartition(-density, limit - 1)[:limit]
+            pos, density = pos[top], density[top]
+        order = np.argsort(-density, kind="stable")
+        return pos[order], density[order]
+
+    def token_power(self, gamma: float) -> np.ndarray:
+        """``max(tokens, 1) ** gamma`` of every position (cached for the last gamma)."""
+        cached = self._token_power
+        if cached is None or cached[0] != gamma:
+            tokens = np.maximum(self.snapshot.nodes.tokens, 1).astype(np.float64)
+            cached = (gamma, np.power(tokens, gamma))
+            self._token_power = cached
+        return cached[1]
+
+    def _retrieve(
+        self,
+        seeds: np.ndarray,
+        seed_weights: np.ndarray,
+        query: Query,
+        info: dict[str, Any],
+        exact: np.ndarray = _EMPTY_I,
+    ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray, float]]]:
+        """(positions returned, their ranking scores, the walks run: (seeds, weights, share))."""
+        params = query.params
+        assert isinstance(params, GraphParams)
+        cfg = self.cfg
+        touched, scores = self.walk(seeds, seed_weights, params)
+        walks = [(seeds, seed_weights, 1.0)]
+        gamma = float(params.resolve("token_exponent", cfg.token_exponent))
+        limit = int(cfg.max_candidates)
+        score = np.zeros(self.ids.shape[0], np.float64)
+        score[touched] = scores
+        # The next hop: the entities of the best chunks and units seed a second walk. PPR is
+        # linear in its seeds, so the walk from all seeds plus these equals the first walk
+        # plus ``bridge_weight`` times a walk from these alone (each walk's seeds sum to 1).
+        w_bridge = float(params.resolve("bridge_weight", cfg.bridge_weight))
+        n_sources = int(params.resolve("bridge_sources", cfg.bridge_sources))
+        info["bridge_nodes"] = 0
+        if w_bridge > 0 and n_sources > 0 and touched.size:
+            text, text_density = self._ranked_text(touched, scores, gamma, n_sources)
+            entities, weights = self.bridge_entities(
+                text,
+                text_density,
+                exact,
+                int(params.resolve("bridge_max_units", cfg.bridge_max_units)),
+            )
+            info["bridge_nodes"] = int(entities.size)
+            if entities.size:
+                walks.append((entities, weights, w_bridge))
+                b_touched, b_scores = self.walk(entities, weights, params)
+                fresh = score[b_touched] == 0
+                score[b_touched] += w_bridge * b_scores
+                score /= 1.0 + w_bridge
+                touched = np.concatenate([touched, b_touched[fresh]])
+                scores = score[touched]
+        cross = self.top_by_kind(touched, scores, params)
+        info["touched_nodes"] = int(touched.size)
+        info["cross_nodes"] = int(cross.size)
+        if seeds.size == 0:
+            info["retrievable_candidates"] = info["text_nodes"] = 0
+            return _EMPTY_I, _EMPTY_F, walks
+        tokens_of = self.snapshot.nodes.tokens
+        text, text_density = self._ranked_text(touched, scores, gamma, limit)
+        # Other kinds: the seeds and cross nodes; an entity contributes its attributes and a
+        # title its element, each at its own score or its entity's / title's, whichever is
+        # higher.
+        picked = sets.unique(np.concatenate([seeds, cross]))
+        kinds = self.kinds[picked]
+        via_n, from_n = self.follow(self.links.entity_attributes, picked[kinds == N])
+        via_o, from_o = self.follow(self.links.title_elements, picked[kinds == O])
+        linked = np.concatenate([via_n, via_o])
+        np.maximum.at(score, linked, score[np.concatenate([from_n, from_o])])
+        other = sets.unique(np.concatenate([picked, linked]))
+        other_kinds = self.kinds[other]
+        other = other[
+            np.isin(other_kinds, RETRIEVABLE)
+            & (other_kinds != np.uint8(T))
+            & (other_kinds != np.uint8(S))
+            & (score[other] > 0)
+        ]
+        other_density = score[other] / self.token_power(gamma)[other]
+        # What the question names leads: the attributes of its matched entities and the
+        # elements of its matched titles (NodeRAG returns them with their entity / title).
+        named = linked[np.isin(np.concatenate([from_n, from_o]), exact)]
+        if named.size and other.size:
+            top = max(float(other_density.max()), float(text_density.max(initial=0.0)))
+            lead = np.isin(other, named)
+            other_density = np.where(lead, np.maximum(other_density, top), other_density)
+        cand = np.concatenate([text, other])
+        density = np.concatenate([text_density, other_density])
+        info["retrievable_candidates"] = int(cand.size)
+        rank = params.resolve("rank", "score")
+        if rank == "entries_first":  # entry points (and what they map to), then the rest
+            entry = np.isin(cand, seeds) | np.isin(
+                cand, linked[np.isin(np.concatenate([from_n, from_o]), seeds)]
+            )
+            order = np.lexsort((-density, ~entry))
+        elif rank == "score":
+            order = np.argsort(-density, kind="stable")
+        else:
+            raise ValueError(f"unknown rank {rank!r}; expected 'score' or 'entries_first'")
+        cand, density = cand[order], density[order]
+        budget = int(query.budget_tokens)
+        text_share = float(params.resolve("text_share", cfg.text_share))
+        structured_share = float(params.resolve("structured_share", cfg.structured_share))
+        packer = Packer(
+            budget,
+            tokens_of,
+            self.kinds,
+            self.chunk_of,
+            T,
+            (int(NodeKind.A), int(NodeKind.H), int(NodeKind.R)),
+            structured_share,
+        )
+        is_text = self.kinds[cand] == np.uint8(T)
+        packer.offer(cand[is_text], density[is_text], math.floor(budget * text_share))
+        packer.offer(cand, density)
+        positions, chosen = packer.packed()
+        order = np.argsort(-chosen, kind="stable")
+        positions, chosen = positions[order], chosen[order]
+        info["text_nodes"] = int(np.count_nonzero(self.kinds[positions] == np.uint8(T)))
+        return positions, chosen, walks
+
+    def trace(
+        self,
+        returned: np.ndarray,
+        walks: list[tuple[np.ndarray, np.ndarray, float]],
+        groups: list[tuple[str, np.ndarray, np.ndarray, float]],
+        params: GraphParams,
+    ) -> dict[str, Any]:
+        """Why the walk reached the returned nodes: its entry points and the edges it used.
+
+        ``entry_points``: every seed (``id``, ``kind`` letter, ``match``: the entry groups
+        that found it, ``exact`` / ``dense`` / ``sparse`` in ``groups`` or ``bridge`` for a
+        seed of the second walk, and ``weight``: its share of the restart mass of both
+        walks, summing to 1), heaviest first. ``walk_edges``: for each returned node the
+        ``TRACE_EDGES`` edges that carried it most mass in the walk's last step, then, for
+        their sources that are not seeds, theirs in the step before, up to ``TRACE_LEVELS``
+        steps (``ranking.walk_edges``, exact for the mixture of both walks): ``src`` (where
+        the mass came from), ``dst``, ``kind`` (the heaviest stored edge's ``EdgeKind``,
+        ``ranking.TITLE_LINK`` = 0 for a title link), ``weight`` (the walk's), ``flow`` (the
+        mass carried) and ``level``; numbers to 6 significant digits (a flow is never
+        rounded to 0). Costs two to three more walks; only on request.
+        """
+        alpha = float(params.resolve("ppr_alpha", self.cfg.ppr_alpha))
+        iters = int(params.resolve("ppr_iters", self.cfg.ppr_iters))
+        # The walks run on slots (``WalkEdges``); what is reported is on positions.
+        slot, position = self.stored.slot_of_position, self.stored.position_of_slot
+        on_slots = [(slot[seeds], w, share) for seeds, w, share in walks]
+        restart = walk_distribution(self.graph, self.row_sums, on_slots, alpha, 0)
+        levels = range(iters - 1, max(iters - 1 - TRACE_LEVELS, -1), -1)
+        earlier = [walk_distribution(self.graph, self.row_sums, on_slots, alpha, t) for t in levels]
+        seed_slots = np.flatnonzero(restart > 0)
+        src, dst, w, flow, level = walk_edges(
+            self.graph, self.row_sums, earlier, alpha, slot[returned], seed_slots, TRACE_EDGES
+        )
+        src, dst = position[src], position[dst]
+        restart = restart[slot]
+        seeds = np.flatnonzero(restart > 0)
+        found = seed_matches([*groups, *(("bridge", *walk) for walk in walks[1:])])
+        seeds = seeds[np.argsort(-restart[seeds], kind="stable")]
+        entry = [
+            {"id": int(self.ids[p]), "kind": NodeKind(int(self.kinds[p])).letter,
+             "match": found.get(p, []), "weight": float(f"{restart[p]:.6g}")}
+            for p in seeds.tolist()
+        ]  # fmt: skip
+        columns = (
+            self.ids[src],
+            self.ids[dst],
+            pair_kinds(*walked_edges(self.snapshot, self.cfg), src, dst),
+            w,
+            flow,
+        )
+        edges = [
+            {"src": int(a), "dst": int(b), "kind": int(k), "weight": float(f"{x:.6g}"),
+             "flow": float(f"{f:.6g}"), "level": int(lv)}
+            for a, b, k, x, f, lv in zip(*columns, level, strict=True)
+        ]  # fmt: skip
+        return {"entry_points": entry, "walk_edges": edges}

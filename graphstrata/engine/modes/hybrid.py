@@ -1,0 +1,402 @@
+"""``hybrid``: dense and BM25 candidates over the chunks, fused, deduplicated, packed.
+
+For a query, the ``top_k`` nearest chunks (the ``naive`` candidates) and the ``top_k`` best
+BM25 chunks (the ``bm25`` candidates, from the version's ``SparseIndex``) are fused into one
+ranking (``FusionConfig.method``: a convex combination of min-max normalized scores by
+default, re-ranked so that query terms matched above count less, or reciprocal-rank fusion;
+``core/fusion.py``), then fused once more after a dense feedback round (the query vector
+moved toward the best fused chunk searches again: ``FusionConfig.feedback_docs``), then
+packed greedily under the budget, skipping near-duplicates of what is already packed
+(``pack_distinct_hits``). The fusion defaults are measured in
+benchmarks/results/retrieval.md ("Fusion choice").
+
+``fused_candidates`` and ``FusionParams`` are shared with the hierarchy modes, which fuse
+the same two lists over chunks and summaries (without the feedback round by default:
+``FusionConfig.feedback_in_hierarchy``). The component keeps no state on disk; its
+sparse postings are shared with the other views of the version and advanced per commit
+(docs/architecture.md, "Search modes and parameters").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from graphstrata.core import sets
+from graphstrata.core.fusion import coverage_order, feedback_vector, rrf, score_fusion
+from graphstrata.engine.component import (
+    ChangeSet,
+    Component,
+    ComponentView,
+    DocNames,
+    Hit,
+    Query,
+    UpdateContext,
+)
+from graphstrata.engine.config import FusionConfig, IndexConfig
+from graphstrata.engine.modes.packing import pack_distinct_hits, vector_candidates
+from graphstrata.engine.params import ModeParams, QueryError, range_check
+from graphstrata.engine.sparse.index import SparseIndex
+from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.types import NodeKind
+from graphstrata.engine.vectors import VectorIndex
+
+__all__ = [
+    "FusionParams",
+    "HybridComponent",
+    "HybridParams",
+    "HybridView",
+    "check_fusion",
+    "fused_candidates",
+    "fusion_config",
+]
+
+_T = int(NodeKind.T)
+#: ``FusionConfig`` fields a query may override.
+FUSION_FIELDS = (
+    "method",
+    "rrf_k",
+    "dense_weight",
+    "complete_scores",
+    "max_overlap",
+    "term_decay",
+    "feedback_docs",
+    "feedback_weight",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class FusionParams(ModeParams):
+    """Fusion parameters of a query; each overrides the ``FusionConfig`` field of its name.
+
+    Parameters
+    ----------
+    method:
+        ``rrf`` (reciprocal-rank fusion), ``score`` (min-max score fusion), ``dense`` or
+        ``sparse`` (one list alone); default ``FusionConfig.method``.
+    rrf_k:
+        RRF's rank offset (>= 0); default ``FusionConfig.rrf_k``.
+    dense_weight:
+        Weight of the dense list in [0, 1], the BM25 list gets the rest; default
+        ``FusionConfig.dense_weight``.
+    complete_scores:
+        Score every candidate on both sides before fusing; default
+        ``FusionConfig.complete_scores``.
+    max_overlap:
+        Share of a candidate's word shingles already packed that makes it a duplicate
+        (> 0; above 1 keeps duplicates); default ``FusionConfig.max_overlap``.
+    term_decay:
+        Query-term coverage of score fusion, in (0, 1] (1: off); default
+        ``FusionConfig.term_decay``.
+    feedback_docs:
+        Best fused candidates whose vectors move the query vector for a second dense round
+        (>= 0; 0: off); default ``FusionConfig.feedback_docs``.
+    feedback_weight:
+        Weight of those vectors against the query's (>= 0); default
+        ``FusionConfig.feedback_weight``.
+    """
+
+    modes: ClassVar[tuple[str, ...]] = ()
+    method: Literal["rrf", "score", "dense", "sparse"] | None = None
+    rrf_k: int | None = None
+    dense_weight: float | None = None
+    complete_scores: bool | None = None
+    max_overlap: float | None = None
+    term_decay: float | None = None
+    feedback_docs: int | None = None
+    feedback_weight: float | None = None
+
+    def check(self) -> None:
+        """``rrf_k`` >= 0, ``dense_weight`` in [0, 1], ``max_overlap`` > 0, ``term_decay`` in
+        (0, 1], ``feedback_docs`` >= 0, ``feedback_weight`` >= 0."""
+        check_fusion(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class HybridParams(FusionParams):
+    """Parameters of ``hybrid``: the fusion parameters (their descriptions are
+    ``FusionParams``', which the HTTP schema reads through the class hierarchy)."""
+
+    modes: ClassVar[tuple[str, ...]] = ("hybrid",)
+
+
+def check_fusion(params: ModeParams) -> None:
+    """Range checks of the fusion fields (``FUSION_FIELDS``) a parameter class has.
+
+    Raises
+    ------
+    QueryError
+        ``rrf_k`` < 0, ``dense_weight`` outside [0, 1], ``max_overlap`` <= 0,
+        ``term_decay`` outside (0, 1], ``feedback_docs`` < 0 or ``feedback_weight`` < 0.
+    """
+    where = "fusion"
+    rrf_k = getattr(params, "rrf_k", None)
+    if rrf_k is not None and rrf_k < 0:
+        raise QueryError(f"{where}: rrf_k must be >= 0, got {rrf_k}")
+    range_check(where, "dense_weight", getattr(params, "dense_weight", None), 0.0, 1.0)
+    max_overlap = getattr(params, "max_overlap", None)
+    if max_overlap is not None and max_overlap <= 0:
+        raise QueryError(f"{where}: max_overlap must be > 0, got {max_overlap}")
+    decay = getattr(params, "term_decay", None)
+    if decay is not None and not 0.0 < decay <= 1.0:
+        raise QueryError(f"{where}: term_decay must be in (0, 1], got {decay}")
+    docs = getattr(params, "feedback_docs", None)
+    if docs is not None and docs < 0:
+        raise QueryError(f"{where}: feedback_docs must be >= 0, got {docs}")
+    weight = getattr(params, "feedback_weight", None)
+    if weight is not None and not 0.0 <= weight < float("inf"):
+        raise QueryError(f"{where}: feedback_weight must be finite and >= 0, got {weight}")
+
+
+def fusion_config(params: Any, config: FusionConfig, hierarchy: bool = False) -> FusionConfig:
+    """``config`` with the ``FUSION_FIELDS`` a query's parameters set (any ``ModeParams``;
+    anything else, e.g. a plain dict from a test, leaves ``config`` as it is).
+
+    For the hierarchy modes (``hierarchy``) the feedback round is off unless
+    ``config.feedback_in_hierarchy`` or the query's ``feedback_docs`` turns it on.
+    """
+    if hierarchy and not config.feedback_in_hierarchy:
+        config = dataclasses.replace(config, feedback_docs=0)
+    if not isinstance(params, ModeParams):
+        return config
+    given = {k: v for k, v in params.given().items() if k in FUSION_FIELDS}
+    return dataclasses.replace(config, **given) if given else config
+
+
+def fused_candidates(
+    snapshot: Snapshot,
+    vectors: VectorIndex,
+    sparse: SparseIndex,
+    query: Query,
+    kinds: Sequence[int],
+    fusion: FusionConfig,
+    report: dict[str, Any] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``query.top_k`` dense and the ``query.top_k`` BM25 candidates of ``kinds``, fused.
+
+    With ``fusion.complete_scores`` every candidate of the union gets both its cosine (from
+    its stored vector) and its BM25 score, and the two complete lists are fused (RRF ranks
+    them by each score); otherwise each list is fused as retrieved, a candidate missing
+    from one list getting nothing from it. Score fusion of complete lists is re-ranked by
+    query-term coverage (``fusion.term_decay`` below 1; ``core.fusion.coverage_order``).
+    The fused methods then take dense feedback (``fusion.feedback_docs`` above 0): the
+    query vector moved toward the best fused candidates (``core.fusion.feedback_vector``)
+    searches a second dense top-k, and both dense lists, scored by the moved vector, are
+    fused with the BM25 list again.
+
+    Parameters
+    ----------
+    snapshot, vectors, sparse:
+        The version's snapshot, vector index and sparse index (which must index ``kinds``).
+    query:
+        The query (text, vector, ``top_k``).
+    kinds:
+        Node kinds searched.
+    fusion:
+        How to fuse (``FusionConfig``).
+    report:
+        When given, ``dense``, ``sparse`` and ``both`` (candidates in both lists of the
+        first round) and ``feedback`` (queries that took a second dense round) are added up
+        in it.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Candidate ids (int64) and fused scores (float64), best first.
+    """
+    k = int(query.top_k)
+    empty = np.zeros(0, np.int64), np.zeros(0, np.float64)
+    dense = sparse_list = empty
+    if fusion.method not in ("sparse", "dense"):
+        dense, sparse_list = _both_lists(vectors, sparse, query, kinds, k)
+    elif fusion.method == "dense":
+        dense = vector_candidates(vectors, query.vector, kinds, k)
+    else:
+        sparse_list = sparse.search(query.text, kinds, k)
+    if report is not None:
+        report["dense"] = report.get("dense", 0) + int(dense[0].size)
+        report["sparse"] = report.get("sparse", 0) + int(sparse_list[0].size)
+        both = sets.intersection(dense[0], sparse_list[0]).size
+        report["both"] = report.get("both", 0) + int(both)
+    if fusion.method == "dense":
+        return np.asarray(dense[0], np.int64), np.asarray(dense[1], np.float64)
+    if fusion.method == "sparse":
+        return np.asarray(sparse_list[0], np.int64), np.asarray(sparse_list[1], np.float64)
+    ids, scores = _fused(snapshot, sparse, query.text, query.vector, dense, sparse_list, fusion)
+    top = ids[: fusion.feedback_docs]
+    if top.size == 0 or fusion.feedback_weight == 0.0:
+        return ids, scores
+    moved = feedback_vector(query.vector, snapshot.vectors.get(top), fusion.feedback_weight)
+    again = vector_candidates(vectors, moved, kinds, k)[0]
+    both_dense = sets.union(dense[0], again).astype(np.int64)
+    rescored = (both_dense, snapshot.vectors.get(both_dense) @ moved)
+    if report is not None:
+        report["feedback"] = report.get("feedback", 0) + 1
+    return _fused(snapshot, sparse, query.text, moved, rescored, sparse_list, fusion)
+
+
+#: The dense list of a fused search is searched on a worker thread beside the BM25 list
+#: (usearch and the BM25 kernels release the GIL) when the kinds searched hold at least this
+#: many vectors. At a million chunks the two lists of a ``collapsed`` query took 5.9 ms one
+#: after the other and 3.65 ms side by side (warm p50 of 150 queries,
+#: build/scratch/collapsed_parts.py; whole queries: docs/architecture.md). Whole queries,
+#: one process alternating (build/scratch/lists_ab.py): on the 10k-chunk scale index (11k
+#: chunk and summary vectors) ``collapsed`` 5.78 -> 5.32 ms, ``hybrid`` 7.22 -> 7.00; at
+#: 100k 6.97 -> 6.69 and 8.62 -> 8.46. Smaller collections were not measured and are
+#: searched in turn.
+PARALLEL_LISTS_MIN = 10_000
+_dense_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+_Ranked = tuple[np.ndarray, np.ndarray]
+
+
+def _both_lists(
+    vectors: VectorIndex, sparse: SparseIndex, query: Query, kinds: Sequence[int], k: int
+) -> tuple[_Ranked, _Ranked]:
+    """The dense and the BM25 top-``k`` lists of ``kinds``, side by side when large.
+
+    The worker searches the dense lists, then the BM25 lists of every kind but the one
+    with the most documents, which the calling thread searches meanwhile. On the 1M-chunk
+    scale index, searched alone (warm p50s of 200 searches each, load 0.4-0.7), the chunks'
+    BM25 list took 2.61 ms and the summaries' 0.47 ms (build/scratch/bm25_kinds.py), the two
+    dense lists 0.74 + 0.69 ms at ``expansion_search`` 64 (build/scratch/ef_sweep.py).
+    Side by side the threads slow each other, and the gain is small: ``collapsed`` p50
+    4.30 / 5.37 ms against 4.65 / 5.42 ms with both BM25 lists on the caller (two runs, one
+    process alternating, build/scratch/collapsed_variants.py).
+    The worker comes from a shared pool of one thread per core; when every worker is busy
+    (a server's concurrent queries) the calling thread takes its part back and searches it
+    itself, so a query never waits in the pool's queue.
+    """
+    if vectors.count(kinds) < PARALLEL_LISTS_MIN:
+        return vector_candidates(vectors, query.vector, kinds, k), sparse.search(
+            query.text, kinds, k
+        )
+    mine = max(kinds, key=lambda kind: sparse.part(kind).n_live)
+    others = [kind for kind in kinds if kind != mine]
+    future = _pool().submit(_worker_lists, vectors, sparse, query, kinds, others, k)
+    found = sparse.search_kind(query.text, mine, k)
+    if future.cancel():  # not started: every worker was busy
+        dense, theirs = _worker_lists(vectors, sparse, query, kinds, others, k)
+    else:
+        dense, theirs = future.result()
+    return dense, sparse.merged([found, *theirs], k)
+
+
+def _worker_lists(
+    vectors: VectorIndex,
+    sparse: SparseIndex,
+    query: Query,
+    kinds: Sequence[int],
+    sparse_kinds: Sequence[int],
+    k: int,
+) -> tuple[_Ranked, list[_Ranked]]:
+    """The worker's part of ``_both_lists``: the dense list of ``kinds``, then the BM25 list
+    of each of ``sparse_kinds``."""
+    dense = vector_candidates(vectors, query.vector, kinds, k)
+    return dense, [sparse.search_kind(query.text, kind, k) for kind in sparse_kinds]
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _dense_pool
+    with _pool_lock:
+        if _dense_pool is None:
+            workers = max(1, os.cpu_count() or 1)
+            _dense_pool = ThreadPoolExecutor(workers, thread_name_prefix="gs-dense")
+        return _dense_pool
+
+
+def _fused(
+    snapshot: Snapshot,
+    sparse: SparseIndex,
+    text: str,
+    vector: np.ndarray,
+    dense: tuple[np.ndarray, np.ndarray],
+    sparse_list: tuple[np.ndarray, np.ndarray],
+    fusion: FusionConfig,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One round of ``fused_candidates``: a dense and a BM25 list fused by ``fusion``."""
+    w = float(fusion.dense_weight)
+    lists = [dense, sparse_list]
+    if fusion.complete_scores:
+        union = sets.union(dense[0], sparse_list[0]).astype(np.int64)
+        cosines = snapshot.vectors.get(union) @ np.asarray(vector, np.float32)
+        if fusion.method == "score" and fusion.term_decay < 1.0:
+            terms = sparse.term_scores(text, union)
+            return coverage_order(union, cosines, terms, w, float(fusion.term_decay))
+        lists = [(union, cosines), (union, sparse.score(text, union))]
+    if fusion.method == "score":
+        return score_fusion(lists, [w, 1 - w])
+    rankings = [ids[np.lexsort((ids, -np.asarray(s, np.float64)))] for ids, s in lists]
+    return rrf(rankings, [w, 1 - w], float(fusion.rrf_k))
+
+
+class HybridView(ComponentView):
+    """``hybrid`` over the chunks of one version (module docstring).
+
+    Parameters
+    ----------
+    snapshot, vectors, config, doc_names:
+        The version searched, its vector index, the index's config (its ``fusion`` section
+        is read at query time) and the doc names.
+    """
+
+    sparse: SparseIndex
+
+    def __init__(
+        self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
+    ):
+        self.snapshot = snapshot
+        self.vectors = vectors
+        self.config = config
+        self.doc_names = doc_names
+        self.sparse = SparseIndex(snapshot, [_T])
+
+    def search(self, mode: str, query: Query) -> list[Hit]:
+        """The packed fused chunks (``mode`` must be ``"hybrid"``)."""
+        if mode != "hybrid":
+            raise ValueError(f"the hybrid component serves 'hybrid', not {mode!r}")
+        fusion = fusion_config(query.params, self.config.fusion)
+        info: dict[str, Any] = {"method": fusion.method}
+        ids, scores = fused_candidates(
+            self.snapshot, self.vectors, self.sparse, query, [_T], fusion, info
+        )
+        hits, info["duplicates"] = pack_distinct_hits(
+            self.snapshot,
+            self.doc_names,
+            ids,
+            scores,
+            query.budget_tokens,
+            fusion.max_overlap,
+            fusion.shingle_words,
+        )
+        query.report["fusion"] = info
+        return hits
+
+    def carry_over(self, previous: ComponentView, delta: Delta) -> None:
+        """Advance the previous version's chunk postings by the committed ``delta``."""
+        if isinstance(previous, HybridView):
+            self.sparse = previous.sparse.advanced(self.snapshot, delta)
+
+
+class HybridComponent(Component):
+    """``hybrid``: no stored state; dense + BM25 over the chunks of each version."""
+
+    name = "hybrid"
+    modes = ("hybrid",)
+    mode_params: ClassVar[dict[str, type[ModeParams]]] = {"hybrid": HybridParams}
+
+    def update(self, ctx: UpdateContext, change: ChangeSet) -> None:
+        """Nothing to store: the view reads the chunks and vectors of each version."""
+
+    def view(
+        self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
+    ) -> HybridView:
+        """The search view of one version (its sparse postings are built on first use)."""
+        return HybridView(snapshot, vectors, config, doc_names)

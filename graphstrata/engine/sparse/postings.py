@@ -1,0 +1,641 @@
+"""The BM25 collection of one node kind: postings segments, ``KindIndex`` (its text is
+analyzed by ``engine.sparse.analysis``).
+
+The building block of ``engine.sparse.index.SparseIndex`` (whose docstring describes
+the scoring, the per-kind statistics, the tokenization and the incremental updates).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphstrata.core.bm25 import Norm, add_lookups, lengths, top_candidates
+from graphstrata.engine.hashing import stable_hashes
+from graphstrata.engine.sparse.analysis import analyze
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "MAX_DEAD_SHARE",
+    "MAX_SEGMENTS",
+    "KindIndex",
+]
+
+#: BM25 term-frequency saturation and length normalization (bm25s / Lucene defaults).
+BM25_K1 = 1.5
+BM25_B = 0.75
+#: A kind is compacted when it has more segments than this (``_joined_tail`` keeps fewer
+#: unless the writes' segments are tiny against the collection: 2^16 times smaller).
+MAX_SEGMENTS = 16
+#: ... or when more than this share of its slots are tombstones.
+MAX_DEAD_SHARE = 0.25
+
+_local = threading.local()
+
+
+class _Vocab:
+    """Term -> id, append-only; shared by the versions of one index (ids are never reused)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, docs: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Term ids of each document's terms, allocating ids for new terms."""
+        ids = self.ids
+        with self._lock:
+            for terms in docs:
+                for t in terms:
+                    if t not in ids:
+                        ids[t] = len(ids)
+        return [np.fromiter((ids[t] for t in terms), np.int64, len(terms)) for terms in docs]
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(s, e)`` for each pair (int64)."""
+    lens = ends - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offsets = np.repeat(starts - (np.cumsum(lens) - lens), lens)
+    return np.arange(total, dtype=np.int64) + offsets
+
+
+def _forward(slots: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR by slot of (slot, value) pairs: (ptr [n + 1], values sorted by slot then value)."""
+    order = np.lexsort((values, slots))
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(slots, minlength=n), out=ptr[1:])
+    return ptr, values[order].astype(np.int64)
+
+
+def _distinct_pairs(
+    docs: Sequence[np.ndarray], width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(slot, id, count) of the distinct ids of each document."""
+    n = len(docs)
+    lens = np.fromiter((d.size for d in docs), np.int64, n)
+    flat = np.concatenate(docs) if n else np.zeros(0, np.int64)
+    slot_of = np.repeat(np.arange(n, dtype=np.int64), lens)
+    pairs, counts = np.unique(slot_of * max(width, 1) + flat, return_counts=True)
+    slots, ids = np.divmod(pairs, max(width, 1))
+    return slots, ids, counts
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """Postings of the slots ``[first, first + n)``: by term (CSR) and by slot (forward).
+
+    ``term_ptr`` covers term ids ``< len(term_ptr) - 1``; ``post_slot`` are global slots.
+    """
+
+    first: int
+    n: int
+    term_ptr: np.ndarray  # int64 [n_terms + 1]
+    post_slot: np.ndarray  # int64, sorted by (term, slot)
+    post_tf: np.ndarray  # int32
+    doc_ptr: np.ndarray  # int64 [n + 1]
+    doc_term: np.ndarray  # int64, the distinct terms of each slot
+    # int32 [n_terms]: each term's largest tf (0: no postings); None for a segment read
+    # from a file written before it was kept (then found per term on first use).
+    term_max: np.ndarray | None
+
+    @classmethod
+    def build(
+        cls,
+        first: int,
+        postings: tuple[np.ndarray, np.ndarray, np.ndarray],
+        n: int,
+        n_terms: int,
+    ) -> _Segment:
+        """From (local slot, term, tf) triples, one per distinct term of a slot."""
+        slots, terms, tfs = postings
+        doc_ptr, doc_term = _forward(slots, terms, n)
+        by_term = np.lexsort((slots, terms))
+        term_ptr = np.zeros(n_terms + 1, np.int64)
+        np.cumsum(np.bincount(terms, minlength=n_terms), out=term_ptr[1:])
+        post_tf = tfs[by_term].astype(np.int32)
+        return cls(
+            first=first,
+            n=n,
+            term_ptr=term_ptr,
+            post_slot=slots[by_term].astype(np.int64) + first,
+            post_tf=post_tf,
+            doc_ptr=doc_ptr,
+            doc_term=doc_term,
+            term_max=_term_max(term_ptr, post_tf),
+        )
+
+    @classmethod
+    def from_docs(cls, first: int, term_docs: Sequence[np.ndarray], n_terms: int) -> _Segment:
+        """From each document's term ids (repeats = term frequency)."""
+        return cls.build(first, _distinct_pairs(term_docs, n_terms), len(term_docs), n_terms)
+
+    def triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every posting as (global slot, term, tf), by term then slot."""
+        counts = np.diff(self.term_ptr)
+        terms = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+        return self.post_slot, terms, self.post_tf
+
+    @classmethod
+    def joined(cls, a: _Segment, b: _Segment) -> _Segment:
+        """One segment of ``a``'s slots and then ``b``'s (which follow them), tombstones
+        kept (the collection's ``alive`` hides them)."""
+        if b.first != a.first + a.n:
+            raise ValueError("postings: only adjacent segments are joined")
+        (sa, ta, fa), (sb, tb, fb) = a.triples(), b.triples()
+        n_terms = max(a.term_ptr.size, b.term_ptr.size) - 1
+        postings = (
+            np.concatenate([sa, sb]) - a.first,
+            np.concatenate([ta, tb]),
+            np.concatenate([fa, fb]),
+        )
+        return cls.build(a.first, postings, a.n + b.n, n_terms)
+
+    def terms_of(self, slots: np.ndarray) -> np.ndarray:
+        """The distinct terms of each of ``slots`` (global, inside this segment), concatenated."""
+        local = slots - self.first
+        return self.doc_term[_ranges(self.doc_ptr[local], self.doc_ptr[local + 1])]
+
+    def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, tfs) of one term (empty when the term is newer than the segment)."""
+        if term >= self.term_ptr.size - 1:
+            return self.post_slot[:0], self.post_tf[:0]
+        a, b = self.term_ptr[term], self.term_ptr[term + 1]
+        return self.post_slot[a:b], self.post_tf[a:b]
+
+    def max_tf(self, term: int) -> int:
+        """The largest tf in the postings of ``term`` (0 when it has none)."""
+        if self.term_max is not None:
+            return int(self.term_max[term]) if term < self.term_max.size else 0
+        known = self._max_tf.get(term)
+        if known is None:
+            tf = self.postings(term)[1]
+            known = self._max_tf[term] = int(tf.max()) if tf.size else 0
+        return known
+
+    @functools.cached_property
+    def _max_tf(self) -> dict[int, int]:
+        # Not made at open for an older file: it would read every tf of the collection
+        # (at a million chunks, a mapped array of hundreds of MB) before the first query.
+        return {}
+
+
+def _term_max(term_ptr: np.ndarray, post_tf: np.ndarray) -> np.ndarray:
+    """int32 [n_terms]: the largest tf of each term's postings (CSR ``term_ptr``), 0 for a
+    term without postings.
+
+    Made once per segment, where each query's BM25 bounds took the max over a term's
+    postings the first time a process searched the term: O(df) per new query term. The
+    gain is small, as most of that cost was the postings' page faults, which the scoring
+    pays anyway: the chunks' search of first-seen queries at 1M chunks went 1.10 -> 1.02-1.07
+    ms p50 (build/scratch/term_max_ab.py; issue 17).
+    """
+    counts = np.diff(term_ptr)
+    out = np.zeros(counts.size, np.int32)
+    has = counts > 0
+    if post_tf.size:
+        # Only non-empty terms start a run, so each run is exactly one term's postings.
+        out[has] = np.maximum.reduceat(post_tf, term_ptr[:-1][has])
+    return out
+
+
+def _joined_tail(segments: tuple[_Segment, ...]) -> tuple[_Segment, ...]:
+    """The last segments joined while the last holds at least half as many slots as the one
+    before it: a binary counter over the writes' segments.
+
+    A search reads every segment's postings of each query term, and each write adds a
+    segment: left apart up to ``MAX_SEGMENTS`` (then all compacted into one), a million-chunk
+    index searched up to 17 lists per term and kind; the first ``collapsed`` query after
+    each of 30 one-document writes made 36 list scans and 91 lookups, against 4 and 15 on
+    the freshly opened index (one segment) and 13 and 35 with the joining (cProfile call
+    counts, build/scratch/prof_after.py; the time per query was not compared on the same
+    queries). Joined this way a collection of n slots keeps at most ``log2 n + 1`` segments, the large one
+    first and untouched until the rest reach half its size, and each posting is copied
+    ``O(log n)`` times over its life.
+    """
+    segs = list(segments)
+    while len(segs) >= 2 and 2 * segs[-1].n >= segs[-2].n:
+        last = segs.pop()
+        segs.append(_Segment.joined(segs.pop(), last))
+    return tuple(segs)
+
+
+def _grown(counts: np.ndarray, size: int) -> np.ndarray:
+    out = np.zeros(size, np.int64)
+    out[: counts.size] = counts
+    return out
+
+
+@dataclass(frozen=True)
+class KindIndex:
+    """The BM25 collection of one node kind at one version (immutable; see module docstring).
+
+    Attributes
+    ----------
+    vocab:
+        Term (stem) -> id, shared by the versions of the collection.
+    slot_ids, slot_len, slot_hash, alive:
+        Per slot: the node id, its length in terms (uint16, ``core.bm25.lengths``: at least
+        1, saturating), the hash of its text and whether it is live. A rewritten node gets
+        a new slot; its old slot is a tombstone.
+    df:
+        Live document frequency of each term id known to this version.
+    n_live, total_len:
+        Live documents and their summed lengths (N and N · average length).
+    """
+
+    vocab: _Vocab
+    segments: tuple[_Segment, ...]
+    slot_ids: np.ndarray
+    slot_len: np.ndarray
+    slot_hash: np.ndarray
+    alive: np.ndarray
+    df: np.ndarray
+    n_live: int
+    total_len: int
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def build(cls, ids: np.ndarray, texts: Sequence[str]) -> KindIndex:
+        """The collection of ``texts`` (node ``ids``), tokenized once.
+
+        Parameters
+        ----------
+        ids:
+            int64 node ids, one per text.
+        texts:
+            Their texts.
+        """
+        empty = cls(
+            vocab=_Vocab(),
+            segments=(),
+            slot_ids=np.zeros(0, np.int64),
+            slot_len=lengths(np.zeros(0, np.int64)),
+            slot_hash=np.zeros(0, np.int64),
+            alive=np.zeros(0, bool),
+            df=np.zeros(0, np.int64),
+            n_live=0,
+            total_len=0,
+        )
+        return empty.changed(np.zeros(0, np.int64), np.asarray(ids, np.int64), texts)
+
+    def changed(
+        self, dead_ids: np.ndarray, add_ids: np.ndarray, add_texts: Sequence[str]
+    ) -> KindIndex:
+        """The next version: ``dead_ids`` removed, then ``add_ids`` with ``add_texts`` added.
+
+        An added id that is live here with the same text is left as it is; with another text
+        its old slot is removed first. Nothing of ``self`` is modified.
+
+        Parameters
+        ----------
+        dead_ids:
+            int64 node ids that are no longer live (ids absent here are ignored).
+        add_ids, add_texts:
+            New or rewritten nodes of this kind and their texts.
+        """
+        dead_ids = np.asarray(dead_ids, np.int64)
+        add_ids = np.asarray(add_ids, np.int64)
+        hashes = stable_hashes(add_texts)
+        alive = self.alive
+        if add_ids.size and self.n_live:
+            # Rewritten rows: same text -> keep the slot, other text -> replace it.
+            sorted_ids, slots = self._live_order
+            pos = np.minimum(np.searchsorted(sorted_ids, add_ids), sorted_ids.size - 1)
+            found = sorted_ids[pos] == add_ids
+            same = found & (self.slot_hash[slots[pos]] == hashes)
+            dead_ids = np.concatenate([dead_ids, add_ids[found & ~same]])
+            keep = ~same
+            add_ids, hashes = add_ids[keep], hashes[keep]
+            add_texts = [t for t, k in zip(add_texts, keep.tolist(), strict=True) if k]
+        df = self.df
+        n_live, total_len = self.n_live, self.total_len
+        kill = alive & np.isin(self.slot_ids, dead_ids) if dead_ids.size else None
+        if kill is not None and kill.any():
+            killed = np.flatnonzero(kill)
+            parts = [
+                killed[(killed >= seg.first) & (killed < seg.first + seg.n)]
+                for seg in self.segments
+            ]
+            gone = np.concatenate([seg.terms_of(k) for seg, k in zip(self.segments, parts)])
+            df = df - np.bincount(gone, minlength=df.size)
+            alive = alive & ~kill
+            n_live -= int(killed.size)
+            total_len -= int(self.slot_len[killed].sum())
+        segments = self.segments
+        slot_ids, slot_len, slot_hash = self.slot_ids, self.slot_len, self.slot_hash
+        if add_ids.size:
+            term_docs = self.vocab.add([analyze(t) for t in add_texts])
+            n_terms = len(self.vocab)
+            seg = _Segment.from_docs(slot_ids.size, term_docs, n_terms)
+            lens = lengths(np.fromiter((d.size for d in term_docs), np.int64, len(term_docs)))
+            df = _grown(df, n_terms) + np.bincount(seg.doc_term, minlength=n_terms)
+            segments = _joined_tail((*segments, seg))
+            slot_ids = np.concatenate([slot_ids, add_ids])
+            slot_len = np.concatenate([slot_len, lens])
+            slot_hash = np.concatenate([slot_hash, hashes])
+            alive = np.concatenate([alive, np.ones(add_ids.size, bool)])
+            n_live += int(add_ids.size)
+            total_len += int(lens.sum())
+        out = KindIndex(
+            self.vocab, segments, slot_ids, slot_len, slot_hash, alive, df, n_live, total_len
+        )
+        if "_live_order" in self.__dict__:
+            out.__dict__["_live_order"] = self._advanced_order(out, add_ids)
+        if "_min_len" in self.__dict__:
+            # Carried, not a pass over every slot on each version's first search (a dead
+            # slot's length still bounds: the bound needs no more than every live one).
+            added = int(slot_len[self.slot_len.size :].min()) if add_ids.size else self._min_len
+            out.__dict__["_min_len"] = min(self._min_len, added)
+        dead = out.alive.size - out.n_live
+        if len(out.segments) > MAX_SEGMENTS or dead > MAX_DEAD_SHARE * max(out.alive.size, 1):
+            out = out.compacted()
+        return out
+
+    def compacted(self) -> KindIndex:
+        """The same collection with tombstones dropped and one segment (no re-tokenizing)."""
+        keep = np.flatnonzero(self.alive)
+        new_slot = np.full(self.alive.size, -1, np.int64)
+        new_slot[keep] = np.arange(keep.size)
+        slots, terms, tfs = [], [], []
+        for seg in self.segments:
+            seg_slots, seg_terms, seg_tfs = seg.triples()
+            live = self.alive[seg_slots]
+            slots.append(new_slot[seg_slots[live]])
+            terms.append(seg_terms[live])
+            tfs.append(seg_tfs[live])
+
+        def cat(xs: list[np.ndarray]) -> np.ndarray:
+            return np.concatenate(xs) if xs else np.zeros(0, np.int64)
+
+        seg = _Segment.build(0, (cat(slots), cat(terms), cat(tfs)), int(keep.size), len(self.vocab))
+        return KindIndex(
+            vocab=self.vocab,
+            segments=(seg,),
+            slot_ids=self.slot_ids[keep],
+            slot_len=self.slot_len[keep],
+            slot_hash=self.slot_hash[keep],
+            alive=np.ones(keep.size, bool),
+            df=_grown(self.df, len(self.vocab)),
+            n_live=self.n_live,
+            total_len=self.total_len,
+        )
+
+    # ------------------------------------------------------------------ persistence
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The collection as named arrays (compacted first), for :meth:`from_arrays`.
+
+        The vocabulary is one ``uint8`` array of the terms in id order, separated by
+        newlines (a term is word characters only).
+        """
+        compact = len(self.segments) == 1 and self.n_live == self.alive.size
+        part = self if compact else self.compacted()
+        seg = part.segments[0] if part.segments else _Segment.from_docs(0, [], len(part.vocab))
+        terms = sorted(part.vocab.ids, key=part.vocab.ids.__getitem__)
+        return {
+            "vocab": np.frombuffer("\n".join(terms).encode(), np.uint8),
+            "term_ptr": seg.term_ptr,
+            "post_slot": seg.post_slot,
+            "post_tf": seg.post_tf,
+            "doc_ptr": seg.doc_ptr,
+            "doc_term": seg.doc_term,
+            "term_max": (
+                _term_max(seg.term_ptr, seg.post_tf) if seg.term_max is None else seg.term_max
+            ),
+            "slot_ids": part.slot_ids,
+            "slot_len": part.slot_len,
+            "slot_hash": part.slot_hash,
+            "df": part.df,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> KindIndex:
+        """The collection :meth:`to_arrays` gave (arrays are used as they are, not copied:
+        memory-mapped ones stay mapped; nothing here modifies them)."""
+        vocab = _Vocab()
+        text = bytes(arrays["vocab"]).decode()
+        if text or arrays["df"].size:
+            terms = text.split("\n")
+            vocab.ids = dict(zip(terms, range(len(terms)), strict=True))
+        slot_ids = arrays["slot_ids"]
+        # Files written before lengths were uint16 hold int64 ones (2 MB copied per 1M slots).
+        slot_len = arrays["slot_len"]
+        slot_len = slot_len if slot_len.dtype == np.uint16 else lengths(slot_len)
+        seg = _Segment(
+            first=0,
+            n=int(slot_ids.size),
+            term_ptr=arrays["term_ptr"],
+            post_slot=arrays["post_slot"],
+            post_tf=arrays["post_tf"],
+            doc_ptr=arrays["doc_ptr"],
+            doc_term=arrays["doc_term"],
+            term_max=arrays.get("term_max"),
+        )
+        return cls(
+            vocab=vocab,
+            segments=(seg,) if slot_ids.size else (),
+            slot_ids=slot_ids,
+            slot_len=slot_len,
+            slot_hash=arrays["slot_hash"],
+            alive=np.ones(slot_ids.size, bool),
+            df=arrays["df"],
+            n_live=int(slot_ids.size),
+            total_len=int(slot_len.sum()),
+        )
+
+    # ------------------------------------------------------------------ search
+    def live_ids(self) -> np.ndarray:
+        """Ascending node ids of the live documents."""
+        return self._live_order[0]
+
+    @functools.cached_property
+    def _live_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ascending live node ids, their slots)."""
+        live = np.flatnonzero(self.alive)
+        order = np.argsort(self.slot_ids[live], kind="stable")
+        return self.slot_ids[live][order], live[order]
+
+    def _advanced_order(self, out: KindIndex, add_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``out._live_order`` from this version's: the dead leave, the added (the last
+        ``add_ids.size`` slots of ``out``) are merged in; no sort of every live id."""
+        sorted_ids, slots = self._live_order
+        keep = out.alive[slots]
+        sorted_ids, slots = sorted_ids[keep], slots[keep]
+        first = out.alive.size - add_ids.size
+        order = np.argsort(add_ids, kind="stable")
+        new_ids, new_slots = add_ids[order], first + order.astype(np.int64)
+        at = np.searchsorted(sorted_ids, new_ids, side="right")
+        return np.insert(sorted_ids, at, new_ids), np.insert(slots, at, new_slots)
+
+    def query_terms(self, text: str) -> list[str]:
+        """The terms of a query that occur in a live document here, in order, repeats kept
+        (each occurrence counts, as in ``bm25s``)."""
+        ids, size = self.vocab.ids, self.df.size
+        out = []
+        for term in analyze(text):
+            tid = ids.get(term)
+            if tid is not None and tid < size and self.df[tid] > 0:
+                out.append(term)
+        return out
+
+    def _weighted(self, terms: Sequence[str]) -> tuple[list[int], np.ndarray]:
+        """Distinct term ids of ``terms`` (known, live) and their weights (idf times the
+        count), heaviest first (then by id): the one order in which scores are summed."""
+        pairs = []
+        for term, times in Counter(terms).items():
+            tid = self.vocab.ids.get(term)
+            idf = None if tid is None else self._idf(tid)
+            if tid is not None and idf is not None:
+                pairs.append((times * idf, tid))
+        pairs.sort(key=lambda p: (-p[0], p[1]))
+        return [t for _, t in pairs], np.asarray([w for w, _ in pairs], np.float64)
+
+    def _idf(self, tid: int) -> float | None:
+        """BM25's idf of term ``tid``, None when no live document holds it."""
+        if tid >= self.df.size or self.df[tid] <= 0:
+            return None
+        df = float(self.df[tid])
+        return math.log(1.0 + (float(self.n_live) - df + 0.5) / (df + 0.5))
+
+    @functools.cached_property
+    def _min_len(self) -> int:
+        """The least slot length (dead slots included): every norm is at least its norm."""
+        return int(self.slot_len.min()) if self.slot_len.size else 1
+
+    def _bounds(self, tids: Sequence[int], k1: float, b: float) -> np.ndarray:
+        """Per term, a bound of ``tf / (tf + norm)`` over its postings: its largest tf over
+        the smallest norm of the collection (norm grows with the length)."""
+        norm = self._norm(k1, b)
+        least = norm.base + norm.per_term * self._min_len
+        out = np.zeros(len(tids), np.float64)
+        for i, tid in enumerate(tids):
+            top = max((seg.max_tf(tid) for seg in self.segments), default=0)
+            out[i] = top / (top + least) if top else 0.0
+        return out
+
+    def _lists(self, tids: Sequence[int]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+        return [[seg.postings(t) for seg in self.segments] for t in tids]
+
+    def _norm(self, k1: float, b: float) -> Norm:
+        """BM25's length normalization of every slot (``core.bm25.Norm``: no array)."""
+        return Norm.of(self.slot_len, self.total_len / float(self.n_live), k1, b)
+
+    def term_scores(
+        self, terms: Sequence[str], ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
+    ) -> np.ndarray:
+        """float64 ``[len(terms), len(ids)]``: what each term adds to each id's BM25 score.
+
+        ``terms`` are distinct; a row is the term counted once (scale outside for repeats,
+        or see ``SparseIndex.term_scores``). An id that is not live here gets zeros. Row
+        sums over a query's distinct terms, times their repeat counts, are
+        :meth:`score_ids` (up to the order of the additions).
+        """
+        found, slots = self._live_slots(ids)
+        out = np.zeros((len(terms), found.size), np.float64)
+        cols = np.flatnonzero(found)
+        if cols.size == 0:
+            return out
+        order = np.argsort(slots, kind="stable")
+        cand, cols = slots[order], cols[order]
+        norm = self._norm(k1, b)
+        for row, term in enumerate(terms):
+            tid = self.vocab.ids.get(term)
+            idf = None if tid is None else self._idf(tid)
+            if tid is None or idf is None:
+                continue
+            scores = np.zeros(cand.size, np.float32)
+            for post, tf in self._lists([tid])[0]:
+                add_lookups(scores, cand, post, tf, *norm, idf)
+            out[row, cols] = scores
+        return out
+
+    def _live_slots(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(bool per id: is it a live document here, the slots of the found ones)."""
+        ids = np.asarray(ids, np.int64)
+        sorted_ids, slots = self._live_order
+        if sorted_ids.size == 0 or ids.size == 0:
+            return np.zeros(ids.size, bool), np.zeros(0, np.int64)
+        pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
+        found = sorted_ids[pos] == ids
+        return found, slots[pos[found]]
+
+    def score_ids(
+        self, text: str, ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(whether each id is a live document here, its BM25 score for ``text`` or 0).
+
+        Read from this thread's last :meth:`search` when it was for the same query (hybrid
+        scores the union of its lists right after searching), else looked up in the query
+        terms' postings; either way summed in the order the search uses, so an id gets the
+        score a search gives it.
+        """
+        found, cand = self._live_slots(ids)
+        out = np.zeros(found.size, np.float64)
+        terms = self.query_terms(text)
+        if not (cand.size and terms):
+            return found, out
+        scores = np.zeros(cand.size, np.float32)
+        todo = np.ones(cand.size, bool)
+        last = getattr(_local, "last_search", None)
+        if last is not None and last[0] is self and last[1] == (tuple(terms), k1, b):
+            got, got_scores, incomplete = last[2:]
+            at = np.minimum(np.searchsorted(got, cand), max(got.size - 1, 0))
+            hit = got[at] == cand if got.size else np.zeros(cand.size, bool)
+            scores[hit] = got_scores[at[hit]]
+            todo = ~hit if incomplete else np.zeros(cand.size, bool)  # complete: the rest is 0
+        if todo.any():
+            scores[todo] = self._looked_up(terms, cand[todo], k1, b)
+        out[found] = scores
+        return found, out
+
+    def _looked_up(self, terms: Sequence[str], cand: np.ndarray, k1: float, b: float) -> np.ndarray:
+        """Scores of the slots ``cand`` by lookups in every query term's postings."""
+        tids, weights = self._weighted(terms)
+        order = np.argsort(cand, kind="stable")
+        scores = np.zeros(cand.size, np.float32)
+        norm = self._norm(k1, b)
+        for lists, w in zip(self._lists(tids), weights.tolist(), strict=True):
+            for post, tf in lists:
+                add_lookups(scores, cand[order], post, tf, *norm, w)
+        out = np.empty_like(scores)
+        out[order] = scores
+        return out
+
+    def search(
+        self, text: str, k: int, k1: float = BM25_K1, b: float = BM25_B
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(node ids, scores) of the ``k`` best live documents with a positive score.
+
+        Best first; equal scores in ascending node id. MaxScore (``core.bm25``): a common
+        term's postings are not scanned once the rarer terms decide the top ``k``.
+        """
+        terms = self.query_terms(text) if k > 0 and self.n_live else []
+        tids, weights = self._weighted(terms)
+        if not tids:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        k = int(k)
+        bounds = weights * self._bounds(tids, k1, b)
+        hit, vals, incomplete = top_candidates(
+            self._lists(tids), weights, bounds, self._norm(k1, b), self.alive, k
+        )
+        _local.last_search = (self, (tuple(terms), k1, b), hit, vals, incomplete)
+        ids = self.slot_ids[hit]
+        if ids.size > k:
+            # A common word matches most of a collection: sort only the candidates scoring at
+            # least the k-th best (ties at it included, so the id order of ties is exact).
+            kth = np.partition(vals, ids.size - k)[ids.size - k]
+            keep = vals >= kth
+            ids, vals = ids[keep], vals[keep]
+        order = np.lexsort((ids, -vals))[:k]
+        return ids[order], vals[order]
