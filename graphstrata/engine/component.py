@@ -4,7 +4,7 @@ A component turns chunk changes into node/edge/vector changes of its own (``upda
 serves the search modes it owns from a per-version view (``view``). The engine owns the
 transaction: components only write into the ``Delta`` of the context, so a failure anywhere
 aborts the whole operation with nothing committed (docs/architecture.md, "Write path" and
-"Adding a mode or a backend").
+"Where things go").
 
 Every new vector goes through ``UpdateContext.embed_nodes`` (one embedding path: dedupe,
 reuse, batches), and every view cites documents through the one ``DocNames`` of its version.
