@@ -37,7 +37,7 @@ TOKEN = "fuzz-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 #: The failures schemathesis may report, each with its reason: (failure kind, operations,
-#: pattern the response body matches). The README's "Service" section lists them too.
+#: pattern the response body matches). The README's "Server and API" section lists them too.
 DOCUMENTED: list[tuple[str, frozenset[str], re.Pattern[str], str]] = [
     (
         "RejectedPositiveData",
