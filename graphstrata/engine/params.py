@@ -74,12 +74,10 @@ class ModeParams:
             raise QueryError(
                 f"unknown parameter(s) {unknown} for {where}; allowed parameters: {listed}"
             )
-        kwargs = {
-            name: None
-            if v is None
-            else checked(f"{where}: {name}", v, cls.declared[name], QueryError)
-            for name, v in values.items()
-        }
+        kwargs = {}
+        for name, value in values.items():
+            if value is not None:  # None: the configured value, as when left out
+                kwargs[name] = checked(f"{where}: {name}", value, cls.declared[name], QueryError)
         return cls(**kwargs)
 
     def given(self) -> dict[str, Any]:
@@ -90,9 +88,12 @@ class ModeParams:
     def over(self, section: S) -> S:
         """``section`` (a config section these parameters derive from) with the values the
         caller set in place of its own; ``section`` itself is not changed."""
+        given = self.given()
+        if not given:  # most queries: the section itself, nothing copied
+            return section
         names = {f.name for f in dataclasses.fields(section)}  # type: ignore[arg-type]
-        given = {k: v for k, v in self.given().items() if k in names}
-        return dataclasses.replace(section, **given) if given else section  # type: ignore[type-var]
+        mine = {k: v for k, v in given.items() if k in names}
+        return dataclasses.replace(section, **mine) if mine else section  # type: ignore[type-var]
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
