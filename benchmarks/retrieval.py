@@ -157,7 +157,7 @@ class CachedEmbedder:
 def components_for(names: Sequence[str]) -> list[Any]:
     """The shipped components of the default config that are named."""
     from graphstrata.engine.config import IndexConfig
-    from graphstrata.engine.index import default_components
+    from graphstrata.engine.modes.registry import default_components
 
     available = default_components(IndexConfig())
     unknown = sorted(set(names) - {c.name for c in available})

@@ -128,7 +128,7 @@ def locate_index(explicit: str | None, wanted: list[str]) -> tuple[Path, list[st
 
 def modes_of(components: list[str]) -> set[str]:
     from graphstrata.engine.config import IndexConfig
-    from graphstrata.engine.index import default_components
+    from graphstrata.engine.modes.registry import default_components
 
     return {m for c in default_components(IndexConfig()) if c.name in components for m in c.modes}
 
@@ -138,7 +138,7 @@ def unbuilt_modes(built: list[str] | None) -> set[str]:
     if built is None:
         return set()
     from graphstrata.engine.config import IndexConfig
-    from graphstrata.engine.index import default_components
+    from graphstrata.engine.modes.registry import default_components
 
     return {m for c in default_components(IndexConfig()) if c.name not in built for m in c.modes}
 

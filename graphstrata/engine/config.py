@@ -1,7 +1,9 @@
 """Typed configuration. Defaults come from the papers (EraRAG, NodeRAG).
 
 Every config is a dataclass that round-trips through a plain dict, so the index manifest can
-record exactly what built it.
+record exactly what built it. A field made with ``setting`` declares its range or choices
+(checked by ``validate``, ``engine.fields``) and, with ``query=True``, that a query may
+override it: the search modes' parameters are those fields (``engine.params.params_from``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from graphstrata.engine.fields import check_fields, setting
+
 T = TypeVar("T")
+
+#: The values of ``FusionConfig.method``.
+FUSION_METHODS = ("rrf", "score", "dense", "sparse")
+#: The largest count a query may ask for (top-k, steps, sources): beyond every index's size.
+MAX_COUNT = 1_000_000
 
 
 class ConfigError(ValueError):
@@ -26,14 +35,13 @@ class ChunkingConfig:
     the rest, so the default is 200 cl100k tokens with 20 overlap (~230 word pieces).
     """
 
-    chunk_tokens: int = 200
+    chunk_tokens: int = setting(200, ge=8)
     overlap_tokens: int = 20
     encoding: str = "cl100k_base"
 
     def validate(self) -> None:
         """Raise ``ConfigError`` on an invalid value."""
-        if self.chunk_tokens < 8:
-            raise ConfigError(f"chunk_tokens must be >= 8, got {self.chunk_tokens}")
+        check_fields(self, "chunking", ConfigError)
         if not 0 <= self.overlap_tokens < self.chunk_tokens:
             raise ConfigError(
                 f"overlap_tokens must be in [0, chunk_tokens), got {self.overlap_tokens}"
@@ -56,14 +64,20 @@ class HierarchyConfig:
 
     enabled: bool = True
     #: Hyperplanes for the LSH codes; 16 suits 384-d embeddings (paper: 16-20).
-    n_bits: int = 16
+    n_bits: int = setting(16, ge=1, le=64)
     seed: int = 20250625
-    s_min: int = 8
+    s_min: int = setting(8, ge=1)
     s_max: int = 12
     max_layers: int = 5
     summary_tokens: int = 100
-    #: Share p of the budget taken first from chunks (detailed) or summaries (summarized).
-    bias_share: float = 0.7
+    bias_share: float = setting(
+        0.7,
+        ge=0.0,
+        le=1.0,
+        query=True,
+        doc="Share p of the budget taken first from chunks (detailed) or summaries "
+        "(summarized), in [0, 1].",
+    )
     #: Insert policy: new items that fill whole segments among themselves form new segments
     #: and only the rest join their Hamming-nearest segment (True), or every new item joins its
     #: nearest segment as in the paper's Algorithm 3 (False). Measured on MultiHop-RAG
@@ -78,41 +92,36 @@ class HierarchyConfig:
     #: its write segments, 0.29 s; issue 17). LightRAG caps the sources of an entity at 300
     #: (``DEFAULT_MAX_SOURCE_IDS_PER_ENTITY``); GraphRAG's answer prompts list at most 5
     #: record ids per reference and "+more".
-    summary_docs_max: int = 300
+    summary_docs_max: int = setting(300, ge=0)
 
     def validate(self) -> None:
         """Raise ``ConfigError`` on an invalid value."""
-        if self.summary_docs_max < 0:
-            raise ConfigError(f"summary_docs_max must be >= 0, got {self.summary_docs_max}")
-        if not 1 <= self.n_bits <= 64:
-            raise ConfigError(f"n_bits must be in [1, 64], got {self.n_bits}")
-        if not 1 <= self.s_min <= self.s_max:
+        check_fields(self, "hierarchy", ConfigError)
+        if self.s_min > self.s_max:
             raise ConfigError(f"need 1 <= s_min <= s_max, got [{self.s_min}, {self.s_max}]")
-        if not 0.0 <= self.bias_share <= 1.0:
-            raise ConfigError(f"bias_share must be in [0, 1], got {self.bias_share}")
 
 
 @dataclass
 class HeterographConfig:
     """NodeRAG heterograph (paper §2, Appendix C; build defaults from its public code).
 
-    The ``graph`` search defaults (from ``ppr_alpha`` on) were chosen with
+    The ``graph`` search defaults (from ``entry_top_k`` on) were chosen with
     ``benchmarks/graph_tuning.py`` on HotpotQA (994 passages, 100 questions) and a
     150-document MultiHop-RAG subset (274 questions), then checked on all of MultiHop-RAG
     (609 documents, 500 questions), CPU defaults, 2,000-token budget; the numbers are in
     ``benchmarks/results/graph_tuning-*.md`` ("fact R" = gold facts verbatim in a retrieved
-    node, "HP" / "MH150" / "MH" the three sets). Each field is also a ``graph`` query
-    parameter (``GraphParams``) except the ones the view builds its walk from
-    (``semantic_edge_weight``, ``title_edge_weight``, ``sparse_kinds``,
-    ``max_candidates``).
+    node, "HP" / "MH150" / "MH" the three sets). Each field declared with ``query=True`` is
+    also a ``graph`` query parameter (``GraphParams``); the ones the view builds its walk from
+    (``semantic_edge_weight``, ``title_edge_weight``, ``sparse_kinds``) and
+    ``max_candidates`` are not.
     """
 
     enabled: bool = True
     seed: int = 20250402
     #: Betweenness is sampled from this many sources (NodeRAG: networkx k=10).
-    betweenness_sources: int = 10
+    betweenness_sources: int = setting(10, ge=0)
     #: Semantic-neighbour edges per embedded node.
-    semantic_neighbours: int = 16
+    semantic_neighbours: int = setting(16, ge=0)
     #: Below this many embedded T/S/A/H nodes (committed and new) semantic neighbours are
     #: exact (all pairs, deterministic); above, the new nodes query the committed usearch
     #: index and, when they are this many or more themselves (a build), one another through
@@ -121,15 +130,15 @@ class HeterographConfig:
     #: exact all pairs 64 s at 50k vectors and ~1,090 s at 200k (N^2); the k-NN graph
     #: 24.7 s and 118 s (recall@16 0.83 and 0.66), HNSW built and searched with every vector
     #: 74 s and 552 s (recall 0.83 and 0.72). The retrieval sets stay exact.
-    semantic_exact_below: int = 50_000
+    semantic_exact_below: int = setting(50_000, ge=0)
     #: Regenerate a community's H/O only when its membership changed by more than this share.
-    community_change_share: float = 0.2
+    community_change_share: float = setting(0.2, ge=0, le=1)
     #: Re-select the important entities (k-core and betweenness over the whole G1) when G1
     #: has grown or shrunk by this share since the last selection; in between, the entities
     #: with attributes stay the important ones (their attributes are still refreshed when
     #: their facts change). 0: on every write, as a static build. A build from empty always
     #: selects, so the retrieval benchmarks' indexes are unchanged by it.
-    importance_refresh_share: float = 0.05
+    importance_refresh_share: float = setting(0.05, ge=0, le=1)
     #: Re-run Leiden only over the nodes a write touched, then the neighbours of those that
     #: moved, the rest of their communities contracted and far communities left out
     #: (``heterograph.graph.leiden_local``; a change opening more than half of the graph runs
@@ -139,56 +148,133 @@ class HeterographConfig:
     #: ``approximations.md`` (incrementally built shared sets: modularity within 0.003 of
     #: whole-graph runs, graph recall within 0.5 point or higher).
     local_leiden: bool = True
-    attribute_tokens: int = 200
-    element_tokens: int = 400
-    decompose_tokens: int = 1024
-    #: Restart probability and steps of the shallow PPR (NodeRAG: 0.5, 2; 0.3/0.7 and 1/3
-    #: steps moved fact R by at most 1.3 points on HP and MH150).
-    ppr_alpha: float = 0.5
-    ppr_iters: int = 2
+    attribute_tokens: int = setting(200, ge=1)
+    element_tokens: int = setting(400, ge=1)
+    decompose_tokens: int = setting(1024, ge=1)
     #: Vector entry points over S/A/H (NodeRAG: 10) and as many over T; 20 moved fact R by
     #: -0.5 (HP), +1.7 (MH150) points: kept at NodeRAG's value.
-    entry_top_k: int = 10
-    cross_top_k: int = 10
-    relation_top_k: int = 30
+    entry_top_k: int = setting(
+        10,
+        ge=0,
+        le=MAX_COUNT,
+        query=True,
+        doc="Vector entry points taken over S, A and H, and again over T (0: no vector entry).",
+    )
+    cross_top_k: int = setting(
+        10, ge=0, le=MAX_COUNT, query=True, doc="Cross nodes kept per kind after PPR."
+    )
+    relation_top_k: int = setting(
+        30, ge=0, le=MAX_COUNT, query=True, doc="Relationship cross nodes kept."
+    )
+    #: Restart probability and steps of the shallow PPR (NodeRAG: 0.5, 2; 0.3/0.7 and 1/3
+    #: steps moved fact R by at most 1.3 points on HP and MH150).
+    ppr_alpha: float = setting(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        query=True,
+        doc="Restart probability of the shallow PPR, in [0, 1] (NodeRAG §2.5: 0.5).",
+    )
+    ppr_iters: int = setting(2, ge=0, le=MAX_COUNT, query=True, doc="PPR steps t (NodeRAG: 2).")
     #: Shares of the restart mass of the exact-match, vector and BM25 entry points. Exact
     #: 0.5 / vector 1 / BM25 2 measured best of the grid on MH150 (+1.8 to +2.1 points of
     #: fact R over 1/1/1) and equal on HP; without BM25 entry points fact R falls 0.981
     #: (HP) and 0.435 (MH150), without vector entry points 0.981 / 0.508.
-    exact_match_weight: float = 0.5
-    vector_match_weight: float = 1.0
-    sparse_match_weight: float = 2.0
+    exact_match_weight: float = setting(
+        0.5,
+        ge=0.0,
+        query=True,
+        doc="Share of the restart mass given to the exact entity/title matches (>= 0).",
+    )
+    vector_match_weight: float = setting(
+        1.0,
+        ge=0.0,
+        query=True,
+        doc="Share of the restart mass given to the vector entry points (>= 0).",
+    )
+    sparse_match_weight: float = setting(
+        2.0,
+        ge=0.0,
+        query=True,
+        doc="Share of the restart mass given to the BM25 entry points (>= 0).",
+    )
     #: BM25 entry points per kind of ``sparse_kinds``: 20 was as good as 50 on HP and MH150
     #: and better on MH (+2 points), and faster.
-    sparse_top_k: int = 20
+    sparse_top_k: int = setting(
+        20,
+        ge=0,
+        le=MAX_COUNT,
+        query=True,
+        doc="BM25 entry points taken per kind of the index's ``sparse_kinds`` (0: none).",
+    )
     #: Kinds with BM25 entry points: chunks and units. Adding A, H, R ("TSAHR") cost 4.2
     #: points of fact R on MH150 (their short texts match query words by accident).
     sparse_kinds: str = "TS"
     #: Share of the budget packed with chunks alone before anything else: 0 (rank all kinds
     #: on one scale); 0.25 cost 0.7 points on MH150 and nothing on HP.
-    text_share: float = 0.0
+    text_share: float = setting(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        query=True,
+        doc="Share of the budget packed first with chunks (T) alone, in [0, 1] (0: none).",
+    )
     #: Rank by PPR score / tokens ** 0.75: a chunk holds several units' worth of facts for
     #: several units' worth of tokens. Ranking by PPR score alone gave HP 0.988 but MH150
     #: 0.44-0.49 (chunks crowd out units); 0.5 and 1.0 were within a point of 0.75 on HP,
     #: MH150 and MH.
-    token_exponent: float = 0.75
+    token_exponent: float = setting(
+        0.75,
+        ge=0.0,
+        le=2.0,
+        query=True,
+        doc="Nodes are ranked by PPR score / tokens ** token_exponent, in [0, 2] (0: by PPR "
+        "score alone; 1: by score per token).",
+    )
     #: Chunks and units kept for ranking (by density, after the walk).
     max_candidates: int = 400
     #: Most of the budget attributes, elements and relationships take together. They rarely
     #: hold a gold fact verbatim: 0.1 -> 0.05 gained 2.3 points of fact R on MH150 and 3.2
     #: on MH (0 gains a point more); 0.05 keeps room for the attribute of an entity the
     #: question names, which leads the structured nodes.
-    structured_share: float = 0.05
+    structured_share: float = setting(
+        0.05,
+        ge=0.0,
+        le=1.0,
+        query=True,
+        doc="Most of the budget attributes, high-level elements and relationships may take "
+        "together, in [0, 1].",
+    )
     #: The second hop: share of the restart mass given, in a second walk, to the entities
     #: of the first walk's 5 best chunks and units (the bridge of a multi-hop question).
     #: 0.3 took HP from 0.972 to 0.988 fact R and 0.975 to 0.990 doc R, and cost MH150 0.7
     #: and MH 0.9 points (their questions name every article they need); 0.6 gained HP 0.7
     #: more and cost MH150 another 0.8.
-    bridge_weight: float = 0.3
-    bridge_sources: int = 5
+    bridge_weight: float = setting(
+        0.3,
+        ge=0.0,
+        query=True,
+        doc="Share of the restart mass given, in a second walk, to the entities of the first "
+        "walk's best chunks and units: the next hop of a multi-hop question (>= 0; 0: one "
+        "walk).",
+    )
+    bridge_sources: int = setting(
+        5,
+        ge=0,
+        le=MAX_COUNT,
+        query=True,
+        doc="How many of the first walk's best chunks and units name the bridge entities.",
+    )
     #: A bridge entity is mentioned by at most this many units (16-128 changed fact R by
     #: less than a point: no cap).
-    bridge_max_units: int = 1_000_000
+    bridge_max_units: int = setting(
+        1_000_000,
+        ge=0,
+        le=MAX_COUNT,
+        query=True,
+        doc="A bridge entity is mentioned by at most this many semantic units (a name every "
+        "article mentions leads nowhere in particular).",
+    )
     #: Weight of a semantic edge in the walk relative to a structural edge (0.2 and 0 were
     #: within a point on HP and MH150).
     semantic_edge_weight: float = 1.0
@@ -199,27 +285,16 @@ class HeterographConfig:
     #: element titles, document titles). Off: on (row ``ngrams``) was within 0.3 point of off
     #: on HP, MH150 and MH (benchmarks/results/graph_tuning-*.md) and costs a name lookup per
     #: n-gram; a query can turn it on for names the entity rules split ("Haymo of Faversham").
-    match_query_ngrams: bool = False
+    match_query_ngrams: bool = setting(
+        False,
+        query=True,
+        doc="Also match every capitalized word n-gram of the question against the known names.",
+    )
 
     def validate(self) -> None:
-        """Raise ``ConfigError`` on a build setting out of range (the query-time settings
-        are checked when a query uses them: ``GraphParams``)."""
-        for name in ("betweenness_sources", "semantic_neighbours", "semantic_exact_below"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"heterograph.{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("attribute_tokens", "element_tokens", "decompose_tokens"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"heterograph.{name} must be >= 1, got {getattr(self, name)}")
-        if not 0.0 <= self.importance_refresh_share <= 1.0:
-            raise ValueError(
-                "heterograph.importance_refresh_share must be in [0, 1], "
-                f"got {self.importance_refresh_share}"
-            )
-        if not 0.0 <= self.community_change_share <= 1.0:
-            raise ConfigError(
-                f"heterograph.community_change_share must be in [0, 1], "
-                f"got {self.community_change_share}"
-            )
+        """Raise ``ConfigError`` on a value of the wrong type or out of range (the checks of
+        a query's ``graph`` parameters, ``engine.fields``)."""
+        check_fields(self, "heterograph", ConfigError)
 
 
 @dataclass
@@ -264,21 +339,35 @@ class FusionConfig:
     #: HotpotQA) vs the best RRF 0.491 / 0.943 (k=60, w=0.2) and RRF k=60 with equal weights
     #: 0.459 / 0.923. Before term coverage and feedback: score 0.497 / 0.948, RRF 0.492 /
     #: 0.943 at best.
-    method: str = "score"
+    method: str = setting(
+        "score",
+        choices=FUSION_METHODS,
+        query=True,
+        doc="``rrf`` (reciprocal-rank fusion), ``score`` (min-max score fusion), ``dense`` or "
+        "``sparse`` (one list alone).",
+    )
     #: RRF's rank offset k: a list contributes ``weight / (rrf_k + rank)``, rank from 1.
     #: Cormack et al.'s 60; k = 10, 30, 100 measured within 0.6 points of it.
-    rrf_k: int = 60
+    rrf_k: int = setting(60, ge=0, query=True, doc="RRF's rank offset (>= 0).")
     #: Weight of the dense list; the BM25 list gets ``1 - dense_weight``. MiniLM is much
     #: weaker than BM25 on both sets (0.355 vs 0.481, 0.868 vs 0.938), so the best weights
     #: favour BM25. With every other default: 0.1: 0.519 / 0.943; 0.2: 0.520 / 0.965; 0.3:
     #: 0.524 / 0.958; 0.4: 0.520 / 0.938; 0.5: 0.504 / 0.943 (before term coverage and
     #: feedback: 0.2: 0.497 / 0.948; 0.3: 0.497 / 0.938; 0.5: 0.494 / 0.938).
-    dense_weight: float = 0.2
+    dense_weight: float = setting(
+        0.2,
+        ge=0.0,
+        le=1.0,
+        query=True,
+        doc="Weight of the dense list in [0, 1], the BM25 list gets the rest.",
+    )
     #: Score every candidate of either list on both sides (its cosine and its BM25 score)
     #: before fusing, instead of counting it absent from the list that did not return it.
     #: Measured (w=0.5): score 0.504 / 0.943 with, 0.489 / 0.943 without (before term
     #: coverage and feedback: 0.494 / 0.938 and 0.480 / 0.928).
-    complete_scores: bool = True
+    complete_scores: bool = setting(
+        True, query=True, doc="Score every candidate on both sides before fusing."
+    )
     #: A candidate is dropped as a duplicate when at least this share of its word shingles
     #: already occurs in the texts packed before it (> 1 disables deduplication). At 0.8 it
     #: drops near-copies only (a summary made of packed sentences, a repeated text): 0.02
@@ -286,9 +375,15 @@ class FusionConfig:
     #: same as without deduplication or at 0.95, while 0.5 (0.520 / 0.950) also drops
     #: partial repeats that still held evidence; collapsed: 0.519 / 0.947 at 0.8 and
     #: without, 0.523 / 0.937 at 0.5 (retrieval.md sweep).
-    max_overlap: float = 0.8
+    max_overlap: float = setting(
+        0.8,
+        gt=0.0,
+        query=True,
+        doc="Share of a candidate's word shingles already packed that makes it a duplicate "
+        "(> 0; above 1 keeps duplicates).",
+    )
     #: Words per shingle of the duplicate test (5: a shared 5-word run is rarely chance).
-    shingle_words: int = 5
+    shingle_words: int = setting(5, ge=1)
     #: Query-term coverage (``core.fusion.coverage_order``, score fusion of complete lists
     #: only): each candidate ranked above that matches a query term multiplies that term's
     #: BM25 weight by this much for the rest (1 disables). Measured hybrid fact recall
@@ -299,7 +394,13 @@ class FusionConfig:
     #: HotpotQA (bridge questions, whose second passage shares few query words) and takes
     #: most of the MultiHop-RAG gain (questions over several articles, whose words one
     #: article matches best); benchmarks/results/retrieval.md ("Fusion choice").
-    term_decay: float = 0.9
+    term_decay: float = setting(
+        0.9,
+        gt=0.0,
+        le=1.0,
+        query=True,
+        doc="Query-term coverage of score fusion, in (0, 1] (1: off).",
+    )
     #: Dense pseudo-relevance feedback (Rocchio; ``core.fusion.feedback_vector``) of the
     #: fused methods (``score``, ``rrf``): the vectors of the best ``feedback_docs`` fused
     #: candidates are added to the query vector with weight ``feedback_weight``, a second
@@ -313,41 +414,28 @@ class FusionConfig:
     #: indexes): 0.1: 0.518 / 0.953; 0.2: 0.519 / 0.960; 0.25: 0.520 / 0.965; 0.4: 0.516 /
     #: 0.965; plain Rocchio (the second dense list alone, not the union) at 0.3: 0.518 /
     #: 0.965. collapsed: 0.519 / 0.947 off, 0.514 / 0.955 on.
-    feedback_docs: int = 1
+    feedback_docs: int = setting(
+        1,
+        ge=0,
+        query=True,
+        doc="Best fused candidates whose vectors move the query vector for a second dense "
+        "round (>= 0; 0: off).",
+    )
     #: Weight of the feedback vectors' mean against the query vector (see ``feedback_docs``).
-    feedback_weight: float = 0.3
+    feedback_weight: float = setting(
+        0.3, ge=0.0, query=True, doc="Weight of those vectors against the query's (>= 0)."
+    )
     #: Whether ``collapsed``, ``detailed`` and ``summarized`` take the feedback round too
     #: (``hybrid`` always does when ``feedback_docs`` > 0; a query's ``feedback_docs``
-    #: parameter applies to every fused mode). Off: on collapsed it measured 0.514 / 0.955
+    #: parameter applies to every fused mode: it turns the round on for that query). Off: on collapsed it measured 0.514 / 0.955
     #: with against 0.519 / 0.947 without (no gain on balance), and it doubles the dense
     #: searches of modes that search two kinds (collapsed 9.9 -> 19.9 ms at 100k synthetic
     #: chunks, build/scratch/prof_query.py, load 2.6).
     feedback_in_hierarchy: bool = False
 
     def validate(self) -> None:
-        """Raise ``ConfigError`` on an invalid value."""
-        if self.method not in FUSION_METHODS:
-            raise ConfigError(f"fusion.method must be one of {FUSION_METHODS}, got {self.method!r}")
-        if self.rrf_k < 0:
-            raise ConfigError(f"fusion.rrf_k must be >= 0, got {self.rrf_k}")
-        if not 0.0 <= self.dense_weight <= 1.0:
-            raise ConfigError(f"fusion.dense_weight must be in [0, 1], got {self.dense_weight}")
-        if self.max_overlap <= 0.0:
-            raise ConfigError(f"fusion.max_overlap must be > 0, got {self.max_overlap}")
-        if self.shingle_words < 1:
-            raise ConfigError(f"fusion.shingle_words must be >= 1, got {self.shingle_words}")
-        if not 0.0 < self.term_decay <= 1.0:
-            raise ConfigError(f"fusion.term_decay must be in (0, 1], got {self.term_decay}")
-        if self.feedback_docs < 0:
-            raise ConfigError(f"fusion.feedback_docs must be >= 0, got {self.feedback_docs}")
-        if not 0.0 <= self.feedback_weight < float("inf"):
-            raise ConfigError(
-                f"fusion.feedback_weight must be finite and >= 0, got {self.feedback_weight}"
-            )
-
-
-#: The values of ``FusionConfig.method``.
-FUSION_METHODS = ("rrf", "score", "dense", "sparse")
+        """Raise ``ConfigError`` on a value of the wrong type or out of range."""
+        check_fields(self, "fusion", ConfigError)
 
 
 @dataclass

@@ -10,7 +10,6 @@ atomically after a commit, so concurrent queries never see a half-applied change
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -38,7 +37,8 @@ from graphstrata.engine.documents import Document, DocumentError, as_documents, 
 from graphstrata.engine.ingest import add_docs, doc_lookup, remove_docs
 from graphstrata.engine.interfaces import LLM, Embedder, LLMRequest
 from graphstrata.engine.modes.naive import NaiveView
-from graphstrata.engine.params import ModeParams, NoParams, QueryError
+from graphstrata.engine.modes.registry import default_components, served_params
+from graphstrata.engine.params import ModeParams, QueryError
 from graphstrata.engine.prompts import answer_request
 from graphstrata.engine.read_caches import open_vectors, save_caches
 from graphstrata.engine.report import OperationReport
@@ -48,41 +48,15 @@ from graphstrata.engine.store.arrow_numpy import numpy_of
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
-#: Components shipped with the engine, imported if present: (module, class).
-DEFAULT_COMPONENTS: tuple[tuple[str, str], ...] = (
-    ("graphstrata.engine.hierarchy", "HierarchyComponent"),
-    ("graphstrata.engine.heterograph", "HeterographComponent"),
-    ("graphstrata.engine.modes.bm25", "SparseComponent"),
-    ("graphstrata.engine.modes.hybrid", "HybridComponent"),
-)
-
 __all__ = [
-    "DEFAULT_COMPONENTS",
     "Engine",
     "EngineState",
     "ProgressFn",
     "QueryResult",
     "check_embedder",
-    "default_components",
     "format_context",
     "tokens_by_kind",
 ]
-
-
-def default_components(config: IndexConfig) -> list[Component]:
-    """One instance of each shipped component that ``config`` enables (missing ones skipped)."""
-    comps: list[Component] = []
-    for module_name, class_name in DEFAULT_COMPONENTS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue
-            raise
-        comp = getattr(module, class_name)()
-        if comp.enabled(config):
-            comps.append(comp)
-    return comps
 
 
 @dataclass
@@ -173,10 +147,8 @@ class Engine:
             # (one added later would answer from a partial structure).
             comps = [c for c in comps if c.name in enabled]
         self.components = comps
-        #: Typed parameters of every mode this index serves (``naive`` is the engine's own).
-        self.mode_params: dict[str, type[ModeParams]] = {"naive": NoParams}
-        for comp in comps:
-            self.mode_params.update({m: comp.mode_params[m] for m in comp.modes})
+        #: Typed parameters of every mode this index serves (``engine.modes.registry``).
+        self.mode_params: dict[str, type[ModeParams]] = served_params(comps)
         self._write_lock = threading.Lock()
         self._state = self._load_state(store.load())
 

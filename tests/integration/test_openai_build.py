@@ -20,8 +20,9 @@ from graphstrata.bindings.llm.extractive import ExtractiveLLM
 from graphstrata.bindings.registry import make_llm
 from graphstrata.engine.component import Component, ComponentView, UpdateContext
 from graphstrata.engine.config import IndexConfig
-from graphstrata.engine.index import Engine, default_components
+from graphstrata.engine.index import Engine
 from graphstrata.engine.interfaces import LLMError
+from graphstrata.engine.modes.registry import default_components
 from graphstrata.engine.prompts import summarize_request
 from tests.fake_openai_server import FakeOpenAIServer
 

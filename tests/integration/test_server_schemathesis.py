@@ -43,7 +43,7 @@ DOCUMENTED: list[tuple[str, frozenset[str], re.Pattern[str], str]] = [
         "RejectedPositiveData",
         frozenset({"POST /v1/retrieve", "POST /v1/retrieve/batch", "POST /v1/answer"}),
         re.compile(r"must be in \[|must be >=|must be <=|must be > "),
-        "the ranges of mode parameters are checked by the engine (ModeParams.check); the "
+        "the ranges of mode parameters are checked by the engine (engine.fields.checked); the "
         "schema of params gives their types, and their descriptions name the ranges",
     ),
     (

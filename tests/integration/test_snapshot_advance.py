@@ -149,7 +149,6 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
     share), and at the default shares."""
     from graphstrata.core.layered import flatten, row_weights
     from graphstrata.engine.heterograph.component import HeterographComponent
-    from graphstrata.engine.heterograph.query.search import GraphParams
     from graphstrata.engine.heterograph.state import walk_graph
 
     shares = {"never": (1e9, 1e9), "always": (1e9, -1.0), "rebuild": (0.0, 1e9)}
@@ -206,8 +205,8 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
             ]
             assert pairs[0] == pairs[1], name
         seeds = np.arange(0, want.ids.size, 7)
-        a = got.walk(seeds, np.ones(seeds.size), GraphParams())
-        b = want.walk(seeds, np.ones(seeds.size), GraphParams())
+        a = got.walk(seeds, np.ones(seeds.size), got.cfg)
+        b = want.walk(seeds, np.ones(seeds.size), want.cfg)
         order_a, order_b = np.argsort(a[0]), np.argsort(b[0])
         np.testing.assert_array_equal(a[0][order_a], b[0][order_b])
         np.testing.assert_allclose(a[1][order_a], b[1][order_b], rtol=1e-5, atol=1e-12)

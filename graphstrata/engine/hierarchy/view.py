@@ -19,22 +19,16 @@ modes and parameters".)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any
 
 import numpy as np
 
 from graphstrata.engine.component import ComponentView, DocNames, Hit, Query
-from graphstrata.engine.config import FusionConfig, IndexConfig
+from graphstrata.engine.config import FusionConfig, HierarchyConfig, IndexConfig
 from graphstrata.engine.hierarchy.keys import ItemKeys
-from graphstrata.engine.modes.hybrid import (
-    FusionParams,
-    check_fusion,
-    fused_candidates,
-    fusion_config,
-)
+from graphstrata.engine.modes.hybrid import fused_candidates, fusion_config
 from graphstrata.engine.modes.packing import pack_distinct_hits
-from graphstrata.engine.params import ModeParams, range_check
+from graphstrata.engine.params import params_from
 from graphstrata.engine.sparse.index import SparseIndex
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.types import NodeKind
@@ -42,6 +36,18 @@ from graphstrata.engine.vectors import VectorIndex
 
 _T = int(NodeKind.T)
 _L = int(NodeKind.L)
+
+#: Parameters of ``collapsed``: the query fields of ``FusionConfig``.
+CollapsedParams = params_from(
+    "CollapsedParams", FusionConfig, doc="Parameters of ``collapsed``: the fusion fields."
+)
+#: Parameters of ``detailed`` and ``summarized``: ``bias_share`` and the fusion fields.
+HierarchyParams = params_from(
+    "HierarchyParams",
+    HierarchyConfig,
+    FusionConfig,
+    doc="Parameters of ``detailed`` and ``summarized`` (EraRAG's biased search, fused).",
+)
 
 
 class HierarchyView(ComponentView):
@@ -93,13 +99,7 @@ class HierarchyView(ComponentView):
         self, mode: str, query: Query, fusion: FusionConfig, info: dict[str, Any]
     ) -> list[Hit]:
         """p·budget from the favoured side first, the rest of the budget from the other."""
-        params = query.params
-        default = self.config.hierarchy.bias_share
-        p = float(
-            params.resolve("bias_share", default)
-            if isinstance(params, HierarchyParams)
-            else default
-        )
+        p = float(query.params.over(self.config.hierarchy).bias_share)
         first, second = ([_T], [_L]) if mode == "detailed" else ([_L], [_T])
         share = int(p * query.budget_tokens)
         hits, used = self._packed(query, first, share, fusion, info)
@@ -138,49 +138,3 @@ class HierarchyView(ComponentView):
         if isinstance(previous, HierarchyView):
             self.sparse = previous.sparse.advanced(self.snapshot, delta)
             self._item_keys = previous._item_keys
-
-
-@dataclass(frozen=True)
-class CollapsedParams(FusionParams):
-    """Parameters of ``collapsed``: the fusion parameters of ``FusionParams``."""
-
-    modes: ClassVar[tuple[str, ...]] = ("collapsed",)
-
-
-@dataclass(frozen=True)
-class HierarchyParams(ModeParams):
-    """Parameters of ``detailed`` and ``summarized`` (EraRAG's biased search, fused).
-
-    Parameters
-    ----------
-    bias_share:
-        Share p of the budget taken first from chunks (detailed) or summaries (summarized),
-        in [0, 1]; default ``HierarchyConfig.bias_share`` (0.7).
-    method:
-        ``rrf`` (reciprocal-rank fusion), ``score`` (min-max score fusion), ``dense`` or
-        ``sparse`` (one list alone); default ``FusionConfig.method``.
-    rrf_k:
-        RRF's rank offset (>= 0); default ``FusionConfig.rrf_k``.
-    dense_weight:
-        Weight of the dense list in [0, 1], the BM25 list gets the rest; default
-        ``FusionConfig.dense_weight``.
-    complete_scores:
-        Score every candidate on both sides before fusing; default
-        ``FusionConfig.complete_scores``.
-    max_overlap:
-        Share of a candidate's word shingles already packed that makes it a duplicate
-        (> 0; above 1 keeps duplicates); default ``FusionConfig.max_overlap``.
-    """
-
-    modes: ClassVar[tuple[str, ...]] = ("detailed", "summarized")
-    bias_share: float | None = None
-    method: Literal["rrf", "score", "dense", "sparse"] | None = None
-    rrf_k: int | None = None
-    dense_weight: float | None = None
-    complete_scores: bool | None = None
-    max_overlap: float | None = None
-
-    def check(self) -> None:
-        """``bias_share`` in [0, 1], and the fusion ranges (``check_fusion``)."""
-        range_check("hierarchy", "bias_share", self.bias_share, 0.0, 1.0)
-        check_fusion(self)

@@ -10,7 +10,7 @@ packed greedily under the budget, skipping near-duplicates of what is already pa
 (``pack_distinct_hits``). The fusion defaults are measured in
 benchmarks/results/retrieval.md ("Fusion choice").
 
-``fused_candidates`` and ``FusionParams`` are shared with the hierarchy modes, which fuse
+``fused_candidates`` and ``fusion_config`` are shared with the hierarchy modes, which fuse
 the same two lists over chunks and summaries (without the feedback round by default:
 ``FusionConfig.feedback_in_hierarchy``). The component keeps no state on disk; its
 sparse postings are shared with the other views of the version and advanced per commit
@@ -24,7 +24,7 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -41,121 +41,30 @@ from graphstrata.engine.component import (
 )
 from graphstrata.engine.config import FusionConfig, IndexConfig
 from graphstrata.engine.modes.packing import pack_distinct_hits, vector_candidates
-from graphstrata.engine.params import ModeParams, QueryError, range_check
+from graphstrata.engine.params import ModeParams, params_from
 from graphstrata.engine.sparse.index import SparseIndex
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
 __all__ = [
-    "FusionParams",
     "HybridComponent",
     "HybridParams",
     "HybridView",
-    "check_fusion",
     "fused_candidates",
     "fusion_config",
 ]
 
 _T = int(NodeKind.T)
-#: ``FusionConfig`` fields a query may override.
-FUSION_FIELDS = (
-    "method",
-    "rrf_k",
-    "dense_weight",
-    "complete_scores",
-    "max_overlap",
-    "term_decay",
-    "feedback_docs",
-    "feedback_weight",
+
+#: Parameters of ``hybrid``: the query fields of ``FusionConfig``.
+HybridParams = params_from(
+    "HybridParams", FusionConfig, doc="Parameters of ``hybrid``: the fusion fields."
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class FusionParams(ModeParams):
-    """Fusion parameters of a query; each overrides the ``FusionConfig`` field of its name.
-
-    Parameters
-    ----------
-    method:
-        ``rrf`` (reciprocal-rank fusion), ``score`` (min-max score fusion), ``dense`` or
-        ``sparse`` (one list alone); default ``FusionConfig.method``.
-    rrf_k:
-        RRF's rank offset (>= 0); default ``FusionConfig.rrf_k``.
-    dense_weight:
-        Weight of the dense list in [0, 1], the BM25 list gets the rest; default
-        ``FusionConfig.dense_weight``.
-    complete_scores:
-        Score every candidate on both sides before fusing; default
-        ``FusionConfig.complete_scores``.
-    max_overlap:
-        Share of a candidate's word shingles already packed that makes it a duplicate
-        (> 0; above 1 keeps duplicates); default ``FusionConfig.max_overlap``.
-    term_decay:
-        Query-term coverage of score fusion, in (0, 1] (1: off); default
-        ``FusionConfig.term_decay``.
-    feedback_docs:
-        Best fused candidates whose vectors move the query vector for a second dense round
-        (>= 0; 0: off); default ``FusionConfig.feedback_docs``.
-    feedback_weight:
-        Weight of those vectors against the query's (>= 0); default
-        ``FusionConfig.feedback_weight``.
-    """
-
-    modes: ClassVar[tuple[str, ...]] = ()
-    method: Literal["rrf", "score", "dense", "sparse"] | None = None
-    rrf_k: int | None = None
-    dense_weight: float | None = None
-    complete_scores: bool | None = None
-    max_overlap: float | None = None
-    term_decay: float | None = None
-    feedback_docs: int | None = None
-    feedback_weight: float | None = None
-
-    def check(self) -> None:
-        """``rrf_k`` >= 0, ``dense_weight`` in [0, 1], ``max_overlap`` > 0, ``term_decay`` in
-        (0, 1], ``feedback_docs`` >= 0, ``feedback_weight`` >= 0."""
-        check_fusion(self)
-
-
-@dataclasses.dataclass(frozen=True)
-class HybridParams(FusionParams):
-    """Parameters of ``hybrid``: the fusion parameters (their descriptions are
-    ``FusionParams``', which the HTTP schema reads through the class hierarchy)."""
-
-    modes: ClassVar[tuple[str, ...]] = ("hybrid",)
-
-
-def check_fusion(params: ModeParams) -> None:
-    """Range checks of the fusion fields (``FUSION_FIELDS``) a parameter class has.
-
-    Raises
-    ------
-    QueryError
-        ``rrf_k`` < 0, ``dense_weight`` outside [0, 1], ``max_overlap`` <= 0,
-        ``term_decay`` outside (0, 1], ``feedback_docs`` < 0 or ``feedback_weight`` < 0.
-    """
-    where = "fusion"
-    rrf_k = getattr(params, "rrf_k", None)
-    if rrf_k is not None and rrf_k < 0:
-        raise QueryError(f"{where}: rrf_k must be >= 0, got {rrf_k}")
-    range_check(where, "dense_weight", getattr(params, "dense_weight", None), 0.0, 1.0)
-    max_overlap = getattr(params, "max_overlap", None)
-    if max_overlap is not None and max_overlap <= 0:
-        raise QueryError(f"{where}: max_overlap must be > 0, got {max_overlap}")
-    decay = getattr(params, "term_decay", None)
-    if decay is not None and not 0.0 < decay <= 1.0:
-        raise QueryError(f"{where}: term_decay must be in (0, 1], got {decay}")
-    docs = getattr(params, "feedback_docs", None)
-    if docs is not None and docs < 0:
-        raise QueryError(f"{where}: feedback_docs must be >= 0, got {docs}")
-    weight = getattr(params, "feedback_weight", None)
-    if weight is not None and not 0.0 <= weight < float("inf"):
-        raise QueryError(f"{where}: feedback_weight must be finite and >= 0, got {weight}")
-
-
 def fusion_config(params: Any, config: FusionConfig, hierarchy: bool = False) -> FusionConfig:
-    """``config`` with the ``FUSION_FIELDS`` a query's parameters set (any ``ModeParams``;
+    """``config`` with the fusion fields a query's parameters set (any ``ModeParams``;
     anything else, e.g. a plain dict from a test, leaves ``config`` as it is).
 
     For the hierarchy modes (``hierarchy``) the feedback round is off unless
@@ -163,10 +72,7 @@ def fusion_config(params: Any, config: FusionConfig, hierarchy: bool = False) ->
     """
     if hierarchy and not config.feedback_in_hierarchy:
         config = dataclasses.replace(config, feedback_docs=0)
-    if not isinstance(params, ModeParams):
-        return config
-    given = {k: v for k, v in params.given().items() if k in FUSION_FIELDS}
-    return dataclasses.replace(config, **given) if given else config
+    return params.over(config) if isinstance(params, ModeParams) else config
 
 
 def fused_candidates(

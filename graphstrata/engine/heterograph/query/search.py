@@ -42,17 +42,18 @@ shared with the other sparse views of the version, advanced per commit by
    take at most ``structured_share`` of the budget.
 
 Hits come back by descending ranking score. Query parameters (``index.query(...,
-mode="graph", **params)``) are ``GraphParams``: each overrides the ``HeterographConfig``
-field of the same name; the defaults and the measurements behind them are in
-``HeterographConfig`` and ``benchmarks/results/graph_tuning.md``. ``trace=True`` adds the
-entry points and the edges that carried the walk's mass to the report (``trace``).
+mode="graph", **params)``) are ``GraphParams``: the query fields of ``HeterographConfig``
+(each overrides the field of its name; the search reads ``query.params.over(self.cfg)``),
+then ``GraphOptions`` (``rank``, ``trace``); the defaults and the measurements behind them
+are in ``HeterographConfig`` and ``benchmarks/results/graph_tuning.md``. ``trace=True`` adds
+the entry points and the edges that carried the walk's mass to the report (``trace``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,7 @@ from graphstrata.core.layered import LayeredCSR
 from graphstrata.core.topk import top_k_by_kind
 from graphstrata.engine.component import ComponentView, Hit, Query
 from graphstrata.engine.config import HeterographConfig, IndexConfig
+from graphstrata.engine.fields import setting
 from graphstrata.engine.heterograph.parse import (
     normalize_name,
     parse_query_entities,
@@ -93,7 +95,7 @@ from graphstrata.engine.heterograph.state.links import SlotLinks, StructuralLink
 from graphstrata.engine.heterograph.state.names import NameIndex
 from graphstrata.engine.heterograph.state.walk_graph import WalkEdges, walked_edges
 from graphstrata.engine.modes import DocNames, make_hits, vector_candidates
-from graphstrata.engine.params import ModeParams, QueryError, range_check
+from graphstrata.engine.params import params_from
 from graphstrata.engine.prompts import query_entities_request
 from graphstrata.engine.sparse.index import SparseIndex
 from graphstrata.engine.store import Delta, Snapshot
@@ -114,97 +116,34 @@ TRACE_LEVELS = 2
 
 
 @dataclass(frozen=True)
-class GraphParams(ModeParams):
-    """Parameters of ``graph`` (NodeRAG search); each unset one takes the config's value.
+class GraphOptions:
+    """Options of a ``graph`` query that no index records (query parameters only)."""
 
-    Parameters
-    ----------
-    entry_top_k:
-        Vector entry points taken over S, A and H, and again over T (0: no vector entry).
-    cross_top_k:
-        Cross nodes kept per kind after PPR.
-    relation_top_k:
-        Relationship cross nodes kept.
-    ppr_alpha:
-        Restart probability of the shallow PPR, in [0, 1] (NodeRAG §2.5: 0.5).
-    ppr_iters:
-        PPR steps t (NodeRAG: 2).
-    exact_match_weight:
-        Share of the restart mass given to the exact entity/title matches (>= 0).
-    vector_match_weight:
-        Share of the restart mass given to the vector entry points (>= 0).
-    rank:
-        ``score`` (ranking score order, the default) or ``entries_first`` (entry points,
-        and what they map to, before the nodes the walk reached, each by score).
-    sparse_top_k:
-        BM25 entry points taken per kind of the index's ``sparse_kinds`` (0: none).
-    sparse_match_weight:
-        Share of the restart mass given to the BM25 entry points (>= 0).
-    text_share:
-        Share of the budget packed first with chunks (T) alone, in [0, 1] (0: none).
-    token_exponent:
-        Nodes are ranked by PPR score / tokens ** token_exponent, in [0, 2] (0: by PPR
-        score alone; 1: by score per token).
-    structured_share:
-        Most of the budget attributes, high-level elements and relationships may take
-        together, in [0, 1].
-    bridge_weight:
-        Share of the restart mass given, in a second walk, to the entities of the first
-        walk's best chunks and units: the next hop of a multi-hop question (>= 0; 0: one
-        walk).
-    bridge_sources:
-        How many of the first walk's best chunks and units name the bridge entities.
-    bridge_max_units:
-        A bridge entity is mentioned by at most this many semantic units (a name every
-        article mentions leads nowhere in particular).
-    match_query_ngrams:
-        Also match every capitalized word n-gram of the question against the known names.
-    trace:
-        Add ``trace`` to the report: the walk's entry points and the edges that carried its
-        mass to the returned nodes (:meth:`HeterographView.trace`; default false: nothing
-        is computed).
-    """
+    rank: str = setting(
+        "score",
+        choices=("score", "entries_first"),
+        query=True,
+        doc="``score`` (ranking score order, the default) or ``entries_first`` (entry points, "
+        "and what they map to, before the nodes the walk reached, each by score).",
+    )
+    trace: bool = setting(
+        False,
+        query=True,
+        doc="Add ``trace`` to the report: the walk's entry points and the edges that carried "
+        "its mass to the returned nodes (HeterographView.trace; default false: nothing is "
+        "computed).",
+    )
 
-    modes: ClassVar[tuple[str, ...]] = ("graph",)
-    entry_top_k: int | None = None
-    cross_top_k: int | None = None
-    relation_top_k: int | None = None
-    ppr_alpha: float | None = None
-    ppr_iters: int | None = None
-    exact_match_weight: float | None = None
-    vector_match_weight: float | None = None
-    rank: Literal["score", "entries_first"] | None = None
-    sparse_top_k: int | None = None
-    sparse_match_weight: float | None = None
-    text_share: float | None = None
-    token_exponent: float | None = None
-    structured_share: float | None = None
-    bridge_weight: float | None = None
-    bridge_sources: int | None = None
-    bridge_max_units: int | None = None
-    match_query_ngrams: bool | None = None
-    trace: bool | None = None
 
-    def check(self) -> None:
-        """Range checks of the given values.
-
-        Raises
-        ------
-        QueryError
-            For a value out of range.
-        """
-        ints = ("entry_top_k", "cross_top_k", "relation_top_k", "ppr_iters", "sparse_top_k")
-        for name in (*ints, "bridge_sources", "bridge_max_units"):
-            range_check("graph", name, getattr(self, name), 0, 1_000_000)
-        range_check("graph", "ppr_alpha", self.ppr_alpha, 0.0, 1.0)
-        range_check("graph", "text_share", self.text_share, 0.0, 1.0)
-        range_check("graph", "token_exponent", self.token_exponent, 0.0, 2.0)
-        range_check("graph", "structured_share", self.structured_share, 0.0, 1.0)
-        weights = ("exact_match_weight", "vector_match_weight", "sparse_match_weight")
-        for name in (*weights, "bridge_weight"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise QueryError(f"graph: {name} must be >= 0, got {value}")
+#: Parameters of ``graph``: the query fields of ``HeterographConfig``, then ``GraphOptions``.
+GraphParams = params_from(
+    "GraphParams",
+    HeterographConfig,
+    GraphOptions,
+    doc="Parameters of ``graph`` (NodeRAG search); each unset one takes the config's value.",
+)
+#: The options of a query that sets none.
+DEFAULT_OPTIONS = GraphOptions()
 
 
 class HeterographView(ComponentView):
@@ -343,26 +282,23 @@ class HeterographView(ComponentView):
         ``sparse_nodes``, ``entry_nodes``, ``touched_nodes``, ``cross_nodes``,
         ``retrievable_candidates`` and ``text_nodes`` to ``query.report``.
         """
-        params = query.params
-        assert isinstance(params, GraphParams)
-        cfg = self.cfg
+        cfg = query.params.over(self.cfg)
+        options = query.params.over(DEFAULT_OPTIONS)
         names = self._query_entities(query)
         keys = list(dict.fromkeys(k for k in (normalize_name(n) for n in names) if k))
         matched = [k for k in keys if k in self.names]
         extra: list[str] = []
-        if params.resolve("match_query_ngrams", cfg.match_query_ngrams):
+        if cfg.match_query_ngrams:
             known = [
                 k for k in query_name_candidates(query.text) if k in self.names and k not in matched
             ]
             extra = [k for k in maximal_keys(known + matched) if k not in matched]
         exact, exact_w = self._exact_seeds(matched + extra)
-        entry_k = int(params.resolve("entry_top_k", cfg.entry_top_k))
-        sparse_k = int(params.resolve("sparse_top_k", cfg.sparse_top_k))
-        vector = self._vector_lists(query, entry_k)
-        sparse = self._sparse_lists(query.text, sparse_k)
-        w_vec = float(params.resolve("vector_match_weight", cfg.vector_match_weight))
-        w_sparse = float(params.resolve("sparse_match_weight", cfg.sparse_match_weight))
-        w_exact = float(params.resolve("exact_match_weight", cfg.exact_match_weight))
+        vector = self._vector_lists(query, int(cfg.entry_top_k))
+        sparse = self._sparse_lists(query.text, int(cfg.sparse_top_k))
+        w_vec = float(cfg.vector_match_weight)
+        w_sparse = float(cfg.sparse_match_weight)
+        w_exact = float(cfg.exact_match_weight)
         labelled = [("exact", exact, exact_w, w_exact)]
         labelled += [("dense", p, w, w_vec / max(len(vector), 1)) for p, w in vector]
         labelled += [("sparse", p, w, w_sparse / max(len(sparse), 1)) for p, w in sparse]
@@ -376,9 +312,11 @@ class HeterographView(ComponentView):
             "sparse_nodes": int(sum(p.size for p, _ in sparse)),
             "entry_nodes": int(seeds.size),
         }
-        positions, chosen, walks = self._retrieve(seeds, seed_weights, query, info, exact)
-        if params.resolve("trace", False):
-            info["trace"] = self.trace(positions, walks, labelled, params)
+        positions, chosen, walks = self._retrieve(
+            seeds, seed_weights, query, cfg, options.rank, info, exact
+        )
+        if options.trace:
+            info["trace"] = self.trace(positions, walks, labelled, cfg)
         query.report.update(info)
         return make_hits(self.snapshot, self.doc_names, self.ids[positions], chosen)
 
@@ -434,9 +372,10 @@ class HeterographView(ComponentView):
         return out
 
     def walk(
-        self, seeds: np.ndarray, seed_weights: np.ndarray, params: GraphParams
+        self, seeds: np.ndarray, seed_weights: np.ndarray, cfg: HeterographConfig
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Shallow PPR from the seeds: (positions reached, their scores)."""
+        """Shallow PPR from the seeds (``cfg.ppr_alpha``, ``cfg.ppr_iters``): (positions
+        reached, their scores)."""
         if seeds.size == 0:
             return _EMPTY_I, _EMPTY_F
         same = self._slots_are_positions
@@ -445,25 +384,25 @@ class HeterographView(ComponentView):
             self.row_sums,
             seeds if same else self.stored.slot_of_position[seeds],
             seed_weights,
-            float(params.resolve("ppr_alpha", self.cfg.ppr_alpha)),
-            int(params.resolve("ppr_iters", self.cfg.ppr_iters)),
+            float(cfg.ppr_alpha),
+            int(cfg.ppr_iters),
         )
         positions = touched if same else self.stored.position_of_slot[touched]
         return positions, np.asarray(scores, np.float64)
 
     def top_by_kind(
-        self, touched: np.ndarray, scores: np.ndarray, params: GraphParams
+        self, touched: np.ndarray, scores: np.ndarray, cfg: HeterographConfig
     ) -> np.ndarray:
         """The cross nodes: the top ``cross_top_k`` of each kind (``relation_top_k`` R)."""
         if touched.size == 0:
             return _EMPTY_I
-        k = int(params.resolve("cross_top_k", self.cfg.cross_top_k))
+        k = int(cfg.cross_top_k)
         k_per_kind = {int(kind): k for kind in HETERO_KINDS}  # L nodes never are cross nodes
-        k_per_kind[int(NodeKind.R)] = int(params.resolve("relation_top_k", self.cfg.relation_top_k))
+        k_per_kind[int(NodeKind.R)] = int(cfg.relation_top_k)
         return np.asarray(top_k_by_kind(touched, scores, self.kinds[touched], k_per_kind), np.int64)
 
     def cross_nodes(
-        self, seeds: np.ndarray, seed_weights: np.ndarray, params: GraphParams
+        self, seeds: np.ndarray, seed_weights: np.ndarray, cfg: HeterographConfig
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Shallow PPR from the seeds, and the top nodes of each kind as cross nodes.
 
@@ -471,17 +410,17 @@ class HeterographView(ComponentView):
         ----------
         seeds, seed_weights:
             Entry points (dense positions) and their personalization weights.
-        params:
-            ``ppr_alpha``, ``ppr_iters``, ``cross_top_k`` and ``relation_top_k`` (unset:
-            the config's values).
+        cfg:
+            The settings read: ``ppr_alpha``, ``ppr_iters``, ``cross_top_k`` and
+            ``relation_top_k`` (the view's ``cfg`` with a query's values in place).
 
         Returns
         -------
         touched, scores, cross
             Positions reached, their PPR scores, and the cross nodes (positions).
         """
-        touched, scores = self.walk(seeds, seed_weights, params)
-        return touched, scores, self.top_by_kind(touched, scores, params)
+        touched, scores = self.walk(seeds, seed_weights, cfg)
+        return touched, scores, self.top_by_kind(touched, scores, cfg)
 
     def bridge_entities(
         self,
@@ -535,24 +474,24 @@ class HeterographView(ComponentView):
         seeds: np.ndarray,
         seed_weights: np.ndarray,
         query: Query,
+        cfg: HeterographConfig,
+        rank: str,
         info: dict[str, Any],
         exact: np.ndarray = _EMPTY_I,
     ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray, float]]]:
-        """(positions returned, their ranking scores, the walks run: (seeds, weights, share))."""
-        params = query.params
-        assert isinstance(params, GraphParams)
-        cfg = self.cfg
-        touched, scores = self.walk(seeds, seed_weights, params)
+        """(positions returned, their ranking scores, the walks run: (seeds, weights, share)),
+        with the settings of ``cfg`` (the query's) and the order ``rank``."""
+        touched, scores = self.walk(seeds, seed_weights, cfg)
         walks = [(seeds, seed_weights, 1.0)]
-        gamma = float(params.resolve("token_exponent", cfg.token_exponent))
+        gamma = float(cfg.token_exponent)
         limit = int(cfg.max_candidates)
         score = np.zeros(self.ids.shape[0], np.float64)
         score[touched] = scores
         # The next hop: the entities of the best chunks and units seed a second walk. PPR is
         # linear in its seeds, so the walk from all seeds plus these equals the first walk
         # plus ``bridge_weight`` times a walk from these alone (each walk's seeds sum to 1).
-        w_bridge = float(params.resolve("bridge_weight", cfg.bridge_weight))
-        n_sources = int(params.resolve("bridge_sources", cfg.bridge_sources))
+        w_bridge = float(cfg.bridge_weight)
+        n_sources = int(cfg.bridge_sources)
         info["bridge_nodes"] = 0
         if w_bridge > 0 and n_sources > 0 and touched.size:
             text, text_density = self._ranked_text(touched, scores, gamma, n_sources)
@@ -560,18 +499,18 @@ class HeterographView(ComponentView):
                 text,
                 text_density,
                 exact,
-                int(params.resolve("bridge_max_units", cfg.bridge_max_units)),
+                int(cfg.bridge_max_units),
             )
             info["bridge_nodes"] = int(entities.size)
             if entities.size:
                 walks.append((entities, weights, w_bridge))
-                b_touched, b_scores = self.walk(entities, weights, params)
+                b_touched, b_scores = self.walk(entities, weights, cfg)
                 fresh = score[b_touched] == 0
                 score[b_touched] += w_bridge * b_scores
                 score /= 1.0 + w_bridge
                 touched = np.concatenate([touched, b_touched[fresh]])
                 scores = score[touched]
-        cross = self.top_by_kind(touched, scores, params)
+        cross = self.top_by_kind(touched, scores, cfg)
         info["touched_nodes"] = int(touched.size)
         info["cross_nodes"] = int(cross.size)
         if seeds.size == 0:
@@ -607,7 +546,6 @@ class HeterographView(ComponentView):
         cand = np.concatenate([text, other])
         density = np.concatenate([text_density, other_density])
         info["retrievable_candidates"] = int(cand.size)
-        rank = params.resolve("rank", "score")
         if rank == "entries_first":  # entry points (and what they map to), then the rest
             entry = np.isin(cand, seeds) | np.isin(
                 cand, linked[np.isin(np.concatenate([from_n, from_o]), seeds)]
@@ -619,8 +557,8 @@ class HeterographView(ComponentView):
             raise ValueError(f"unknown rank {rank!r}; expected 'score' or 'entries_first'")
         cand, density = cand[order], density[order]
         budget = int(query.budget_tokens)
-        text_share = float(params.resolve("text_share", cfg.text_share))
-        structured_share = float(params.resolve("structured_share", cfg.structured_share))
+        text_share = float(cfg.text_share)
+        structured_share = float(cfg.structured_share)
         packer = Packer(
             budget,
             tokens_of,
@@ -644,7 +582,7 @@ class HeterographView(ComponentView):
         returned: np.ndarray,
         walks: list[tuple[np.ndarray, np.ndarray, float]],
         groups: list[tuple[str, np.ndarray, np.ndarray, float]],
-        params: GraphParams,
+        cfg: HeterographConfig,
     ) -> dict[str, Any]:
         """Why the walk reached the returned nodes: its entry points and the edges it used.
 
@@ -660,8 +598,8 @@ class HeterographView(ComponentView):
         mass carried) and ``level``; numbers to 6 significant digits (a flow is never
         rounded to 0). Costs two to three more walks; only on request.
         """
-        alpha = float(params.resolve("ppr_alpha", self.cfg.ppr_alpha))
-        iters = int(params.resolve("ppr_iters", self.cfg.ppr_iters))
+        alpha = float(cfg.ppr_alpha)
+        iters = int(cfg.ppr_iters)
         # The walks run on slots (``WalkEdges``); what is reported is on positions.
         slot, position = self.stored.slot_of_position, self.stored.position_of_slot
         on_slots = [(slot[seeds], w, share) for seeds, w, share in walks]

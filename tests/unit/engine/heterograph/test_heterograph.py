@@ -169,7 +169,7 @@ def test_a_matched_entity_contributes_its_attribute(built):
 
 def test_seeds_that_hit_no_node_give_a_valid_empty_result(built):
     view = built.engine.state.views["graph"]
-    touched, scores, cross = view.cross_nodes(np.zeros(0, np.int64), np.zeros(0), GraphParams())
+    touched, scores, cross = view.cross_nodes(np.zeros(0, np.int64), np.zeros(0), view.cfg)
     assert touched.size == scores.size == cross.size == 0
     result = built.query("zzqx qqzz?", mode="graph", entry_top_k=0)
     assert result.nodes == []
@@ -179,7 +179,7 @@ def test_seeds_that_hit_no_node_give_a_valid_empty_result(built):
     no_edges = np.flatnonzero(graph.alive & (row_weights(graph) == 0))
     isolated = view.stored.position_of_slot[no_edges]
     if isolated.size:
-        touched, scores, cross = view.cross_nodes(isolated[:1], np.ones(1), GraphParams())
+        touched, scores, cross = view.cross_nodes(isolated[:1], np.ones(1), view.cfg)
         assert touched.tolist() == isolated[:1].tolist() and cross.tolist() == touched.tolist()
 
 

@@ -703,6 +703,32 @@ def test_fused_biased_search_takes_its_share_first_without_repeats(fused_built, 
     assert dense.report["fusion"]["method"] == "dense" and dense.report["fusion"]["sparse"] == 0
 
 
+@pytest.mark.parametrize("mode", ["detailed", "summarized"])
+def test_a_querys_feedback_docs_applies_to_the_biased_modes(fused_built, mode):
+    """``FusionConfig.feedback_docs`` applies to every fused mode: a query's value turns the
+    feedback round on in ``detailed`` and ``summarized`` (once per side), as in
+    ``collapsed``, without changing the index's config."""
+    index = fused_built
+    fusion_before = dataclasses.asdict(index.engine.config.fusion)
+    budget, p = 900, 0.6
+    plain = index.query(QUESTION, mode=mode, budget_tokens=budget, bias_share=p)
+    assert "feedback" not in plain.report["fusion"]  # off in the hierarchy by default
+    asked = index.query(QUESTION, mode=mode, budget_tokens=budget, bias_share=p, feedback_docs=1)
+    assert asked.report["fusion"]["feedback"] == 2
+    first, second = ([T], [L]) if mode == "detailed" else ([L], [T])
+    letter = "T" if mode == "detailed" else "L"
+    n_first = sum(h.kind == letter for h in asked.nodes)
+    head = [h.id for h in asked.nodes[:n_first]]
+    assert head == fused_oracle(index, first, int(p * budget), feedback_docs=1)
+    used = sum(h.tokens for h in asked.nodes[:n_first])
+    texts = [h.text for h in asked.nodes[:n_first]]
+    tail = fused_oracle(index, second, budget - used, before=texts, feedback_docs=1)
+    assert [h.id for h in asked.nodes[n_first:]] == tail
+    assert dataclasses.asdict(index.engine.config.fusion) == fusion_before
+    again = index.query(QUESTION, mode=mode, budget_tokens=budget, bias_share=p)
+    assert [h.id for h in again.nodes] == [h.id for h in plain.nodes]
+
+
 def test_summary_postings_follow_inserts_and_deletes(fused_built, sample_docs):
     from graphstrata.engine.sparse.index import SparseIndex
 
