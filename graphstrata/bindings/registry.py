@@ -51,9 +51,7 @@ from graphstrata.bindings.embed.models import (
     SentenceTransformerEmbedder,
 )
 from graphstrata.bindings.llm.extractive import ExtractiveLLM
-from graphstrata.engine.config import ConfigError
-from graphstrata.engine.index import check_embedder
-from graphstrata.engine.interfaces import LLM, Embedder
+from graphstrata.engine import LLM, ConfigError, Embedder, check_embedder
 
 if TYPE_CHECKING:
     # The HTTP, vLLM and cache backends are imported when a spec asks for them, so a query
@@ -64,6 +62,8 @@ if TYPE_CHECKING:
 #: ``IndexConfig.embedder``'s default (see there for the measurement behind it).
 DEFAULT_EMBEDDER = "minilm-onnx"
 DEFAULT_LLM = "extractive"
+#: The LLM response cache of an index, in its folder (``cache_path`` of :func:`make_llm`).
+LLM_CACHE_FILE = "llm-cache.sqlite"
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
 LLM_SPECS = "extractive, vllm:MODEL_PATH[?opts], or openai:MODEL@URL[?opts]"
@@ -251,7 +251,7 @@ def _openai_embedder(spec: str, raw: Mapping[str, Any]) -> Embedder:
         or os.environ.get("OPENAI_BASE_URL")
         or OPENAI_DEFAULT_URL
     )
-    from graphstrata.bindings.llm.openai import RetryPolicy
+    from graphstrata.bindings.http import RetryPolicy
 
     model, url = split_model_url(spec.split(":", 1)[1], "openai-embed", default_url)
     opts = convert_options("openai-embed", raw, _OPENAI_EMBED_OPTIONS)
@@ -326,7 +326,8 @@ def _vllm_llm(model: str, raw: Mapping[str, Any]) -> VLLMBackend:
 
 
 def _openai_llm(body: str, raw: Mapping[str, Any]) -> OpenAICompatibleLLM:
-    from graphstrata.bindings.llm.openai import OpenAICompatibleLLM, RetryPolicy
+    from graphstrata.bindings.http import RetryPolicy
+    from graphstrata.bindings.llm.openai import OpenAICompatibleLLM
 
     default_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
     model, url = split_model_url(body, "openai", default_url)

@@ -35,7 +35,7 @@ from graphstrata.bindings.distributed.arrow import (
 from graphstrata.bindings.distributed.cluster import Cluster, require_ray
 from graphstrata.bindings.distributed.pool import Meter, ModelPool, user_cause
 from graphstrata.bindings.distributed.workers import BackendSpec, describe, extractive_batch
-from graphstrata.engine.interfaces import LLMRequest, LLMResponse
+from graphstrata.engine import LLMRequest, LLMResponse
 
 AnswerCallback = Callable[[int, LLMResponse], None]
 

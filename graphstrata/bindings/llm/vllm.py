@@ -33,8 +33,7 @@ from graphstrata.bindings.llm.repair import (
     parse_json_answer,
     reask_prompt,
 )
-from graphstrata.engine.config import ConfigError
-from graphstrata.engine.interfaces import LLMError, LLMRequest, LLMResponse
+from graphstrata.engine import ConfigError, LLMError, LLMRequest, LLMResponse
 
 DTYPES = ("auto", "float16", "bfloat16", "float32", "half", "float")
 

@@ -7,13 +7,9 @@ import random
 import pytest
 
 from graphstrata.bindings.embed.models import HashingEmbedder, OpenAIEmbedder
+from graphstrata.bindings.http import RetryPolicy, normalize_base_url, parse_retry_after
 from graphstrata.bindings.llm.extractive import ExtractiveLLM
-from graphstrata.bindings.llm.openai import (
-    OpenAICompatibleLLM,
-    RetryPolicy,
-    normalize_base_url,
-    parse_retry_after,
-)
+from graphstrata.bindings.llm.openai import OpenAICompatibleLLM
 from graphstrata.bindings.llm.repair import JSONAnswerError, parse_json_answer
 from graphstrata.bindings.registry import (
     choose_spec,
