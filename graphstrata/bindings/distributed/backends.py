@@ -220,7 +220,7 @@ def llm_pool(cluster: Cluster, spec: BackendSpec) -> ModelPool | None:
     if isinstance(spec.spec, str):
         gpus = 0.0
         if spec.spec.startswith("vllm:"):
-            from graphstrata.bindings.registry import split_options
+            from graphstrata.bindings.specs import split_options
 
             _, raw = split_options(spec.spec)
             tp = raw.get("tp") or raw.get("tensor_parallel_size")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import threading
 import weakref
@@ -41,9 +42,33 @@ from graphstrata.bindings.http import (
 )
 from graphstrata.bindings.llm.cache import AnswerCallback
 from graphstrata.bindings.llm.repair import JSONAnswerError, parse_json_answer, reask_prompt
+from graphstrata.bindings.specs import (
+    OPENAI_DEFAULT_URL,
+    OptionTable,
+    convert_options,
+    optional_int,
+    split_model_url,
+)
 from graphstrata.engine import ConfigError, LLMError, LLMRequest, LLMResponse, count_tokens
 
 log = logging.getLogger(__name__)
+
+#: The form of this backend's spec (registered as ``openai`` in ``registry.LLM_BACKENDS``).
+SPEC = "openai:MODEL@URL[?opts]"
+#: ``?key=value`` options of an ``openai:`` spec -> (keyword, converter).
+OPTIONS: OptionTable = {
+    "max_concurrency": ("max_concurrency", int),
+    "concurrency": ("max_concurrency", int),
+    "timeout": ("timeout", float),
+    "max_retries": ("max_retries", int),
+    "base_delay": ("base_delay", float),
+    "max_delay": ("max_delay", float),
+    "json_mode": ("json_mode", str),
+    "seed": ("seed", optional_int),
+    "system_prompt": ("system_prompt", str),
+    "api_key": ("api_key", str),
+}
+RETRY_OPTIONS = ("max_retries", "base_delay", "max_delay")
 
 #: Ways to ask for JSON, strongest first; a server that rejects one gets the next.
 JSON_MODES = ("json_schema", "json_object", "prompt")
@@ -432,3 +457,19 @@ class OpenAICompatibleLLM:
             json_mode=mode,
             finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         )
+
+
+def from_spec(body: str, options: Mapping[str, Any]) -> OpenAICompatibleLLM:
+    """The backend of spec ``openai:MODEL[@URL]`` with its ``options`` (see ``registry``);
+    without ``@URL``, ``OPENAI_BASE_URL``, else the OpenAI API.
+
+    Raises
+    ------
+    ConfigError
+        For a missing model, a bad URL, or an unknown or bad option.
+    """
+    default_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
+    model, url = split_model_url(body, "openai", default_url)
+    opts = convert_options("openai", options, OPTIONS)
+    retry_opts = {k: opts.pop(k) for k in RETRY_OPTIONS if k in opts}
+    return OpenAICompatibleLLM(model, url, retry=RetryPolicy(**retry_opts), **opts)
