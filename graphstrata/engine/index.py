@@ -584,9 +584,8 @@ class Engine:
         max_tokens: int = ANSWER_MAX_TOKENS,
         **params: Any,
     ) -> QueryResult:
-        """Retrieve, then answer citing the retrieved nodes as ``[n]`` (one prompt for every
-        mode and door: :func:`graphstrata.engine.answer.answer_result`); ``history`` holds a
-        chat's earlier ``(role, content)`` turns, ``params`` the query's."""
+        """Retrieve, then answer citing the retrieved nodes as ``[n]`` (``answer.answer_result``:
+        one prompt for every mode and door; ``history``: a chat's earlier turns)."""
         result = self.query(text, mode, budget_tokens, **params)
         answer_result(self.llm, text, result, history, max_tokens)
         return result
