@@ -129,8 +129,12 @@ def plausible_answer(prompt: str) -> tuple[str, Any]:
         question = _section(prompt, "Question: ")
         return task, {"entities": names(question)}
     if task == "answer":
-        question = set(_section(prompt, "Question: ").lower().split())
-        context = sentences(_section(prompt, "Context:\n").split("\n\nQuestion:", 1)[0])
+        # The numbered context, then a chat's earlier turns, then "user: QUESTION".
+        body = _section(prompt, "Context:\n")
+        context_part = re.split(r"\n\n(?:user|assistant): ", body, maxsplit=1)[0]
+        asked = body.rpartition("user: ")[2].split("\nassistant:", 1)[0]
+        question = set(asked.lower().split())
+        context = sentences(context_part)
         best = max(context, key=lambda s: len(question & set(s.lower().split())), default="")
         return task, best or "Insufficient information."
     return task, " ".join(sentences(prompt)[:1])

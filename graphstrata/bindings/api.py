@@ -9,22 +9,82 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from graphstrata.bindings.registry import Backends, resolve_backends
-from graphstrata.engine.config import IndexConfig, SearchConfig
-from graphstrata.engine.documents import read_documents
-from graphstrata.engine.index import Engine, QueryResult
-from graphstrata.engine.interfaces import LLM, Embedder
-from graphstrata.engine.report import OperationReport
-from graphstrata.engine.store import Store
+import numpy as np
 
-LLM_CACHE_FILE = "llm-cache.sqlite"
+from graphstrata.bindings.rebuild import RebuildError, rebuild
+from graphstrata.bindings.registry import LLM_CACHE_FILE, Backends, resolve_backends
+from graphstrata.engine import (
+    LLM,
+    Answer,
+    BackendError,
+    ConfigError,
+    Document,
+    DocumentError,
+    Embedder,
+    EmbedderError,
+    Engine,
+    IndexConfig,
+    IndexLockedError,
+    IngestConfig,
+    LLMError,
+    ModeParams,
+    NodeKind,
+    OperationReport,
+    PinnedVersion,
+    QueryError,
+    QueryResult,
+    SearchConfig,
+    answer_result,
+    as_documents,
+    read_documents,
+    read_version,
+    stored_manifest,
+    stream_pieces,
+    validate_batch,
+    verify_files,
+)
+from graphstrata.evaluation import QAError, load_qa
 
-__all__ = ["LLM_CACHE_FILE", "Backends", "Index", "resolve_backends"]
+#: What the CLI, the server and integrations use beside :class:`Index` (they import nothing
+#: else of the engine or the evaluation).
+__all__ = [
+    "LLM",
+    "LLM_CACHE_FILE",
+    "Answer",
+    "BackendError",
+    "Backends",
+    "ConfigError",
+    "Document",
+    "DocumentError",
+    "Embedder",
+    "EmbedderError",
+    "Index",
+    "IndexConfig",
+    "IndexLockedError",
+    "IngestConfig",
+    "LLMError",
+    "ModeParams",
+    "NodeKind",
+    "OperationReport",
+    "PinnedVersion",
+    "QAError",
+    "QueryError",
+    "QueryResult",
+    "RebuildError",
+    "SearchConfig",
+    "as_documents",
+    "load_qa",
+    "read_documents",
+    "resolve_backends",
+    "stream_pieces",
+    "validate_batch",
+]
 
 
 def _config(config: IndexConfig | dict[str, Any] | None, **overrides: Any) -> IndexConfig:
@@ -45,7 +105,13 @@ class Index:
     """An index on disk with its embedder and LLM. Thread-safe for concurrent queries."""
 
     def __init__(self, engine: Engine):
-        self.engine = engine
+        self._engine = engine
+
+    @property
+    def engine(self) -> Engine:
+        """The engine underneath, for tests and tools that study its internals; the CLI, the
+        server and integrations use this class's methods only."""
+        return self._engine
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -101,7 +167,7 @@ class Index:
         ConfigError
             When the embedder given (or from the environment) is not the one that built it.
         """
-        manifest = Store.open(path, version=version).manifest
+        manifest = stored_manifest(path, version)
         chosen = resolve_backends(
             embedder,
             llm,
@@ -132,6 +198,124 @@ class Index:
             return cls.open(path, **kwargs)
         return cls.create(path, config, **kwargs)
 
+    @classmethod
+    def rebuild(
+        cls,
+        path: str | Path,
+        source: str | Path,
+        config: IndexConfig | dict[str, Any] | None = None,
+        *,
+        force: bool = True,
+        embedder: str | Embedder | None = None,
+        llm: str | LLM | None = None,
+        use_cache: bool = True,
+        progress: Callable[[str, int, int], None] | None = None,
+        ray: Any = None,
+        on_recover: Callable[[str], None] | None = None,
+    ) -> OperationReport:
+        """Build an index of ``source`` beside ``path`` and swap it in once committed.
+
+        The source is read and validated before anything on disk changes; the new index is
+        built in a hidden sibling of ``path`` (with the old one's LLM cache copied in) and
+        renamed in holding the old index's writer lock; a failed build leaves ``path`` as it
+        was, keeping the LLM answers it paid for. A swap killed half-way is undone at the
+        next rebuild. (:mod:`graphstrata.bindings.rebuild` has the whole contract.)
+
+        Parameters
+        ----------
+        path:
+            The index directory: absent, empty, or (with ``force``) holding an index.
+        source:
+            A folder of .txt/.md files or a ``.jsonl`` file.
+        config:
+            The new index's config.
+        force:
+            Replace an index at ``path`` (else ``RebuildError``).
+        embedder, llm, use_cache:
+            As for :meth:`create`.
+        progress:
+            ``progress(stage, done, total)`` while inserting.
+        ray:
+            A ``graphstrata.bindings.distributed.RaySession``, entered here once ``path``
+            passed its checks and left at the end: the source is prepared and the model work
+            runs on its cluster.
+        on_recover:
+            Told one line per leftover of an earlier interrupted rebuild that was cleaned up.
+
+        Returns
+        -------
+        OperationReport
+            The insert's report (open the index with :meth:`open`).
+
+        Raises
+        ------
+        RebuildError
+            When ``path`` may not be (re)built, or ``source`` holds no documents.
+        DocumentError
+            When a document is invalid (nothing changed).
+        """
+        cfg = _config(config)
+        backends: dict[str, Any] = {"embedder": embedder, "llm": llm, "use_cache": use_cache}
+        with contextlib.ExitStack() as stack:
+            if ray is None:
+                return rebuild(
+                    Path(path),
+                    source,
+                    cfg,
+                    force=force,
+                    prepare=lambda: as_documents(read_documents(source)),
+                    create=lambda stage: cls.create(stage, cfg, **backends),
+                    insert=lambda index, docs: index.insert(docs, progress=progress),
+                    on_recover=on_recover,
+                )
+            prepared: list[Any] = []
+
+            def prepare() -> list[Document]:
+                # The cluster is connected only once the target passed its checks.
+                prepared.append(stack.enter_context(ray).prepare(source, cfg))  # validated there
+                return list(prepared[0].docs)
+
+            def create(stage: Path) -> Index:
+                ray.meter.progress = progress
+                return ray.create(stage, cfg, **backends)
+
+            return rebuild(
+                Path(path),
+                source,
+                cfg,
+                force=force,
+                prepare=prepare,
+                create=create,
+                insert=lambda index, _: ray.insert(index, prepared[0], progress).report,
+                on_recover=on_recover,
+            )
+
+    def close(self) -> None:
+        """Close the LLM and the embedder (the LLM cache's SQLite file first of all); the
+        index is not used afterwards. Failures to close are ignored."""
+        for backend in (self._engine.llm, self._engine.embedder):
+            close = getattr(backend, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    close()
+
+    @staticmethod
+    def verify_files(path: str | Path, all_versions: bool = False) -> tuple[int, Any]:
+        """Hash every file of the index at ``path`` (``graphstrata check``).
+
+        Returns
+        -------
+        tuple
+            ``(version, check)``: the current version, and the check (``ok``, ``files``,
+            ``problems``).
+        """
+        return verify_files(path, all_versions)
+
+    @staticmethod
+    def read_version(path: str | Path) -> PinnedVersion:
+        """The newest version of the index at ``path`` as a read view, without backends."""
+        return read_version(path)
+
     # ------------------------------------------------------------------ writes
     def insert(
         self, docs: Iterable[Any], progress: Callable[[str, int, int], None] | None = None
@@ -155,7 +339,7 @@ class Index:
         DocumentError
             When a document is invalid (nothing is written).
         """
-        return self.engine.insert(docs, progress=progress)
+        return self._engine.insert(docs, progress=progress)
 
     def insert_path(
         self, source: str | Path, progress: Callable[[str, int, int], None] | None = None
@@ -174,7 +358,7 @@ class Index:
         OperationReport
             As for :meth:`insert`.
         """
-        return self.engine.insert(list(read_documents(source)), progress=progress)
+        return self._engine.insert(list(read_documents(source)), progress=progress)
 
     def delete(self, doc_ids: Sequence[str], missing_ok: bool = False) -> OperationReport:
         """Delete documents by id.
@@ -191,7 +375,7 @@ class Index:
         OperationReport
             What was removed.
         """
-        return self.engine.delete(list(doc_ids), missing_ok=missing_ok)
+        return self._engine.delete(list(doc_ids), missing_ok=missing_ok)
 
     def maintain(self, wait: float = 0.0) -> OperationReport:
         """Redo over the whole index what writes do locally (``Engine.maintain``): the
@@ -202,7 +386,7 @@ class Index:
         wait:
             Seconds to wait for the index lock if a running service holds it.
         """
-        return self.engine.maintain(wait=wait)
+        return self._engine.maintain(wait=wait)
 
     def compact(self, wait: float = 0.0) -> OperationReport:
         """Merge segments and rewrite the vector cache (results do not change).
@@ -210,7 +394,7 @@ class Index:
         ``wait``: seconds to wait for another writer (e.g. a running service) to let go of
         the index lock; 0 fails at once.
         """
-        return self.engine.compact(wait=wait)
+        return self._engine.compact(wait=wait)
 
     # ------------------------------------------------------------------ reads
     def query(
@@ -245,7 +429,7 @@ class Index:
             On an unknown mode, unknown or ill-typed parameters, a bad budget or top-k, or an
             empty query.
         """
-        return self.engine.query(text, mode, budget_tokens, top_k, **params)
+        return self._engine.query(text, mode, budget_tokens, top_k, **params)
 
     def query_batch(
         self,
@@ -256,17 +440,50 @@ class Index:
         **params: Any,
     ) -> list[QueryResult]:
         """:meth:`query` for many questions, embedded in one call (one result per question)."""
-        return self.engine.query_batch(texts, mode, budget_tokens, top_k, **params)
+        return self._engine.query_batch(texts, mode, budget_tokens, top_k, **params)
+
+    def query_vectors(
+        self,
+        texts: Sequence[str],
+        vectors: np.ndarray,
+        mode: str = "naive",
+        budget_tokens: int | None = None,
+        top_k: int | None = None,
+        embed_seconds: float = 0.0,
+        **params: Any,
+    ) -> list[QueryResult]:
+        """:meth:`query_batch` with the questions already embedded (one row of ``vectors``
+        per text, by :attr:`embedder`): the server embeds concurrent requests together."""
+        return self._engine.query_vectors(
+            texts, vectors, mode, budget_tokens, top_k, embed_seconds=embed_seconds, **params
+        )
 
     def answer(
-        self, text: str, mode: str = "naive", budget_tokens: int | None = None, **params: Any
+        self,
+        text: str,
+        mode: str = "naive",
+        budget_tokens: int | None = None,
+        *,
+        history: Sequence[tuple[str, str]] = (),
+        max_tokens: int = 256,
+        **params: Any,
     ) -> QueryResult:
-        """Retrieve as :meth:`query` (``top_k`` may be among ``params``), then answer with the LLM.
+        """Retrieve as :meth:`query` (``top_k`` may be among ``params``), then answer with
+        the LLM, citing the retrieved nodes as ``[1]``, ``[2]``, ... (one prompt for every
+        mode, and the same answer as ``POST /v1/answer``, the chat API and
+        ``graphstrata answer``).
+
+        Parameters
+        ----------
+        history:
+            A chat's earlier ``(role, content)`` turns, put into the prompt.
+        max_tokens:
+            The completion limit.
 
         Returns
         -------
         QueryResult
-            With ``answer`` set.
+            With ``answer`` and ``citations`` (one per marker and document) set.
 
         Raises
         ------
@@ -275,7 +492,26 @@ class Index:
         LLMError
             When the LLM backend fails.
         """
-        return self.engine.answer(text, mode, budget_tokens, **params)
+        return self._engine.answer(
+            text, mode, budget_tokens, history=history, max_tokens=max_tokens, **params
+        )
+
+    def answer_result(
+        self,
+        text: str,
+        result: QueryResult,
+        history: Sequence[tuple[str, str]] = (),
+        max_tokens: int = 256,
+    ) -> Answer:
+        """:meth:`answer` for a retrieval already made (e.g. with :meth:`query_vectors`):
+        sets ``result.answer`` and ``result.citations``.
+
+        Returns
+        -------
+        Answer
+            The text, the citations and the LLM's usage.
+        """
+        return answer_result(self._engine.llm, text, result, history, max_tokens)
 
     def evaluate(
         self,
@@ -285,6 +521,7 @@ class Index:
         limit: int | None = None,
         top_k: int | None = None,
         answers: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> Any:
         """Retrieval quality of each mode on a QA set (see :mod:`graphstrata.evaluation`).
 
@@ -299,6 +536,8 @@ class Index:
         answers:
             Also answer each question with the index's LLM and score the gold answer's
             containment in the generated answer (``gen. answer``).
+        progress:
+            ``progress(stage, done, total)`` after each batch of questions.
 
         Returns
         -------
@@ -313,23 +552,58 @@ class Index:
 
     def stats(self) -> dict[str, Any]:
         """Documents, nodes per kind, edges, segments, size, backends and modes."""
-        return self.engine.stats()
+        return self._engine.stats()
 
     def refresh(self) -> bool:
         """Switch to the newest committed version if another process wrote one."""
-        return self.engine.refresh()
+        return self._engine.refresh()
 
     @property
     def version(self) -> int:
         """The committed version being read."""
-        return self.engine.version
+        return self._engine.version
 
     @property
     def modes(self) -> list[str]:
         """The search modes this index serves."""
-        return self.engine.modes
+        return self._engine.modes
 
     @property
     def path(self) -> Path:
         """The index directory."""
-        return self.engine.store.root
+        return self._engine.store.root
+
+    @property
+    def config(self) -> IndexConfig:
+        """The index's config (its query defaults as opened)."""
+        return self._engine.config
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder that embeds documents and questions."""
+        return self._engine.embedder
+
+    @property
+    def llm(self) -> LLM:
+        """The LLM backend of answers (and of the index's LLM stages)."""
+        return self._engine.llm
+
+    @property
+    def mode_params(self) -> dict[str, type[ModeParams]]:
+        """Each served mode's parameters class."""
+        return self._engine.mode_params
+
+    def parse_params(self, mode: str, params: dict[str, Any]) -> ModeParams:
+        """The typed parameters of ``mode`` from user input.
+
+        Raises
+        ------
+        QueryError
+            For an unknown mode, or unknown or ill-typed parameters.
+        """
+        return self._engine.parse_params(mode, params)
+
+    def pinned(self) -> PinnedVersion:
+        """A read view of the version served now (nodes, edges, documents), kept while
+        writers commit newer versions: the look-ups of one request read one version."""
+        return self._engine.pinned()

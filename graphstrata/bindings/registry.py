@@ -1,5 +1,8 @@
 """Backend specs -> backend objects, shared by the CLI, the Python API and the server.
 
+An LLM backend is one module (``SPEC`` and ``from_spec(body, options)``) and one line of
+:data:`LLM_BACKENDS`; spec options are parsed by :mod:`graphstrata.bindings.specs`.
+
 Which spec an index gets (argument > ``GRAPHSTRATA_LLM`` / ``GRAPHSTRATA_EMBEDDER`` > the
 index's > default, the embedder of an existing index being fixed) is decided in one place,
 :func:`graphstrata.bindings.registry.resolve_backends`; :func:`make_llm` and
@@ -36,11 +39,11 @@ as ``key=value`` pairs joined by ``&``, or as keyword arguments of :func:`make_l
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl
+from typing import Any
 
 from graphstrata.bindings.embed.models import (
     ONNX_SPECS,
@@ -51,144 +54,57 @@ from graphstrata.bindings.embed.models import (
     SentenceTransformerEmbedder,
 )
 from graphstrata.bindings.llm.extractive import ExtractiveLLM
-from graphstrata.engine.config import ConfigError
-from graphstrata.engine.index import check_embedder
-from graphstrata.engine.interfaces import LLM, Embedder
-
-if TYPE_CHECKING:
-    # The HTTP, vLLM and cache backends are imported when a spec asks for them, so a query
-    # with the default (local) backends does not import httpx or sqlite3.
-    from graphstrata.bindings.llm.openai import OpenAICompatibleLLM
-    from graphstrata.bindings.llm.vllm import VLLMBackend
+from graphstrata.bindings.specs import (
+    OPENAI_DEFAULT_URL,
+    OptionTable,
+    convert_options,
+    optional_int,
+    split_model_url,
+    split_options,
+    to_bool,
+)
+from graphstrata.engine import LLM, ConfigError, Embedder, check_embedder
 
 #: ``IndexConfig.embedder``'s default (see there for the measurement behind it).
 DEFAULT_EMBEDDER = "minilm-onnx"
 DEFAULT_LLM = "extractive"
-OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+#: The LLM response cache of an index, in its folder (``cache_path`` of :func:`make_llm`).
+LLM_CACHE_FILE = "llm-cache.sqlite"
 
-LLM_SPECS = "extractive, vllm:MODEL_PATH[?opts], or openai:MODEL@URL[?opts]"
+#: LLM spec prefix (``PREFIX:BODY[?opts]``) -> its backend module, imported when a spec names
+#: it. The module defines ``SPEC`` (the spec's form, for messages) and
+#: ``from_spec(body, options) -> LLM``; a new backend is that module and one line here.
+LLM_BACKENDS: dict[str, str] = {
+    "vllm": "graphstrata.bindings.llm.vllm",
+    "openai": "graphstrata.bindings.llm.openai",
+}
 EMBEDDER_SPECS = (
     "all-MiniLM-L6-v2, minilm-onnx, minilm-int8, st:PATH_OR_NAME, hashing[:DIM], "
     "or openai-embed:MODEL@URL"
 )
 
 
-# --------------------------------------------------------------------------- option parsing
-def _to_bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"expected true/false, got {value!r}")
-
-
-def _optional_int(value: Any) -> int | None:
-    return None if value in (None, "", "none", "None") else int(value)
-
-
-#: Option name -> (canonical name, converter), per backend.
-_VLLM_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "dtype": ("dtype", str),
-    "tp": ("tensor_parallel_size", int),
-    "tensor_parallel_size": ("tensor_parallel_size", int),
-    "max_model_len": ("max_model_len", _optional_int),
-    "gpu_memory_utilization": ("gpu_memory_utilization", float),
-    "gpu_mem": ("gpu_memory_utilization", float),
-    "seed": ("seed", int),
-    "chat_template": ("chat_template", _to_bool),
-    "thinking": ("thinking", _to_bool),
-    "enforce_eager": ("enforce_eager", _to_bool),
-    "quantization": ("quantization", str),
-    "engine_options": ("engine_options", dict),
-}
-#: Options that go to ``vllm.LLM`` as they are.
-_VLLM_ENGINE_OPTIONS = ("enforce_eager", "quantization")
-
-_OPENAI_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "max_concurrency": ("max_concurrency", int),
-    "concurrency": ("max_concurrency", int),
-    "timeout": ("timeout", float),
-    "max_retries": ("max_retries", int),
-    "base_delay": ("base_delay", float),
-    "max_delay": ("max_delay", float),
-    "json_mode": ("json_mode", str),
-    "seed": ("seed", _optional_int),
-    "system_prompt": ("system_prompt", str),
-    "api_key": ("api_key", str),
-}
-_RETRY_OPTIONS = ("max_retries", "base_delay", "max_delay")
-
-_ST_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+# --------------------------------------------------------------------------- embedder options
+_ST_OPTIONS: OptionTable = {
     "batch_size": ("batch_size", int),
     "device": ("device", str),
 }
 
-_ONNX_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "threads": ("threads", _optional_int),
+_ONNX_OPTIONS: OptionTable = {
+    "threads": ("threads", optional_int),
     "batch_size": ("batch_size", int),
     "max_padding": ("max_padding", float),
-    "spin": ("spin", _to_bool),
+    "spin": ("spin", to_bool),
 }
 
-_OPENAI_EMBED_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "dim": ("dim", _optional_int),
+_OPENAI_EMBED_OPTIONS: OptionTable = {
+    "dim": ("dim", optional_int),
     "batch_size": ("batch_size", int),
     "max_input_tokens": ("max_input_tokens", int),
     "timeout": ("timeout", float),
     "max_retries": ("max_retries", int),
     "api_key": ("api_key", str),
 }
-
-
-def split_options(spec: str) -> tuple[str, dict[str, str]]:
-    """``"vllm:/m?dtype=half&tp=2"`` -> ``("vllm:/m", {"dtype": "half", "tp": "2"})``."""
-    head, sep, query = spec.partition("?")
-    if not sep:
-        return spec, {}
-    try:
-        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
-    except ValueError as exc:
-        raise ConfigError(f"bad options in spec {spec!r}: expected ?key=value&key=value") from exc
-    return head, dict(pairs)
-
-
-def convert_options(
-    what: str,
-    raw: Mapping[str, Any],
-    table: Mapping[str, tuple[str, Callable[[Any], Any]]],
-) -> dict[str, Any]:
-    """Map option names to their canonical names and types; unknown names are an error."""
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key not in table:
-            raise ConfigError(
-                f"unknown option {key!r} for {what}; known: {', '.join(sorted(table))}"
-            )
-        name, convert = table[key]
-        try:
-            out[name] = convert(value)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"bad value {value!r} for option {key!r} of {what}: {exc}") from exc
-    return out
-
-
-def split_model_url(spec_body: str, what: str, default_url: str | None) -> tuple[str, str]:
-    """``"MODEL@http://host/v1"`` -> ``(MODEL, URL)``; without ``@URL`` the default is used."""
-    model, sep, url = spec_body.rpartition("@")
-    if sep and "://" in url and not url.startswith(("http://", "https://")):
-        raise ConfigError(f"bad server URL {url!r} for {what}: expected http(s)://HOST[:PORT]/v1")
-    if not sep or not url.startswith(("http://", "https://")):
-        model, url = spec_body, ""
-    if not model:
-        raise ConfigError(f"{what} needs a model name: {what}:MODEL@URL")
-    if not url:
-        if not default_url:
-            raise ConfigError(f"{what} needs a server URL: {what}:MODEL@http://HOST:PORT/v1")
-        url = default_url
-    return model, url
 
 
 # --------------------------------------------------------------------------- embedders
@@ -251,7 +167,7 @@ def _openai_embedder(spec: str, raw: Mapping[str, Any]) -> Embedder:
         or os.environ.get("OPENAI_BASE_URL")
         or OPENAI_DEFAULT_URL
     )
-    from graphstrata.bindings.llm.openai import RetryPolicy
+    from graphstrata.bindings.http import RetryPolicy
 
     model, url = split_model_url(spec.split(":", 1)[1], "openai-embed", default_url)
     opts = convert_options("openai-embed", raw, _OPENAI_EMBED_OPTIONS)
@@ -260,6 +176,12 @@ def _openai_embedder(spec: str, raw: Mapping[str, Any]) -> Embedder:
 
 
 # --------------------------------------------------------------------------- LLMs
+def llm_specs() -> str:
+    """The LLM spec forms, for messages (imports every registered backend module)."""
+    forms = ["extractive"] + [importlib.import_module(m).SPEC for m in LLM_BACKENDS.values()]
+    return f"{', '.join(forms[:-1])}, or {forms[-1]}"
+
+
 def make_llm(
     spec: str | LLM | None = None,
     *,
@@ -299,40 +221,16 @@ def make_llm(
         if raw:
             raise ConfigError(f"the extractive backend takes no options, got {sorted(raw)}")
         return ExtractiveLLM()
-    if spec.startswith("vllm:"):
-        llm: LLM = _vllm_llm(spec[len("vllm:") :], raw)
-    elif spec.startswith("openai:"):
-        llm = _openai_llm(spec[len("openai:") :], raw)
-    else:
-        raise ConfigError(f"unknown LLM backend {spec!r}; use {LLM_SPECS}")
+    prefix, sep, body = spec.partition(":")
+    module = LLM_BACKENDS.get(prefix) if sep else None
+    if module is None:
+        raise ConfigError(f"unknown LLM backend {spec!r}; use {llm_specs()}")
+    llm: LLM = importlib.import_module(module).from_spec(body, raw)
     if cache_path is not None and use_cache:
         from graphstrata.bindings.llm.cache import CachedLLM
 
         return CachedLLM(llm, cache_path)
     return llm
-
-
-def _vllm_llm(model: str, raw: Mapping[str, Any]) -> VLLMBackend:
-    from graphstrata.bindings.llm.vllm import VLLMBackend
-
-    if not model:
-        raise ConfigError("the vllm backend needs a model: vllm:MODEL_PATH")
-    opts = convert_options("vllm", raw, _VLLM_OPTIONS)
-    engine_options = dict(opts.pop("engine_options", {}))
-    for name in _VLLM_ENGINE_OPTIONS:
-        if name in opts:
-            engine_options[name] = opts.pop(name)
-    return VLLMBackend(model, engine_options=engine_options, **opts)
-
-
-def _openai_llm(body: str, raw: Mapping[str, Any]) -> OpenAICompatibleLLM:
-    from graphstrata.bindings.llm.openai import OpenAICompatibleLLM, RetryPolicy
-
-    default_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
-    model, url = split_model_url(body, "openai", default_url)
-    opts = convert_options("openai", raw, _OPENAI_OPTIONS)
-    retry_opts = {k: opts.pop(k) for k in _RETRY_OPTIONS if k in opts}
-    return OpenAICompatibleLLM(model, url, retry=RetryPolicy(**retry_opts), **opts)
 
 
 #: Environment variables that choose the backends (see :func:`resolve_backends`).

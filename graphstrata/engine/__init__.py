@@ -6,4 +6,176 @@ beside it; ``store/`` is the on-disk format, ``ingest/`` turns documents into ch
 ``hierarchy/``, ``heterograph/`` and ``search/`` serve the modes, and ``index`` runs every
 operation. The engine imports ``graphstrata.core`` and never ``graphstrata.bindings`` or
 ``graphstrata.evaluation``.
+
+**The public API.** The names below are what the bindings may use of the engine
+(``from graphstrata.engine import Engine``); every other module is internal, and
+``tests/unit/test_layering.py`` refuses a ``bindings`` import of one. They are loaded on
+first use (PEP 562), so ``import graphstrata.engine`` imports nothing heavy: a config or an
+error class costs its own module only.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graphstrata.engine.answer import Answer, answer_result, citations, stream_pieces
+    from graphstrata.engine.config import (
+        ChunkingConfig,
+        ConfigError,
+        IndexConfig,
+        IngestConfig,
+        SearchConfig,
+    )
+    from graphstrata.engine.directory import (
+        INDEX_ENTRIES,
+        MANIFEST,
+        check_index_folder,
+        read_version,
+        recover_replace,
+        sibling_path,
+        stored_manifest,
+        swap_in,
+        verify_files,
+    )
+    from graphstrata.engine.documents import (
+        TEXT_SUFFIXES,
+        Document,
+        DocumentError,
+        as_documents,
+        coerce_document,
+        read_documents,
+        validate_batch,
+    )
+    from graphstrata.engine.index import Engine, QueryResult, check_embedder
+    from graphstrata.engine.ingest.chunking import chunk_text
+    from graphstrata.engine.interfaces import (
+        LLM,
+        BackendError,
+        Embedder,
+        EmbedderError,
+        LLMError,
+        LLMRequest,
+        LLMResponse,
+    )
+    from graphstrata.engine.params import ModeParams, QueryError
+    from graphstrata.engine.pinned import PinnedVersion
+    from graphstrata.engine.report import OperationReport
+    from graphstrata.engine.store import IndexLockedError, StoreError
+    from graphstrata.engine.tokens import count_tokens
+    from graphstrata.engine.types import NodeKind
+
+#: Public name -> the module that defines it.
+_PUBLIC: dict[str, str] = {
+    **dict.fromkeys(("Answer", "answer_result", "citations", "stream_pieces"), "answer"),
+    **dict.fromkeys(
+        ("ChunkingConfig", "ConfigError", "IndexConfig", "IngestConfig", "SearchConfig"), "config"
+    ),
+    **dict.fromkeys(
+        (
+            "INDEX_ENTRIES",
+            "MANIFEST",
+            "check_index_folder",
+            "read_version",
+            "recover_replace",
+            "sibling_path",
+            "stored_manifest",
+            "swap_in",
+            "verify_files",
+        ),
+        "directory",
+    ),
+    **dict.fromkeys(
+        (
+            "TEXT_SUFFIXES",
+            "Document",
+            "DocumentError",
+            "as_documents",
+            "coerce_document",
+            "read_documents",
+            "validate_batch",
+        ),
+        "documents",
+    ),
+    **dict.fromkeys(("Engine", "QueryResult", "check_embedder"), "index"),
+    "chunk_text": "ingest.chunking",
+    **dict.fromkeys(
+        (
+            "LLM",
+            "BackendError",
+            "Embedder",
+            "EmbedderError",
+            "LLMError",
+            "LLMRequest",
+            "LLMResponse",
+        ),
+        "interfaces",
+    ),
+    **dict.fromkeys(("ModeParams", "QueryError"), "params"),
+    "PinnedVersion": "pinned",
+    "OperationReport": "report",
+    **dict.fromkeys(("IndexLockedError", "StoreError"), "store"),
+    "count_tokens": "tokens",
+    "NodeKind": "types",
+}
+
+__all__ = [
+    "INDEX_ENTRIES",
+    "LLM",
+    "MANIFEST",
+    "TEXT_SUFFIXES",
+    "Answer",
+    "BackendError",
+    "ChunkingConfig",
+    "ConfigError",
+    "Document",
+    "DocumentError",
+    "Embedder",
+    "EmbedderError",
+    "Engine",
+    "IndexConfig",
+    "IndexLockedError",
+    "IngestConfig",
+    "LLMError",
+    "LLMRequest",
+    "LLMResponse",
+    "ModeParams",
+    "NodeKind",
+    "OperationReport",
+    "PinnedVersion",
+    "QueryError",
+    "QueryResult",
+    "SearchConfig",
+    "StoreError",
+    "answer_result",
+    "as_documents",
+    "check_embedder",
+    "check_index_folder",
+    "chunk_text",
+    "citations",
+    "coerce_document",
+    "count_tokens",
+    "read_documents",
+    "read_version",
+    "recover_replace",
+    "sibling_path",
+    "stored_manifest",
+    "stream_pieces",
+    "swap_in",
+    "validate_batch",
+    "verify_files",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from graphstrata.core.lsh import sample_hyperplanes
+from graphstrata.engine.answer import answer_result
 from graphstrata.engine.component import (
     Component,
     ComponentView,
@@ -35,11 +36,12 @@ from graphstrata.engine.component import (
 from graphstrata.engine.config import ConfigError, IndexConfig, SearchConfig
 from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
 from graphstrata.engine.ingest import add_docs, doc_lookup, remove_docs
-from graphstrata.engine.interfaces import LLM, Embedder, LLMRequest
+from graphstrata.engine.interfaces import LLM, Embedder
 from graphstrata.engine.modes.naive import NaiveView
 from graphstrata.engine.modes.registry import default_components, served_params
 from graphstrata.engine.params import ModeParams, QueryError
-from graphstrata.engine.prompts import answer_request
+from graphstrata.engine.pinned import PinnedVersion
+from graphstrata.engine.prompts import ANSWER_MAX_TOKENS
 from graphstrata.engine.read_caches import open_vectors, save_caches
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.sparse.index import seed_parts
@@ -66,12 +68,14 @@ class QueryResult:
     nodes: list[Hit]
     report: dict[str, Any]
     answer: str | None = None
+    citations: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: the hits, the report and the answer when there is one."""
+        """The JSON form: the hits, the report, and the answer with its citations if any."""
         out: dict[str, Any] = {"nodes": [h.to_dict() for h in self.nodes], "report": self.report}
         if self.answer is not None:
             out["answer"] = self.answer
+            out["citations"] = self.citations or []
         return out
 
     @property
@@ -543,20 +547,24 @@ class Engine:
         return results
 
     def answer(
-        self, text: str, mode: str = "naive", budget_tokens: int | None = None, **params: Any
+        self,
+        text: str,
+        mode: str = "naive",
+        budget_tokens: int | None = None,
+        *,
+        history: Sequence[tuple[str, str]] = (),
+        max_tokens: int = ANSWER_MAX_TOKENS,
+        **params: Any,
     ) -> QueryResult:
-        """Retrieve, then answer with the configured LLM using one fixed prompt for all modes."""
+        """Retrieve, then answer citing the retrieved nodes as ``[n]`` (``answer.answer_result``:
+        one prompt for every mode and door; ``history``: a chat's earlier turns)."""
         result = self.query(text, mode, budget_tokens, **params)
-        report = OperationReport("answer")
-        request: LLMRequest = answer_request(text, result.context)
-        start = time.perf_counter()
-        (response,) = MeteredLLM(self.llm, report).complete("answer", [request])
-        result.answer = response.text.strip()
-        result.report["answer_seconds"] = round(time.perf_counter() - start, 6)
-        result.report["llm_calls"] += report.llm_calls
-        result.report["prompt_tokens"] += report.prompt_tokens
-        result.report["completion_tokens"] += report.completion_tokens
+        answer_result(self.llm, text, result, history, max_tokens)
         return result
+
+    def pinned(self) -> PinnedVersion:
+        """A read view of the version served now, kept while others commit."""
+        return PinnedVersion(self._state.snapshot, self._state.doc_names)
 
     def parse_params(self, mode: str, params: dict[str, Any]) -> ModeParams:
         """The typed parameters of ``mode`` from user input (``QueryError`` when invalid)."""

@@ -169,22 +169,45 @@ def query_entities_request(question: str) -> LLMRequest:
 
 
 # --------------------------------------------------------------------------- answers
-#: One fixed answer prompt for every search mode, so modes are compared on retrieval alone.
-ANSWER_PROMPT = """Answer the question using only the context. If the context does not hold the
-answer, say "Insufficient information." Be brief.
+#: The one answer prompt of every mode and every door (API, HTTP, chat, CLI), so modes are
+#: compared on retrieval alone; ``{context}`` is the numbered context (``answer.py``).
+ANSWER_PROMPT = """You answer questions using only the numbered context below. Cite the \
+context items you use with their numbers in square brackets, like [1] or [2]. If the context \
+does not hold the answer, say "Insufficient information." Be brief.
 
 Context:
-{context}
+{context}"""
 
-Question: {question}
-Answer:"""
+#: Default completion limit of an answer.
+ANSWER_MAX_TOKENS = 256
 
 
-def answer_request(question: str, context: str, max_tokens: int = 256) -> LLMRequest:
-    """The one answer prompt of every mode: the question and the retrieved context."""
+def answer_request(
+    question: str,
+    context: str,
+    max_tokens: int = ANSWER_MAX_TOKENS,
+    history: Sequence[tuple[str, str]] = (),
+) -> LLMRequest:
+    """The one answer prompt: the numbered context, a chat's earlier turns, the question.
+
+    Parameters
+    ----------
+    question:
+        The question (a chat's last user message).
+    context:
+        The retrieved nodes as ``[n] text`` entries (``answer.numbered_context``).
+    max_tokens:
+        The completion limit.
+    history:
+        Earlier ``(role, content)`` turns of a chat, put into the prompt before the question.
+
+    Returns
+    -------
+    LLMRequest
+        Task ``answer``; ``inputs`` are the question and the numbered context.
+    """
+    turns = "".join(f"{role}: {content}\n" for role, content in history)
+    prompt = f"{ANSWER_PROMPT.format(context=context)}\n\n{turns}user: {question}\nassistant:"
     return LLMRequest(
-        task="answer",
-        prompt=ANSWER_PROMPT.format(context=context, question=question),
-        max_tokens=max_tokens,
-        inputs=(question, context),
+        task="answer", prompt=prompt, max_tokens=max_tokens, inputs=(question, context)
     )

@@ -213,3 +213,21 @@ def test_compact_keeps_results(make_index, sample_docs):
         h.id for h in reopened.query("Meridian Optics gratings", budget_tokens=600).nodes
     ] == before
     assert reopened.stats()["segments"]["nodes"] == 1
+
+
+def test_rebuild_builds_beside_and_swaps_in(tmp_path, hashing_embedder):
+    from graphstrata.bindings.api import RebuildError
+    from tests.conftest import SAMPLE_DIR
+
+    path = tmp_path / "ix"
+    flat = {"hierarchy": {"enabled": False}, "heterograph": {"enabled": False}}
+    report = Index.rebuild(path, SAMPLE_DIR, flat, embedder=hashing_embedder, force=False)
+    assert report.docs_added == 30
+    first = Index.open(path, embedder=hashing_embedder)
+    assert first.version == 1 and len(first.pinned().documents()) == 30
+    with pytest.raises(RebuildError, match="already holds an index"):
+        Index.rebuild(path, SAMPLE_DIR, flat, embedder=hashing_embedder, force=False)
+    Index.rebuild(path, SAMPLE_DIR / "optics", flat, embedder=hashing_embedder)
+    rebuilt = Index.open(path, embedder=hashing_embedder)
+    assert rebuilt.version == 1 and len(rebuilt.pinned().documents()) < 30
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ix"]  # no sibling left behind

@@ -518,7 +518,7 @@ def test_bad_settings_are_refused_with_one_clear_error(base_index):
 # ---------------------------------------------------------------------------- defects: 500
 def test_a_defect_is_a_500_whose_error_id_is_logged(base_index, caplog):
     with threaded_server(base_index) as (url, app, _):
-        engine = app.state.service.engine
+        engine = app.state.service.index.engine
 
         def broken(*args: Any, **kwargs: Any) -> Any:
             raise ValueError("vectors of the wrong shape")

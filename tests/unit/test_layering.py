@@ -1,5 +1,7 @@
 """The layers import inward only (bindings -> evaluation -> engine -> core) and no module
-imports itself back through a cycle (docs/architecture.md, "Layers").
+imports itself back through a cycle (docs/architecture.md, "Layers"). The bindings reach the
+engine only through its public API (``graphstrata/engine/__init__.py``), and the server and
+the CLI only through the bindings (the ``Index`` facade re-exports what they use).
 
 Every import statement counts, including those inside functions: a function-level import
 hides a cycle from the interpreter at start-up but not from a reader.
@@ -17,16 +19,16 @@ ROOT = Path(__file__).resolve().parents[2] / "graphstrata"
 RANK = {"core": 0, "engine": 1, "evaluation": 2, "bindings": 3}
 
 
-def module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT.parent).with_suffix("")
+def module_name(path: Path, root: Path = ROOT) -> str:
+    rel = path.relative_to(root.parent).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def all_modules() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+def all_modules(root: Path = ROOT) -> dict[str, Path]:
+    return {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
 
 
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
@@ -138,6 +140,56 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycles(graph):
     assert strongly_connected(graph) == []
+
+
+#: The engine's public API: the only engine module the bindings may import.
+ENGINE_API = "graphstrata.engine"
+#: Packages that may import only bindings modules (the facade re-exports what they need).
+BEHIND_THE_FACADE = ("graphstrata.bindings.server", "graphstrata.bindings.cli")
+
+
+def door_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Imports that go past the doors: a bindings module importing an engine module other
+    than the public API, a server or CLI module importing anything outside the bindings."""
+    out = []
+    for src, targets in sorted(graph.items()):
+        if layer(src) != "bindings":
+            continue
+        behind = src.startswith(BEHIND_THE_FACADE)
+        for dst in sorted(targets):
+            if (layer(dst) == "engine" and dst != ENGINE_API) or (
+                behind and layer(dst) not in (None, "bindings")
+            ):
+                out.append(f"{src} -> {dst}")
+    return out
+
+
+def test_bindings_use_the_engine_only_through_its_public_api(graph):
+    assert door_violations(graph) == []
+
+
+def test_the_door_check_finds_a_violation(tmp_path):
+    files = {
+        "__init__.py": "",
+        "engine/__init__.py": "",
+        "engine/store/__init__.py": "class Store: ...\n",
+        "bindings/__init__.py": "",
+        "bindings/api.py": "from graphstrata.engine import Engine\n",
+        "bindings/bad.py": "from graphstrata.engine.store import Store\n",
+        "bindings/server/__init__.py": "",
+        "bindings/server/ok.py": "from graphstrata.bindings.api import Index\n",
+        "bindings/server/route.py": "def f():\n    from graphstrata.engine import Engine\n",
+    }
+    root = tmp_path / "graphstrata"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    modules = all_modules(root)
+    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    assert door_violations(graph) == [
+        "graphstrata.bindings.bad -> graphstrata.engine.store",
+        "graphstrata.bindings.server.route -> graphstrata.engine",
+    ]
 
 
 def test_cycle_finder_finds_a_cycle():

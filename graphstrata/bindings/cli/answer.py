@@ -1,7 +1,8 @@
 """``graphstrata answer INDEX "question"``: a grounded answer, streamed to the terminal.
 
 The retrieved nodes are numbered and the index's LLM answers with ``[n]`` markers
-(:mod:`graphstrata.bindings.server.grounded`, the same answer as the chat API's); the answer
+(:meth:`Index.answer <graphstrata.bindings.api.Index.answer>`, the same answer as the chat
+API's and ``POST /v1/answer``'s); the answer
 is written piece by piece as it comes, then the citations, one line per marker. With
 ``--url`` the answer comes from a running ``graphstrata serve`` instead
 (``POST /v1/chat/completions`` with ``stream: true``, read as server-sent events).
@@ -17,19 +18,18 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from graphstrata.bindings.cli.common import CLIError, add_backend_args, open_index
+from graphstrata.bindings.cli.common import CLIError, open_index
+from graphstrata.bindings.options import add_backend_args
 
 
 def local_answer(args: argparse.Namespace) -> tuple[Iterator[str], list[dict[str, Any]]]:
     """The answer pieces and citations, from the index opened here."""
-    from graphstrata.bindings.server.grounded import grounded_answer, stream_pieces
+    from graphstrata.bindings.api import stream_pieces
 
     index = open_index(args)
-    engine = index.engine
-    mode = args.mode or ("hybrid" if "hybrid" in engine.modes else "naive")
-    result = engine.query(args.question, mode, args.budget)
-    answer = grounded_answer(engine.llm, args.question, result.nodes)
-    return stream_pieces(answer.text), answer.citations
+    mode = args.mode or ("hybrid" if "hybrid" in index.modes else "naive")
+    result = index.answer(args.question, mode, args.budget)
+    return stream_pieces(result.answer or ""), result.citations or []
 
 
 def remote_answer(args: argparse.Namespace) -> tuple[Iterator[str], list[dict[str, Any]]]:

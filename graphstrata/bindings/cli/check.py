@@ -11,8 +11,6 @@ import argparse
 import sys
 from typing import Any
 
-from graphstrata.engine.store import Store
-
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Verify the files of the current version (``--all-versions``: every kept version).
@@ -22,9 +20,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     int
         0 when every file is intact, 1 otherwise.
     """
-    store = Store.open(args.index)
-    result = store.verify_files(all_versions=args.all_versions)
-    scope = "every kept version" if args.all_versions else f"version {store.version}"
+    from graphstrata.bindings.api import Index
+
+    version, result = Index.verify_files(args.index, all_versions=args.all_versions)
+    scope = "every kept version" if args.all_versions else f"version {version}"
     for bad in result.problems:
         print(f"{bad.file}: {bad.what} {bad.problem}")
     if result.ok:

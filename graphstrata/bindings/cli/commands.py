@@ -10,13 +10,13 @@ from typing import Any
 from graphstrata.bindings.cli.build import build_index
 from graphstrata.bindings.cli.common import (
     Progress,
-    add_backend_args,
     load_config,
     open_index,
     parse_params,
     print_report,
     skip_pyarrow_pandas_probe,
 )
+from graphstrata.bindings.options import add_backend_args
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -40,7 +40,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_insert(args: argparse.Namespace) -> int:
     """``graphstrata insert INDEX SOURCE``: insert or update documents."""
-    from graphstrata.engine.documents import read_documents
+    from graphstrata.bindings.api import read_documents
 
     index = open_index(args)
     progress = Progress(not args.json)
@@ -66,7 +66,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     skip_pyarrow_pandas_probe()
     index = open_index(args, version=args.version)
     # Unknown or ill-typed mode parameters: one line naming the allowed ones, before any work.
-    index.engine.parse_params(args.mode, params)
+    index.parse_params(args.mode, params)
     budget, top_k = args.budget, args.top_k
     if args.answer:
         result = index.answer(args.question, args.mode, budget, top_k=top_k, **params)

@@ -13,32 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from graphstrata.bindings.api import Index
-    from graphstrata.engine.config import IndexConfig
+    from graphstrata.bindings.api import Index, IndexConfig
 
 
 class CLIError(Exception):
     """A user-facing failure: printed as one line, exit code 1."""
-
-
-def add_backend_args(p: argparse.ArgumentParser) -> None:
-    """Add ``--llm``, ``--embedder`` and ``--no-cache`` to a subcommand.
-
-    Parameters
-    ----------
-    p:
-        The subcommand's parser.
-    """
-    p.add_argument(
-        "--llm",
-        help="LLM backend spec (default: env GRAPHSTRATA_LLM, else the index's, else extractive)",
-    )
-    p.add_argument(
-        "--embedder",
-        help="embedder spec (default: env GRAPHSTRATA_EMBEDDER, else the index's, else "
-        "minilm-onnx; an existing index only opens with an embedder compatible with its own)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="bypass the LLM response cache")
 
 
 def load_config(path: str | None, overrides: dict[str, Any]) -> IndexConfig:
@@ -61,7 +40,7 @@ def load_config(path: str | None, overrides: dict[str, Any]) -> IndexConfig:
     CLIError
         When the file does not exist.
     """
-    from graphstrata.engine.config import IndexConfig
+    from graphstrata.bindings.api import IndexConfig
 
     data: dict[str, Any] = {}
     if path:

@@ -18,12 +18,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from graphstrata.bindings.cli.common import CLIError, Progress, add_backend_args, open_index
+from graphstrata.bindings.cli.common import CLIError, Progress, open_index
+from graphstrata.bindings.options import add_backend_args
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """``graphstrata eval INDEX QA.jsonl``."""
-    from graphstrata.evaluation import QAError, evaluate, load_qa
+    from graphstrata.bindings.api import QAError, load_qa
 
     if args.budget < 1:
         raise CLIError(f"--budget must be >= 1 token, got {args.budget}")
@@ -36,15 +37,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     index = open_index(args)
     progress = Progress(not args.json)
     try:
-        result = evaluate(
-            index,
+        result = index.evaluate(
             items,
-            modes=args.modes,
-            budget=args.budget,
+            args.modes,
+            args.budget,
             limit=args.limit,
             top_k=args.top_k,
-            progress=progress,
             answers=args.answers,
+            progress=progress,
         )
     finally:
         progress.close()

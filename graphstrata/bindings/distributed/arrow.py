@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from graphstrata.engine.interfaces import LLMRequest, LLMResponse
+from graphstrata.engine import LLMRequest, LLMResponse
 
 REQUEST_SCHEMA = pa.schema(
     [

@@ -35,7 +35,7 @@ from graphstrata.bindings.distributed.arrow import (
 from graphstrata.bindings.distributed.cluster import Cluster, require_ray
 from graphstrata.bindings.distributed.pool import Meter, ModelPool, user_cause
 from graphstrata.bindings.distributed.workers import BackendSpec, describe, extractive_batch
-from graphstrata.engine.interfaces import LLMRequest, LLMResponse
+from graphstrata.engine import LLMRequest, LLMResponse
 
 AnswerCallback = Callable[[int, LLMResponse], None]
 
@@ -220,7 +220,7 @@ def llm_pool(cluster: Cluster, spec: BackendSpec) -> ModelPool | None:
     if isinstance(spec.spec, str):
         gpus = 0.0
         if spec.spec.startswith("vllm:"):
-            from graphstrata.bindings.registry import split_options
+            from graphstrata.bindings.specs import split_options
 
             _, raw = split_options(spec.spec)
             tp = raw.get("tp") or raw.get("tensor_parallel_size")

@@ -10,7 +10,7 @@ model work leave the driver.
 
 Backends follow the one precedence rule (``backend_choice.choose_spec``: argument >
 ``GRAPHSTRATA_*`` > the index's or config's > default), and an existing index accepts only a
-compatible embedder (``engine.index.check_embedder``). The LLM response cache is the
+compatible embedder (the engine's ``check_embedder``). The LLM response cache is the
 index's ``llm-cache.sqlite``, on the driver, exactly as on one machine (generative specs are
 cached, ``extractive`` and factories are not): a rerun after a failure, or a rebuild, pays
 only for prompts it has not seen.
@@ -50,11 +50,7 @@ from graphstrata.bindings.registry import (
     LLM_ENV,
     choose_spec,
 )
-from graphstrata.engine.config import IndexConfig
-from graphstrata.engine.index import check_embedder
-from graphstrata.engine.interfaces import LLM
-from graphstrata.engine.report import OperationReport
-from graphstrata.engine.store import Store
+from graphstrata.engine import LLM, IndexConfig, OperationReport, check_embedder, stored_manifest
 
 #: A backend given to the Python entry points: a spec string or a zero-argument factory.
 BackendArg = str | Callable[[], Any] | None
@@ -186,7 +182,7 @@ class RaySession:
         use_cache: bool = True,
     ) -> Index:
         """The index at ``path`` with backends on the cluster (``Index.open``'s rules)."""
-        manifest = Store.open(path).manifest
+        manifest = stored_manifest(path)
         emb_spec, source = _spec(
             "embedder", embedder, EMBEDDER_ENV, manifest["embedder"]["name"], DEFAULT_EMBEDDER
         )
@@ -301,4 +297,4 @@ def insert(
 
 def index_config(path: str | Path) -> IndexConfig:
     """The config recorded in the index at ``path`` (its chunking and ingest limits)."""
-    return IndexConfig.from_dict(Store.open(path).manifest["config"])
+    return IndexConfig.from_dict(stored_manifest(path)["config"])

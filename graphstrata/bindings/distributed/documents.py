@@ -39,11 +39,11 @@ from graphstrata.bindings.distributed.arrow import check_positions, split_rows, 
 from graphstrata.bindings.distributed.cluster import Cluster, require_ray
 from graphstrata.bindings.distributed.pool import Meter
 from graphstrata.bindings.distributed.workers import chunk_counts, coerce_rows
-from graphstrata.engine.config import IndexConfig
-from graphstrata.engine.documents import (
+from graphstrata.engine import (
     TEXT_SUFFIXES,
     Document,
     DocumentError,
+    IndexConfig,
     as_documents,
     read_documents,
     validate_batch,

@@ -24,9 +24,7 @@ from graphstrata.bindings.distributed.arrow import (
     table_requests,
     vectors_table,
 )
-from graphstrata.engine.config import ChunkingConfig
-from graphstrata.engine.documents import DocumentError, coerce_document
-from graphstrata.engine.ingest.chunking import chunk_text
+from graphstrata.engine import ChunkingConfig, DocumentError, chunk_text, coerce_document
 
 
 @dataclass(frozen=True)

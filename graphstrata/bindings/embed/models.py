@@ -28,15 +28,14 @@ from graphstrata.bindings.embed.onnx import (
     cache_dir,
     ensure_onnx_model,
 )
-from graphstrata.engine.config import ConfigError
-from graphstrata.engine.interfaces import EmbedderError
+from graphstrata.engine import ConfigError, EmbedderError
 
 if TYPE_CHECKING:
     # httpx and the HTTP helpers are imported where the HTTP embedder uses them: a query
     # with a local embedder must not pay for them (~0.15 s of a cold ``graphstrata query``).
     import httpx
 
-    from graphstrata.bindings.llm.openai import RetryPolicy
+    from graphstrata.bindings.http import RetryPolicy
 
 __all__ = [
     "MINILM_FP32_NAMES",
@@ -273,11 +272,7 @@ class OpenAIEmbedder:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
         if dim is not None and dim < 1:
             raise ConfigError(f"dim must be >= 1, got {dim}")
-        from graphstrata.bindings.llm.openai import (
-            RetryPolicy,
-            normalize_base_url,
-            resolve_api_key,
-        )
+        from graphstrata.bindings.http import RetryPolicy, normalize_base_url, resolve_api_key
 
         self.model = model
         self.base_url = normalize_base_url(base_url)
@@ -343,7 +338,7 @@ class OpenAIEmbedder:
     def _http(self) -> httpx.Client:
         import httpx
 
-        from graphstrata.bindings.llm.openai import auth_headers
+        from graphstrata.bindings.http import auth_headers
 
         with self._lock:
             if self._client is None:
@@ -356,11 +351,7 @@ class OpenAIEmbedder:
         """One batch -> float32[len(batch), dim] (unnormalized), with retries."""
         import httpx
 
-        from graphstrata.bindings.llm.openai import (
-            error_excerpt,
-            is_retryable_status,
-            parse_retry_after,
-        )
+        from graphstrata.bindings.http import error_excerpt, is_retryable_status, parse_retry_after
 
         client = self._http()
         retry = 0

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from graphstrata.engine.interfaces import EmbedderError
+from graphstrata.engine import EmbedderError
 
 #: Spec name -> variant. The spec name is also the embedder's ``name`` (recorded in indexes).
 ONNX_SPECS: dict[str, str] = {"minilm-onnx": "fp32", "minilm-int8": "int8"}

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from graphstrata.engine.interfaces import LLM, LLMError, LLMRequest, LLMResponse
+from graphstrata.engine import LLM, LLMError, LLMRequest, LLMResponse
 
 #: Bump when the key recipe or the table layout changes; older files are rejected clearly.
 CACHE_FORMAT = 1

@@ -29,8 +29,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from graphstrata.engine.interfaces import LLMError, LLMRequest, LLMResponse
-from graphstrata.engine.tokens import count_tokens
+from graphstrata.engine import LLMError, LLMRequest, LLMResponse, count_tokens
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[“‘]?[A-Z0-9])")
 _HEADING_MARK = re.compile(r"^#{1,6}\s*")

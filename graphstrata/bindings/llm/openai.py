@@ -19,107 +19,62 @@ the schema's top-level keys; a bad answer is asked for once more, then it is an 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
 import os
 import random
 import threading
-import time
 import weakref
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
+from graphstrata.bindings.http import (
+    RetryPolicy,
+    auth_headers,
+    error_excerpt,
+    is_retryable_status,
+    normalize_base_url,
+    parse_retry_after,
+    resolve_api_key,
+)
 from graphstrata.bindings.llm.cache import AnswerCallback
 from graphstrata.bindings.llm.repair import JSONAnswerError, parse_json_answer, reask_prompt
-from graphstrata.engine.config import ConfigError
-from graphstrata.engine.interfaces import LLMError, LLMRequest, LLMResponse
-from graphstrata.engine.tokens import count_tokens
+from graphstrata.bindings.specs import (
+    OPENAI_DEFAULT_URL,
+    OptionTable,
+    convert_options,
+    optional_int,
+    split_model_url,
+)
+from graphstrata.engine import ConfigError, LLMError, LLMRequest, LLMResponse, count_tokens
 
 log = logging.getLogger(__name__)
+
+#: The form of this backend's spec (registered as ``openai`` in ``registry.LLM_BACKENDS``).
+SPEC = "openai:MODEL@URL[?opts]"
+#: ``?key=value`` options of an ``openai:`` spec -> (keyword, converter).
+OPTIONS: OptionTable = {
+    "max_concurrency": ("max_concurrency", int),
+    "concurrency": ("max_concurrency", int),
+    "timeout": ("timeout", float),
+    "max_retries": ("max_retries", int),
+    "base_delay": ("base_delay", float),
+    "max_delay": ("max_delay", float),
+    "json_mode": ("json_mode", str),
+    "seed": ("seed", optional_int),
+    "system_prompt": ("system_prompt", str),
+    "api_key": ("api_key", str),
+}
+RETRY_OPTIONS = ("max_retries", "base_delay", "max_delay")
 
 #: Ways to ask for JSON, strongest first; a server that rejects one gets the next.
 JSON_MODES = ("json_schema", "json_object", "prompt")
 
-#: Environment variables read for the API key, first match wins.
-API_KEY_ENV = ("GRAPHSTRATA_API_KEY", "OPENAI_API_KEY")
-
 
 # --------------------------------------------------------------------------- shared HTTP bits
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff with full jitter (AWS architecture blog, "Exponential Backoff And
-    Jitter"): the n-th retry waits ``uniform(0, min(max_delay, base_delay * 2**n))`` seconds,
-    or what the server's ``Retry-After`` asks (capped at ``max_retry_after``)."""
-
-    max_retries: int = 5
-    base_delay: float = 0.5
-    max_delay: float = 30.0
-    max_retry_after: float = 120.0
-
-    def validate(self) -> None:
-        if self.max_retries < 0:
-            raise ConfigError(f"max_retries must be >= 0, got {self.max_retries}")
-        if self.base_delay < 0 or self.max_delay < 0:
-            raise ConfigError("retry delays must be >= 0")
-
-    def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_retry_after)
-        return rng.uniform(0.0, min(self.max_delay, self.base_delay * 2.0**retry))
-
-
-def is_retryable_status(status: int) -> bool:
-    """429 (rate limit), 408 (request timeout) and every 5xx are worth another try."""
-    return status in (408, 429) or status >= 500
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
-
-
-def resolve_api_key(explicit: str | None = None) -> str | None:
-    """The API key: given explicitly, else ``GRAPHSTRATA_API_KEY``, else ``OPENAI_API_KEY``."""
-    if explicit:
-        return explicit
-    for name in API_KEY_ENV:
-        if os.environ.get(name):
-            return os.environ[name]
-    return None
-
-
-def normalize_base_url(url: str) -> str:
-    """Validate an OpenAI-compatible base URL; a bare ``http://host:port`` gets ``/v1``."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(
-            f"bad server URL {url!r}: expected http(s)://HOST[:PORT][/PATH], e.g. "
-            "http://127.0.0.1:8000/v1"
-        )
-    path = parts.path.rstrip("/") or "/v1"
-    return f"{parts.scheme}://{parts.netloc}{path}"
-
-
-def auth_headers(api_key: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
-
-
 #: Words in a 400 answer that say the server refused the way JSON was asked for (and not,
 #: say, a prompt longer than the context, which no JSON mode will fix).
 _FORMAT_WORDS = ("response_format", "json", "schema", "format", "structured", "guided", "grammar")
@@ -128,11 +83,6 @@ _FORMAT_WORDS = ("response_format", "json", "schema", "format", "structured", "g
 def rejects_response_format(response: httpx.Response) -> bool:
     text = response.text.lower()
     return any(word in text for word in _FORMAT_WORDS)
-
-
-def error_excerpt(response: httpx.Response, limit: int = 300) -> str:
-    text = " ".join(response.text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _stop_loop(loop: asyncio.AbstractEventLoop) -> None:
@@ -507,3 +457,19 @@ class OpenAICompatibleLLM:
             json_mode=mode,
             finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         )
+
+
+def from_spec(body: str, options: Mapping[str, Any]) -> OpenAICompatibleLLM:
+    """The backend of spec ``openai:MODEL[@URL]`` with its ``options`` (see ``registry``);
+    without ``@URL``, ``OPENAI_BASE_URL``, else the OpenAI API.
+
+    Raises
+    ------
+    ConfigError
+        For a missing model, a bad URL, or an unknown or bad option.
+    """
+    default_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
+    model, url = split_model_url(body, "openai", default_url)
+    opts = convert_options("openai", options, OPTIONS)
+    retry_opts = {k: opts.pop(k) for k in RETRY_OPTIONS if k in opts}
+    return OpenAICompatibleLLM(model, url, retry=RetryPolicy(**retry_opts), **opts)

@@ -33,10 +33,48 @@ from graphstrata.bindings.llm.repair import (
     parse_json_answer,
     reask_prompt,
 )
-from graphstrata.engine.config import ConfigError
-from graphstrata.engine.interfaces import LLMError, LLMRequest, LLMResponse
+from graphstrata.bindings.specs import OptionTable, convert_options, optional_int, to_bool
+from graphstrata.engine import ConfigError, LLMError, LLMRequest, LLMResponse
 
 DTYPES = ("auto", "float16", "bfloat16", "float32", "half", "float")
+
+#: The form of this backend's spec (registered as ``vllm`` in ``registry.LLM_BACKENDS``).
+SPEC = "vllm:MODEL_PATH[?opts]"
+#: ``?key=value`` options of a ``vllm:`` spec -> (keyword, converter).
+OPTIONS: OptionTable = {
+    "dtype": ("dtype", str),
+    "tp": ("tensor_parallel_size", int),
+    "tensor_parallel_size": ("tensor_parallel_size", int),
+    "max_model_len": ("max_model_len", optional_int),
+    "gpu_memory_utilization": ("gpu_memory_utilization", float),
+    "gpu_mem": ("gpu_memory_utilization", float),
+    "seed": ("seed", int),
+    "chat_template": ("chat_template", to_bool),
+    "thinking": ("thinking", to_bool),
+    "enforce_eager": ("enforce_eager", to_bool),
+    "quantization": ("quantization", str),
+    "engine_options": ("engine_options", dict),
+}
+#: Options that go to ``vllm.LLM`` as they are.
+ENGINE_OPTIONS = ("enforce_eager", "quantization")
+
+
+def from_spec(body: str, options: Mapping[str, Any]) -> VLLMBackend:
+    """The backend of spec ``vllm:BODY`` with its ``options`` (see ``registry``).
+
+    Raises
+    ------
+    ConfigError
+        For a missing model or an unknown or bad option.
+    """
+    if not body:
+        raise ConfigError("the vllm backend needs a model: vllm:MODEL_PATH")
+    opts = convert_options("vllm", options, OPTIONS)
+    engine_options = dict(opts.pop("engine_options", {}))
+    for name in ENGINE_OPTIONS:
+        if name in opts:
+            engine_options[name] = opts.pop(name)
+    return VLLMBackend(body, engine_options=engine_options, **opts)
 
 
 def vllm_available() -> bool:

@@ -8,7 +8,7 @@ or several (each under ``/v1/indexes/{name}/...``, the first also under ``/v1/..
 
 * ``POST /v1/chat/completions`` / ``GET /v1/models`` (:mod:`.routes.chat`): ``model`` is
   ``INDEX[:MODE]``; the answer cites the retrieved nodes as ``[n]`` and the response carries
-  ``citations`` (:mod:`.grounded`); ``stream: true`` is server-sent ``chat.completion.chunk``
+  ``citations`` (``Index.answer``, one answer path); ``stream: true`` is server-sent ``chat.completion.chunk``
   events. ``POST /v1/answer?stream=true`` streams too.
 * Tokens (:mod:`.auth`): one all-rights token and scoped ones (per index, ``read``/``write``)
   from ``graphstrata serve --tokens FILE``; a known token without the right is a 403.
@@ -49,14 +49,33 @@ How it stays fast and safe under load:
 Modules: :mod:`.settings`, :mod:`.errors`, :mod:`.middleware`, :mod:`.metrics`,
 :mod:`.routing` (route templates, allowed methods, metrics labels), :mod:`.jsonbody`,
 :mod:`.protocol` (uvicorn's h11 protocol with a header deadline and a connection cap),
-:mod:`.runtime`, :mod:`.writer`, :mod:`.models`, :mod:`.auth`, :mod:`.routes` (one router per
-resource), :mod:`.app` (``create_app``) and :mod:`.run` (``run_server``, ``uvicorn_config``).
+:mod:`.runtime`, :mod:`.writer`, :mod:`.models`, :mod:`.auth`, :mod:`.events` (server-sent
+events), :mod:`.routes` (one router per resource), :mod:`.app` (``create_app``), :mod:`.run`
+(``run_server``, ``uvicorn_config``) and :mod:`.command` (``graphstrata serve``).
 """
 
-from graphstrata.bindings.server.app import create_app
-from graphstrata.bindings.server.errors import ApiError
-from graphstrata.bindings.server.run import bind_socket, run_server
-from graphstrata.bindings.server.settings import TOKEN_ENV, ServerSettings, set_embed_threads
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graphstrata.bindings.server.app import create_app
+    from graphstrata.bindings.server.errors import ApiError
+    from graphstrata.bindings.server.run import bind_socket, run_server
+    from graphstrata.bindings.server.settings import TOKEN_ENV, ServerSettings, set_embed_threads
+
+#: Public name -> its module; loaded on first use (PEP 562), so that the command line can
+#: build its parser (:mod:`.command`) without importing the web stack.
+_PUBLIC = {
+    "create_app": "app",
+    "ApiError": "errors",
+    "bind_socket": "run",
+    "run_server": "run",
+    "TOKEN_ENV": "settings",
+    "ServerSettings": "settings",
+    "set_embed_threads": "settings",
+}
 
 __all__ = [
     "TOKEN_ENV",
@@ -67,3 +86,10 @@ __all__ = [
     "run_server",
     "set_embed_threads",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

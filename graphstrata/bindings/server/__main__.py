@@ -2,6 +2,6 @@
 
 import sys
 
-from graphstrata.bindings.cli.main import main
+from graphstrata.bindings.server.command import main
 
-sys.exit(main(["serve", *sys.argv[1:]]))
+sys.exit(main(sys.argv[1:]))

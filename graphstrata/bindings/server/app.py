@@ -21,7 +21,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.routing import BaseRoute, Route
 
-from graphstrata.bindings.api import Index
+from graphstrata.bindings.api import ConfigError, Index
 from graphstrata.bindings.server.auth import TokenTable, bearer_guard
 from graphstrata.bindings.server.errors import install_error_handlers
 from graphstrata.bindings.server.middleware import (
@@ -43,7 +43,6 @@ from graphstrata.bindings.server.routes import (
 )
 from graphstrata.bindings.server.runtime import QueryVectorCache, Service
 from graphstrata.bindings.server.settings import ServerSettings, set_embed_threads
-from graphstrata.engine.config import ConfigError
 
 DESCRIPTION = (
     "Graph retrieval over an incremental index (EraRAG hierarchy + NodeRAG heterograph). "
@@ -106,7 +105,7 @@ def create_app(
                 path, embedder=settings.embedder, llm=settings.llm, use_cache=settings.use_cache
             )
         if settings.embed_threads is not None:
-            set_embed_threads(opened.engine.embedder, settings.embed_threads)
+            set_embed_threads(opened.embedder, settings.embed_threads)
         service = Service(opened, settings, query_cache)
         if not NAME.match(service.name):
             raise ConfigError(f"index name {service.name!r} cannot be served (use [A-Za-z0-9._-])")
@@ -160,7 +159,7 @@ def create_app(
     routers = []
     first_models = None
     for i, (name, service) in enumerate(services.items()):
-        models = build_models(settings, service.engine.mode_params)
+        models = build_models(settings, service.index.mode_params)
         first_models = first_models or models
         bases = [(f"/v1/indexes/{name}", False)]
         if i == 0:

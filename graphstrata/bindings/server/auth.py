@@ -27,8 +27,8 @@ from typing import Annotated, Any
 from fastapi import Depends, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from graphstrata.bindings.api import ConfigError
 from graphstrata.bindings.server.errors import ApiError
-from graphstrata.engine.config import ConfigError
 
 #: The rights a token may hold.
 RIGHTS = frozenset({"read", "write"})

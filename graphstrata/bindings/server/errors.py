@@ -47,12 +47,15 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from graphstrata.bindings.api import (
+    BackendError,
+    ConfigError,
+    DocumentError,
+    EmbedderError,
+    IndexLockedError,
+    QueryError,
+)
 from graphstrata.bindings.server.routing import allowed_methods, method_label
-from graphstrata.engine.config import ConfigError
-from graphstrata.engine.documents import DocumentError
-from graphstrata.engine.interfaces import BackendError, EmbedderError
-from graphstrata.engine.params import QueryError
-from graphstrata.engine.store import IndexLockedError
 
 log = logging.getLogger("graphstrata.server")
 

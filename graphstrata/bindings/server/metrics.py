@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from graphstrata.engine.types import NodeKind
+from graphstrata.bindings.api import NodeKind
 
 if TYPE_CHECKING:
     from graphstrata.bindings.api import Index
@@ -104,16 +103,15 @@ class ServiceMetrics:
         index:
             The served index.
         """
-        snapshot = index.engine.state.snapshot
-        self.index_version.set(snapshot.version)
-        if snapshot.version == self._counted_version:
+        pinned = index.pinned()
+        self.index_version.set(pinned.version)
+        if pinned.version == self._counted_version:
             return
-        kinds, counts = np.unique(snapshot.nodes.kind, return_counts=True)
-        present = {NodeKind(int(k)).letter: int(c) for k, c in zip(kinds, counts, strict=True)}
+        present = pinned.node_counts()
         for kind in NodeKind:
             self.nodes.labels(kind.letter).set(present.get(kind.letter, 0))
-        self.documents.set(snapshot.docs.num_rows)
-        self._counted_version = snapshot.version
+        self.documents.set(pinned.document_count)
+        self._counted_version = pinned.version
 
     def totals(self) -> tuple[int, int]:
         """Requests answered so far, and how many of them were refused with 429."""

@@ -2,7 +2,7 @@
 
 The schema of the ``params`` member of the retrieval requests is generated from the typed
 mode parameters the served index declares (``Engine.mode_params``, classes of
-:mod:`graphstrata.engine.params`): an object whose properties are the union of the served
+:class:`~graphstrata.bindings.api.ModeParams`): an object whose properties are the union of the served
 modes' parameters, each described with the modes it applies to, and no other property. The
 engine checks the parameters against the requested mode (:meth:`ModeParams.parse`), so the
 documentation and what is accepted come from the same classes.
@@ -18,8 +18,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from graphstrata.bindings.api import ModeParams
 from graphstrata.bindings.server.settings import ServerSettings
-from graphstrata.engine.params import ModeParams
 
 #: Names a mode parameter may not take: members of the retrieval requests, and keyword
 #: parameters of the engine's query calls (``Engine.query_vectors(..., **params)``).
@@ -148,6 +148,16 @@ def per_mode_params(mode_params: Mapping[str, type[ModeParams]], default: str) -
             }
         )
     return out
+
+
+class Citation(BaseModel):
+    """What an answer's ``[marker]`` cites: a retrieved node and one of its documents."""
+
+    marker: int
+    doc_id: str | None
+    node_id: int
+    kind: str
+    score: float
 
 
 class RetrieveFields(BaseModel):
@@ -286,6 +296,7 @@ def build_models(settings: ServerSettings, mode_params: Mapping[str, type[ModePa
 
     class AnswerResponse(RetrieveResponse):
         answer: str
+        citations: list[Citation]
 
     class BatchRetrieveResponse(BaseModel):
         results: list[RetrieveResponse]

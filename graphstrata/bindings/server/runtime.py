@@ -22,20 +22,16 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
+from graphstrata.bindings.api import Index, ModeParams, QueryResult
 from graphstrata.bindings.embed.microbatch import MicroBatcher
 from graphstrata.bindings.server.errors import ApiError
 from graphstrata.bindings.server.metrics import ServiceMetrics
 from graphstrata.bindings.server.settings import ServerSettings
 from graphstrata.bindings.server.writer import Writer
-from graphstrata.engine.index import Engine, QueryResult
-from graphstrata.engine.params import ModeParams
-
-if TYPE_CHECKING:
-    from graphstrata.bindings.api import Index
 
 T = TypeVar("T")
 
@@ -168,13 +164,13 @@ class QueryRunner:
 
     One micro-batcher embeds the queries of all concurrent requests (any mode, any budget) in
     one ``embedder.embed`` call on a dedicated thread; each request then searches with its own
-    vector (``Engine.query_vectors``) in the search pool, so slow searches of one mode never
+    vector (``Index.query_vectors``) in the search pool, so slow searches of one mode never
     hold up the embedding of the others.
 
     Parameters
     ----------
-    engine:
-        The served engine.
+    index:
+        The served index.
     settings:
         Thread counts and the micro-batching window.
     metrics:
@@ -186,12 +182,12 @@ class QueryRunner:
 
     def __init__(
         self,
-        engine: Engine,
+        index: Index,
         settings: ServerSettings,
         metrics: ServiceMetrics,
         cache: QueryVectorCache | None = None,
     ):
-        self.engine = engine
+        self.index = index
         self.metrics = metrics
         self.cache = cache if cache is not None else QueryVectorCache(settings.query_cache_size)
         self.search_pool = ThreadPoolExecutor(settings.search_threads, "gs-search")
@@ -219,7 +215,7 @@ class QueryRunner:
         Parameters
         ----------
         text, mode, budget, top_k, params:
-            As for ``Engine.query`` (``params`` already checked by :meth:`Service.check_params`).
+            As for ``Index.query`` (``params`` already checked by :meth:`Service.check_params`).
 
         Returns
         -------
@@ -231,7 +227,7 @@ class QueryRunner:
         embed_seconds = 0.0
         if vector is None:
             vector, embed_seconds = await self.batcher.submit(text)
-            self.cache.put(self.engine.embedder.name, text, vector)
+            self.cache.put(self.index.embedder.name, text, vector)
         result = await self.run(
             self._search_one, text, vector, embed_seconds, mode, budget, top_k, params
         )
@@ -261,12 +257,12 @@ class QueryRunner:
         top_k: int | None,
         params: dict[str, Any],
     ) -> list[QueryResult]:
-        """``Engine.query_batch`` (blocking; the queries not in the cache embedded in one
+        """``Index.query_batch`` (blocking; the queries not in the cache embedded in one
         call), accounted. The caller has checked the mode, the queries and the parameters."""
         if self.cache.capacity == 0:
-            results = self.engine.query_batch(texts, mode, budget, top_k, **params)
+            results = self.index.query_batch(texts, mode, budget, top_k, **params)
         else:
-            embedder = self.engine.embedder
+            embedder = self.index.embedder
             found = [self._cached(t) for t in texts]
             missing = sorted({t for t, v in zip(texts, found, strict=True) if v is None})
             embed_seconds = 0.0
@@ -282,7 +278,7 @@ class QueryRunner:
             matrix = np.empty((len(texts), embedder.dim), dtype=np.float32)
             for i, (t, v) in enumerate(zip(texts, found, strict=True)):
                 matrix[i] = v if v is not None else fresh[t]
-            results = self.engine.query_vectors(
+            results = self.index.query_vectors(
                 texts, matrix, mode, budget, top_k, embed_seconds=embed_seconds, **params
             )
         self.account(results)
@@ -317,7 +313,7 @@ class QueryRunner:
         """The cached vector of ``text`` (counted as this index's hit or miss), or None."""
         if self.cache.capacity == 0:
             return None
-        vector = self.cache.get(self.engine.embedder.name, text)
+        vector = self.cache.get(self.index.embedder.name, text)
         with self._lock:
             if vector is None:
                 self.cache_misses += 1
@@ -328,7 +324,7 @@ class QueryRunner:
 
     def _embed_batch(self, key: Hashable, texts: list[str]) -> list[tuple[np.ndarray, float]]:
         start = time.perf_counter()
-        vectors = np.asarray(self.engine.embedder.embed(texts), dtype=np.float32)
+        vectors = np.asarray(self.index.embedder.embed(texts), dtype=np.float32)
         share = (time.perf_counter() - start) / max(len(texts), 1)
         self.metrics.embed_seconds.inc(share * len(texts))
         return [(vectors[i], share) for i in range(len(texts))]
@@ -343,7 +339,7 @@ class QueryRunner:
         top_k: int | None,
         params: dict[str, Any],
     ) -> QueryResult:
-        (result,) = self.engine.query_vectors(
+        (result,) = self.index.query_vectors(
             [text], vector[None, :], mode, budget, top_k, embed_seconds=embed_seconds, **params
         )
         self.account([result])
@@ -376,7 +372,7 @@ class Service:
         self.token = settings.resolved_token()
         self.metrics = ServiceMetrics()
         self.slots = Slots(settings.max_concurrency, settings.retry_after_s, self.metrics)
-        self.runner = QueryRunner(index.engine, settings, self.metrics, query_cache)
+        self.runner = QueryRunner(index, settings, self.metrics, query_cache)
         self.writer = Writer(
             index,
             settings.max_pending_operations,
@@ -387,11 +383,6 @@ class Service:
         )
         self.started = time.time()
         self.metrics.observe_index(index)
-
-    @property
-    def engine(self) -> Engine:
-        """The served engine."""
-        return self.index.engine
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
@@ -406,12 +397,12 @@ class Service:
     # ------------------------------------------------------------------ input checks
     def check_mode(self, mode: str) -> None:
         """Raise 400 ``mode_unavailable`` unless this index serves ``mode``."""
-        if mode not in self.engine.modes:
+        if mode not in self.index.modes:
             raise ApiError(
                 400,
                 "mode_unavailable",
                 f"search mode {mode!r} is not available in this index; "
-                f"available: {sorted(self.engine.modes)}",
+                f"available: {sorted(self.index.modes)}",
             )
 
     def check_query(self, text: str) -> None:
@@ -439,11 +430,11 @@ class Service:
         dict
             ``params``, with integral floats of integer parameters as ints.
         """
-        cls = self.engine.mode_params.get(mode)
+        cls = self.index.mode_params.get(mode)
         if cls is not None:
             params = {k: _integral_for(cls, k, v) for k, v in params.items()}
         try:
-            self.engine.parse_params(mode, params)
+            self.index.parse_params(mode, params)
         except OverflowError as exc:
             raise ApiError(
                 422, "bad_request", f"mode {mode!r}: a parameter is too large to be a number"
@@ -453,7 +444,7 @@ class Service:
     # ------------------------------------------------------------------ reports
     def stats(self) -> dict[str, Any]:
         """``GET /v1/stats``: the index's statistics (without its path) and the service's."""
-        index_stats = self.engine.stats()
+        index_stats = self.index.stats()
         index_stats.pop("path", None)  # the server's filesystem layout is not the client's business
         return {
             "index": index_stats,
@@ -472,7 +463,7 @@ class Service:
         requests_total, rejected = self.metrics.totals()
         return {
             "operation": "serve",
-            "version": self.engine.version,
+            "version": self.index.version,
             "requests": requests_total,
             "rejected_429": rejected,
             "queries": self.runner.stats(),

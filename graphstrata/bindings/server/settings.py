@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphstrata.bindings.api import ConfigError
 from graphstrata.bindings.embed.onnx import available_cores
-from graphstrata.engine.config import ConfigError
 
 #: Environment variable that holds the bearer token when ``ServerSettings.token`` is None.
 TOKEN_ENV = "GRAPHSTRATA_TOKEN"

@@ -15,11 +15,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from graphstrata.bindings.api import Document, IndexLockedError, OperationReport
 from graphstrata.bindings.server.errors import ApiError, api_error
 from graphstrata.bindings.server.metrics import ServiceMetrics
-from graphstrata.engine.documents import Document
-from graphstrata.engine.report import OperationReport
-from graphstrata.engine.store import IndexLockedError
 
 if TYPE_CHECKING:
     from graphstrata.bindings.api import Index

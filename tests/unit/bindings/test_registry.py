@@ -7,21 +7,17 @@ import random
 import pytest
 
 from graphstrata.bindings.embed.models import HashingEmbedder, OpenAIEmbedder
+from graphstrata.bindings.http import RetryPolicy, normalize_base_url, parse_retry_after
 from graphstrata.bindings.llm.extractive import ExtractiveLLM
-from graphstrata.bindings.llm.openai import (
-    OpenAICompatibleLLM,
-    RetryPolicy,
-    normalize_base_url,
-    parse_retry_after,
-)
+from graphstrata.bindings.llm.openai import OpenAICompatibleLLM
 from graphstrata.bindings.llm.repair import JSONAnswerError, parse_json_answer
 from graphstrata.bindings.registry import (
     choose_spec,
     make_embedder,
     make_llm,
     resolve_backends,
-    split_options,
 )
+from graphstrata.bindings.specs import split_options
 from graphstrata.engine import prompts
 from graphstrata.engine.config import ConfigError
 
@@ -244,3 +240,16 @@ def test_json_answers_are_parsed_repaired_or_rejected():
     for bad in ("I cannot help.", '{"names": []}', '{"entities": "Brekkvik"}', "[1, 2]", ""):
         with pytest.raises(JSONAnswerError):
             parse_json_answer(bad, schema)
+
+
+def test_every_registered_llm_backend_is_one_module_with_a_spec_and_a_factory():
+    import importlib
+
+    from graphstrata.bindings.registry import LLM_BACKENDS, llm_specs
+
+    for prefix, name in LLM_BACKENDS.items():
+        module = importlib.import_module(name)
+        assert module.SPEC.startswith(f"{prefix}:") and callable(module.from_spec)
+        assert module.SPEC in llm_specs()
+    with pytest.raises(ConfigError, match="unknown LLM backend 'nope:x'; use extractive, vllm:"):
+        make_llm("nope:x")

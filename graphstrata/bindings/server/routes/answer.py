@@ -1,4 +1,5 @@
-"""``POST /v1/answer``: retrieve, then answer with the index's LLM.
+"""``POST /v1/answer``: retrieve, then answer with the index's LLM (``Index.answer``: the
+retrieved nodes numbered, the answer citing them as ``[n]``, with ``citations``).
 
 ``?stream=true`` answers server-sent events instead: ``{"delta": "..."}`` pieces whose
 concatenation is the answer, then one ``{"done": true, ...}`` event with the whole answer
@@ -14,9 +15,10 @@ from typing import Annotated, Any, cast
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from graphstrata.bindings.api import stream_pieces
 from graphstrata.bindings.server.auth import Guard
 from graphstrata.bindings.server.errors import error_responses
-from graphstrata.bindings.server.grounded import SSE_SCHEMA, sse, stream_pieces
+from graphstrata.bindings.server.events import SSE_SCHEMA, sse
 from graphstrata.bindings.server.jsonbody import JSONRoute
 from graphstrata.bindings.server.models import Models, RetrieveFields
 from graphstrata.bindings.server.routes.retrieve import RETRIEVE_ERRORS
@@ -57,7 +59,7 @@ def router(
         async with service.slots.hold():
             start = time.perf_counter()
             result = await service.runner.run(
-                service.engine.answer,
+                service.index.answer,
                 body.query,
                 body.mode,
                 body.budget_tokens,

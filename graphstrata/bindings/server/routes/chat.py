@@ -21,17 +21,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from graphstrata.bindings.api import Answer, stream_pieces
 from graphstrata.bindings.server.auth import Guard, TokenTable
 from graphstrata.bindings.server.errors import ApiError, error_responses
-from graphstrata.bindings.server.grounded import (
-    SSE_SCHEMA,
-    GroundedAnswer,
-    grounded_answer,
-    sse,
-    stream_pieces,
-)
+from graphstrata.bindings.server.events import SSE_SCHEMA, sse
 from graphstrata.bindings.server.jsonbody import JSONRoute
-from graphstrata.bindings.server.models import Models, integral
+from graphstrata.bindings.server.models import Citation, Models, integral
 from graphstrata.bindings.server.routes.retrieve import RETRIEVE_ERRORS
 from graphstrata.bindings.server.runtime import Service
 
@@ -102,14 +97,6 @@ class ChatRequest(BaseModel):
     top_k: Bounded(1, 2**53) | None = None  # type: ignore[valid-type]
 
 
-class Citation(BaseModel):
-    marker: int
-    doc_id: str | None
-    node_id: int
-    kind: str
-    score: float
-
-
 class ChatResponseMessage(BaseModel):
     role: Literal["assistant"]
     content: str
@@ -161,7 +148,7 @@ def model_ids(services: dict[str, Service]) -> list[str]:
     """``NAME`` and ``NAME:MODE`` for every served index and every mode it serves."""
     out: list[str] = []
     for name, service in services.items():
-        out += [name, *(f"{name}:{m}" for m in sorted(service.engine.modes))]
+        out += [name, *(f"{name}:{m}" for m in sorted(service.index.modes))]
     return out
 
 
@@ -181,7 +168,7 @@ def resolve_model(services: dict[str, Service], model: str) -> tuple[Service, st
             404, "not_found", f"model {model!r} does not exist; served: {model_ids(services)}"
         )
     if not sep:
-        return service, default_mode(service.engine.modes)
+        return service, default_mode(service.index.modes)
     service.check_mode(mode)
     return service, mode
 
@@ -273,12 +260,7 @@ def router(
                 question, mode, body.budget_tokens, body.top_k, {}
             )
             answer = await service.runner.run(
-                grounded_answer,
-                service.engine.llm,
-                question,
-                result.nodes,
-                history,
-                max_tokens,
+                service.index.answer_result, question, result, history, max_tokens
             )
             service.metrics.query_seconds.labels(f"chat:{mode}").observe(
                 time.perf_counter() - start
@@ -314,7 +296,7 @@ def router(
 
 
 async def chunks(
-    completion_id: str, created: int, model: str, answer: GroundedAnswer, include_usage: bool
+    completion_id: str, created: int, model: str, answer: Answer, include_usage: bool
 ) -> AsyncIterator[bytes]:
     """The server-sent events of a streamed completion.
 

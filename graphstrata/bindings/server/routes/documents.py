@@ -8,18 +8,22 @@ only looked up in tables.
 import asyncio
 from typing import Any
 
-import pyarrow.compute as pc
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ValidationError
 
+from graphstrata.bindings.api import (
+    Document,
+    DocumentError,
+    IngestConfig,
+    as_documents,
+    validate_batch,
+)
 from graphstrata.bindings.server.auth import Guard
 from graphstrata.bindings.server.errors import ApiError, error_responses, one_line
 from graphstrata.bindings.server.jsonbody import JSONRoute, parse_json
 from graphstrata.bindings.server.models import Models
 from graphstrata.bindings.server.runtime import Service
-from graphstrata.engine.config import IngestConfig
-from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
 
 NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/x-jsonlines")
 
@@ -157,18 +161,11 @@ def document_status(service: Service, doc_id: str) -> dict[str, Any] | None:
     dict or None
         The ``DocumentStatus`` body, or None when the document is neither present nor pending.
     """
-    snapshot = service.engine.state.snapshot
-    docs = snapshot.docs
-    out: dict[str, Any] = {"doc_id": doc_id, "present": False, "index_version": snapshot.version}
-    if docs.num_rows:
-        row = docs.filter(pc.equal(docs.column("doc_id"), doc_id))
-        if row.num_rows:
-            out.update(
-                present=True,
-                version=int(row.column("version")[0].as_py()),
-                chunks=int(row.column("n_chunks")[0].as_py()),
-                title=row.column("title")[0].as_py() or "",
-            )
+    pinned = service.index.pinned()
+    out: dict[str, Any] = {"doc_id": doc_id, "present": False, "index_version": pinned.version}
+    found = pinned.document(doc_id)
+    if found is not None:
+        out.update(present=True, **found)
     pending = [op.id for op in service.writer.pending_for(doc_id)]
     if not out["present"] and not pending:
         return None
@@ -233,7 +230,7 @@ def router(
     async def insert_documents(request: Request) -> Response:
         body = await request.body()
         content_type = request.headers.get("content-type", "")
-        ingest = service.engine.config.ingest
+        ingest = service.index.config.ingest
 
         def prepare() -> list[Document]:
             return validated_documents(parse_documents(body, content_type), ingest, DocumentIn)

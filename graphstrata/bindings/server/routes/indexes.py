@@ -38,7 +38,7 @@ def router(
                         "name": name,
                         "default": i == 0,
                         "base": f"/v1/indexes/{name}",
-                        "modes": sorted(service.engine.modes),
+                        "modes": sorted(service.index.modes),
                         **stats,
                     }
                 )

@@ -11,16 +11,15 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-import numpy as np
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
+from graphstrata.bindings.api import PinnedVersion
 from graphstrata.bindings.server.auth import Guard
 from graphstrata.bindings.server.errors import ApiError, error_responses
 from graphstrata.bindings.server.jsonbody import JSONRoute, parse_json
 from graphstrata.bindings.server.models import Models
 from graphstrata.bindings.server.runtime import Service
-from graphstrata.engine.types import NodeKind
 
 #: Longest text of a node in a neighbourhood (the node itself is given whole).
 PREVIEW_CHARS = 300
@@ -28,7 +27,7 @@ PREVIEW_CHARS = 300
 NODE_ID = re.compile(r"^[0-9]{1,18}$")
 
 
-def neighbourhood(service: Service, node_id: int, limit: int) -> dict[str, Any] | None:
+def neighbourhood(pinned: PinnedVersion, node_id: int, limit: int) -> dict[str, Any] | None:
     """The node, its heaviest ``limit`` edges with their other ends, and its hierarchy chain.
 
     Returns
@@ -36,47 +35,31 @@ def neighbourhood(service: Service, node_id: int, limit: int) -> dict[str, Any] 
     dict or None
         ``{"node", "edges", "neighbours", "chain"}``, or None when the node is not live.
     """
-    state = service.engine.state
-    snap = state.snapshot
-    nodes = snap.nodes
-    if not bool(nodes.contains([node_id])[0]):
+    if not pinned.is_live(node_id):
         return None
-
-    def describe(nid: int, full: bool = False) -> dict[str, Any]:
-        return describe_node(service, nid, full)
-
-    edges = snap.edges
-    src = edges.column("src").to_numpy()
-    dst = edges.column("dst").to_numpy()
-    touching = np.flatnonzero((src == node_id) | (dst == node_id))
-    weights = edges.column("weight").to_numpy()
-    touching = touching[np.argsort(-weights[touching], kind="stable")][:limit]
-    kinds = edges.column("kind").to_numpy()
-    out_edges, others = [], []
-    for e in touching:
-        a, b = int(src[e]), int(dst[e])
-        out_edges.append(
-            {"src": a, "dst": b, "kind": int(kinds[e]), "weight": round(float(weights[e]), 6)}
-        )
+    out_edges = pinned.heaviest_edges(node_id, limit)
+    others: list[int] = []
+    for edge in out_edges:
+        a, b = edge["src"], edge["dst"]
         other = b if a == node_id else a
-        if other not in others and bool(nodes.contains([other])[0]):
+        if other not in others and pinned.is_live(other):
             others.append(other)
     chain, seen = [], {node_id}
-    parent = int(nodes.parent[int(nodes.rows([node_id])[0])])
-    while parent >= 0 and parent not in seen and bool(nodes.contains([parent])[0]):
+    parent = pinned.parent(node_id)
+    while parent >= 0 and parent not in seen and pinned.is_live(parent):
         seen.add(parent)
-        chain.append(describe(parent))
-        parent = int(nodes.parent[int(nodes.rows([parent])[0])])
+        chain.append(describe_node(pinned, parent))
+        parent = pinned.parent(parent)
     return {
-        "node": describe(node_id, full=True),
+        "node": describe_node(pinned, node_id, full=True),
         "edges": out_edges,
-        "neighbours": [describe(o) for o in others],
+        "neighbours": [describe_node(pinned, o) for o in others],
         "chain": chain,
     }
 
 
 def walk_around(
-    service: Service, node_id: int, trace: Mapping[str, Any], shown: set[int]
+    pinned: PinnedVersion, node_id: int, trace: Mapping[str, Any], shown: set[int]
 ) -> dict[str, Any]:
     """The part of a ``graph`` query's trace (``HeterographView.trace``) around one node.
 
@@ -101,28 +84,20 @@ def walk_around(
         taken[i] = taken[i] or e["src"] == node_id
     picked = [e for e, t in zip(edges, taken, strict=True) if t]
     ends = dict.fromkeys(x for e in picked for x in (e["src"], e["dst"]) if x not in shown)
-    nodes = service.engine.state.snapshot.nodes
-    live = [n for n in ends if bool(nodes.contains([n])[0])]
+    live = [n for n in ends if pinned.is_live(n)]
     return {
         "entry_points": list(trace.get("entry_points", [])),
         "edges": picked,
-        "nodes": [describe_node(service, n) for n in live],
+        "nodes": [describe_node(pinned, n) for n in live],
     }
 
 
-def describe_node(service: Service, nid: int, full: bool = False) -> dict[str, Any]:
+def describe_node(pinned: PinnedVersion, nid: int, full: bool = False) -> dict[str, Any]:
     """A live node's id, kind letter, layer, text (a preview unless ``full``) and docs."""
-    state = service.engine.state
-    nodes = state.snapshot.nodes
-    row = int(nodes.rows([nid])[0])
-    text = nodes.texts[row]
-    return {
-        "id": int(nid),
-        "kind": NodeKind(int(nodes.kind[row])).letter,
-        "layer": int(nodes.layer[row]),
-        "text": text if full else text[:PREVIEW_CHARS],
-        "docs": state.doc_names(nodes.docs[row]),
-    }
+    node = pinned.node(nid)
+    if not full:
+        node["text"] = node["text"][:PREVIEW_CHARS]
+    return node
 
 
 def graph_params(service: Service, raw: str | None) -> dict[str, Any]:
@@ -134,26 +109,16 @@ def graph_params(service: Service, raw: str | None) -> dict[str, Any]:
     return service.check_params("graph", {**values, "trace": True})
 
 
-def document_text(service: Service, doc_id: str) -> dict[str, Any] | None:
+def document_text(pinned: PinnedVersion, doc_id: str) -> dict[str, Any] | None:
     """A document's title and text (its chunks in order), or None when it is not present."""
-    state = service.engine.state
-    snap = state.snapshot
-    docs = snap.docs
-    keys = docs.column("key").to_pylist()
-    ids = docs.column("doc_id").to_pylist()
-    if doc_id not in ids:
+    found = pinned.document_text(doc_id)
+    if found is None:
         return None
-    row = ids.index(doc_id)
-    key = keys[row]
-    nodes = snap.nodes
-    chunk_ids = nodes.ids_of_kind(int(NodeKind.T))
-    chunk_rows = nodes.rows(chunk_ids)
-    texts = [nodes.texts[r] for r in chunk_rows if key in nodes.docs[r]]
     return {
         "doc_id": doc_id,
-        "title": docs.column("title")[row].as_py() or "",
-        "chunks": len(texts),
-        "text": "\n\n".join(texts),
+        "title": found["title"],
+        "chunks": len(found["chunks"]),
+        "text": "\n\n".join(found["chunks"]),
     }
 
 
@@ -194,18 +159,19 @@ def router(
             service.check_query(query)
             checked = graph_params(service, params)
         loop = asyncio.get_running_loop()
-        data = await loop.run_in_executor(None, neighbourhood, service, int(node_id), limit)
+        pinned = service.index.pinned()
+        data = await loop.run_in_executor(None, neighbourhood, pinned, int(node_id), limit)
         if data is None:
             raise ApiError(404, "not_found", f"no node {node_id} in this version")
         if query is not None:
             async with service.slots.hold():
                 result = await service.runner.retrieve(query, "graph", budget_tokens, None, checked)
             shown = {data["node"]["id"], *(m["id"] for m in data["neighbours"])}
-            walk = walk_around(service, int(node_id), result.report["trace"], shown)
+            walk = walk_around(pinned, int(node_id), result.report["trace"], shown)
             returned = {h.id: h.to_dict()["score"] for h in result.nodes}
             walk.update(
                 query=query,
-                version=int(result.report.get("version", service.engine.version)),
+                version=int(result.report.get("version", service.index.version)),
                 retrieved=int(node_id) in returned,
                 score=returned.get(int(node_id)),
             )
@@ -219,7 +185,7 @@ def router(
     )
     async def get_text(doc_id: str) -> Response:
         loop = asyncio.get_running_loop()
-        data = await loop.run_in_executor(None, document_text, service, doc_id)
+        data = await loop.run_in_executor(None, document_text, service.index.pinned(), doc_id)
         if data is None:
             raise ApiError(404, "not_found", f"document {doc_id!r} is not in the index")
         return JSONResponse(data)

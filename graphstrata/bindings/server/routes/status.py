@@ -49,6 +49,6 @@ def health_router(service: Service) -> APIRouter:
 
     @api.get("/healthz", summary="Liveness and the served version")
     async def healthz() -> dict[str, Any]:
-        return {"status": "ok", "version": service.engine.version, "modes": service.engine.modes}
+        return {"status": "ok", "version": service.index.version, "modes": service.index.modes}
 
     return api

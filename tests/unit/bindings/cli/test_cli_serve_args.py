@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from graphstrata.bindings.cli.main import build_parser
-from graphstrata.bindings.cli.serve import settings_from_args
+from graphstrata.bindings.server.command import settings_from_args
 
 
 def test_limits_and_timeouts_reach_the_settings():

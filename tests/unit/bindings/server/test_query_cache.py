@@ -145,7 +145,7 @@ def test_runner_embeds_a_repeated_query_once(make_index, sample_docs, hashing_em
     counting = CountingEmbedder(hashing_embedder)
     engine.embedder = counting
     metrics = ServiceMetrics()
-    runner = QueryRunner(engine, ServerSettings(query_cache_size=16), metrics)
+    runner = QueryRunner(index, ServerSettings(query_cache_size=16), metrics)
     try:
 
         async def main():

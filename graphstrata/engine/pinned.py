@@ -1,0 +1,128 @@
+"""A read view of one committed version, for readers outside the engine (the server's node,
+text and document routes, its metrics): every look-up of one request reads the version the
+view was taken on, while writers commit newer ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow.compute as pc
+
+from graphstrata.engine.store import Snapshot
+from graphstrata.engine.types import NodeKind
+
+
+class PinnedVersion:
+    """One committed version's nodes, edges and documents (``Engine.pinned``).
+
+    Parameters
+    ----------
+    snapshot:
+        The version.
+    doc_names:
+        Its document key -> ``doc_id`` mapping.
+    """
+
+    def __init__(self, snapshot: Snapshot, doc_names: Callable[[Sequence[int]], list[str]]):
+        self._snapshot = snapshot
+        self._doc_names = doc_names
+
+    @property
+    def version(self) -> int:
+        """The committed version number."""
+        return int(self._snapshot.version)
+
+    # ------------------------------------------------------------------ nodes
+    def is_live(self, node_id: int) -> bool:
+        """Whether ``node_id`` is a live node of this version."""
+        return bool(self._snapshot.nodes.contains([node_id])[0])
+
+    def node(self, node_id: int) -> dict[str, Any]:
+        """A live node's ``id``, ``kind`` letter, ``layer``, whole ``text`` and ``docs``."""
+        nodes = self._snapshot.nodes
+        row = int(nodes.rows([node_id])[0])
+        return {
+            "id": int(node_id),
+            "kind": NodeKind(int(nodes.kind[row])).letter,
+            "layer": int(nodes.layer[row]),
+            "text": nodes.texts[row],
+            "docs": self._doc_names(nodes.docs[row]),
+        }
+
+    def parent(self, node_id: int) -> int:
+        """A live node's parent in the hierarchy (-1 for none)."""
+        nodes = self._snapshot.nodes
+        return int(nodes.parent[int(nodes.rows([node_id])[0])])
+
+    def heaviest_edges(self, node_id: int, limit: int) -> list[dict[str, Any]]:
+        """The ``limit`` heaviest edges touching ``node_id`` (``src``, ``dst``, ``kind``,
+        ``weight``), heaviest first, ties in storage order."""
+        edges = self._snapshot.edges
+        src = edges.column("src").to_numpy()
+        dst = edges.column("dst").to_numpy()
+        touching = np.flatnonzero((src == node_id) | (dst == node_id))
+        weights = edges.column("weight").to_numpy()
+        touching = touching[np.argsort(-weights[touching], kind="stable")][:limit]
+        kinds = edges.column("kind").to_numpy()
+        return [
+            {
+                "src": int(src[e]),
+                "dst": int(dst[e]),
+                "kind": int(kinds[e]),
+                "weight": round(float(weights[e]), 6),
+            }
+            for e in touching
+        ]
+
+    def node_counts(self) -> dict[str, int]:
+        """Live nodes per kind letter (kinds without nodes are left out)."""
+        kinds, counts = np.unique(self._snapshot.nodes.kind, return_counts=True)
+        return {NodeKind(int(k)).letter: int(c) for k, c in zip(kinds, counts, strict=True)}
+
+    # ------------------------------------------------------------------ documents
+    @property
+    def document_count(self) -> int:
+        """Documents in this version."""
+        return int(self._snapshot.docs.num_rows)
+
+    def documents(self) -> list[tuple[str, str]]:
+        """Every document's ``(doc_id, title)``, in storage order (title ``""`` if none)."""
+        docs = self._snapshot.docs
+        ids = docs.column("doc_id").to_pylist()
+        titles = docs.column("title").to_pylist()
+        return [(d, t or "") for d, t in zip(ids, titles, strict=True)]
+
+    def document(self, doc_id: str) -> dict[str, Any] | None:
+        """A document's ``version`` (of its last write), ``chunks`` and ``title``, or None
+        when it is not in this version."""
+        docs = self._snapshot.docs
+        if not docs.num_rows:
+            return None
+        row = docs.filter(pc.equal(docs.column("doc_id"), doc_id))
+        if not row.num_rows:
+            return None
+        return {
+            "version": int(row.column("version")[0].as_py()),
+            "chunks": int(row.column("n_chunks")[0].as_py()),
+            "title": row.column("title")[0].as_py() or "",
+        }
+
+    def document_text(self, doc_id: str) -> dict[str, Any] | None:
+        """A document's ``title`` and its chunks' texts in order (``chunks``), or None when
+        it is not in this version."""
+        snap = self._snapshot
+        docs = snap.docs
+        ids = docs.column("doc_id").to_pylist()
+        if doc_id not in ids:
+            return None
+        row = ids.index(doc_id)
+        key = docs.column("key").to_pylist()[row]
+        nodes = snap.nodes
+        chunk_rows = nodes.rows(nodes.ids_of_kind(int(NodeKind.T)))
+        return {
+            "title": docs.column("title")[row].as_py() or "",
+            "chunks": [nodes.texts[r] for r in chunk_rows if key in nodes.docs[r]],
+        }
