@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import write_json
 from benchmarks.service.loadgen import format_load_table, run_load, service_modes
 from benchmarks.service.server_process import ServerHandle, server_process
 from graphstrata.bindings.cli.common import Progress
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     report = run(args)
     rows = report["results"]
     if args.out:
-        Path(args.out).write_text(json.dumps(report, indent=1))
+        write_json(Path(args.out), report)
     if args.json:
         print(json.dumps(report, indent=1, ensure_ascii=False))
     else:
