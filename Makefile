@@ -43,7 +43,7 @@ format: setup
 	$(VENV)/bin/ruff check --fix graphstrata tests benchmarks
 
 bench: setup
-	$(PY) benchmarks/kernel_bench.py
+	$(PY) -m benchmarks.kernels.kernel_bench
 
 # The web page in a real headless Chromium: Debian's chromium + chromium-driver (installed with
 # apt-get when missing; no browser or driver download) and Selenium from PyPI.

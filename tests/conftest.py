@@ -10,14 +10,10 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import SAMPLE_JSONL
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE_DIR = REPO / "examples" / "sample"
-SAMPLE_JSONL = REPO / "examples" / "sample.jsonl"
-SAMPLE_QA = REPO / "examples" / "sample_qa.jsonl"
-SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 @pytest.fixture(scope="session")

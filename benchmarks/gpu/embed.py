@@ -6,9 +6,9 @@ CUDAExecutionProvider (``onnxruntime-gpu``) plus ``onnx`` to export (or ``--onnx
 It does not import graphstrata, so it runs on a bare GPU machine.
 
     # on the CPU machine: an fp16 copy of the packaged model (~46 MB, fits a 64 MiB carry)
-    python benchmarks/gpu/embed.py --prepare /tmp/minilm-fp16
+    python -m benchmarks.gpu.embed --prepare /tmp/minilm-fp16
     # on the GPU machine (< 5 minutes)
-    python benchmarks/gpu/embed.py --model /tmp/minilm-fp16 --chunks 4096 --json-out gpu.json
+    python -m benchmarks.gpu.embed --model /tmp/minilm-fp16 --chunks 4096 --json-out gpu.json
 
 Rows, on the same texts (``--corpus`` JSONL ``text`` fields cut into ~150-word windows, about
 200 cl100k tokens, else synthetic sentences):

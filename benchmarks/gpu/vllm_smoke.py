@@ -1,6 +1,6 @@
 """End-to-end smoke test of the ``vllm`` backend on a GPU machine (a few minutes).
 
-    python benchmarks/gpu/vllm_smoke.py --model /models/Qwen2.5-1.5B-Instruct
+    python -m benchmarks.gpu.vllm_smoke --model /models/Qwen2.5-1.5B-Instruct
 
 1. loads the model in-process with vLLM and times the load;
 2. sends one batch per LLM stage straight to the backend (summaries, decompositions, query
@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
 
 SAMPLE = REPO / "examples" / "sample.jsonl"
 SAMPLE_QA = REPO / "examples" / "sample_qa.jsonl"

@@ -1,0 +1,1 @@
+"""The HTTP service under load, its soak test, and concurrent graph queries."""

@@ -4,8 +4,8 @@
 keep-alive connections of a minimal raw-socket HTTP/1.1 client (:class:`RawConnection`), stops a
 cell early after a duration cap, and reads the server's counters (``GET /v1/stats``) before and
 after each cell, so a result says how much of the server's query time went to embedding.
-:func:`format_load_table` prints results as Markdown. Used by ``graphstrata bench serve`` and
-``benchmarks/serve.py``; it needs neither FastAPI nor the index.
+:func:`format_load_table` prints results as Markdown. Used by :mod:`benchmarks.service.serve_load`
+and :mod:`benchmarks.service.serve`; it needs neither FastAPI nor the index.
 """
 
 from __future__ import annotations

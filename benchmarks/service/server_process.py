@@ -1,4 +1,4 @@
-"""The real server in a subprocess on a free loopback port (tests, ``bench serve``, benchmarks).
+"""The real server in a subprocess on a free loopback port (tests and service benchmarks).
 
 :func:`server_process` starts ``python -m graphstrata.bindings.server INDEX --port 0``, waits
 for the line that says where it listens, and stops it on exit with SIGTERM (graceful; the
@@ -19,7 +19,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-#: ``graphstrata serve`` prints this, then the URL, once the socket listens.
+#: What ``graphstrata serve`` prints before its URL once the socket listens (its
+#: ``graphstrata.bindings.server.command.LISTENING``). Spelled here, not imported: importing the
+#: command line would load the engine (Numba, Arrow) into every load generator.
 LISTENING = "listening on "
 
 

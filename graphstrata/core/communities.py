@@ -373,7 +373,7 @@ def leiden_local(
     """
     touched = np.asarray(touched, np.int64)
     # The contracted run needs explicit strengths, which only igraph's Leiden takes
-    # (leidenalg is kept as a whole-graph comparison in benchmarks/heterograph.py).
+    # (leidenalg is kept as a whole-graph comparison in benchmarks/quality/heterograph.py).
     if initial is None or n == 0 or backend != "igraph":
         src, dst, weight = edges.all()
         membership = leiden(n, src, dst, weight, seed, initial, backend)

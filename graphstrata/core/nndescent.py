@@ -8,7 +8,7 @@ insertion walks further as the graph grows. This module follows pynndescent (Don
 WWW 2011; McInnes' pynndescent): a few random projection trees give every point a first
 neighbour list from its leaves (``O(n log n)``), then NN-descent rounds compare the
 neighbours of each point's neighbours (``O(n m^2)`` a round, rounds bounded by
-``log2 n``). Measured (``benchmarks/scale.py ann``, hashing embeddings, 200k vectors): 118 s
+``log2 n``). Measured (``benchmarks/scale/scale.py ann``, hashing embeddings, 200k vectors): 118 s
 against 552 s for HNSW, recall@16 0.66 against 0.72; the 100k-chunk build's stage took 398 s
 (HNSW took 664 s on a machine ~3x faster; not run on the same one).
 
@@ -32,7 +32,7 @@ __all__ = ["KnnGraph", "graph_edges", "knn_graph"]
 #: Random projection trees: each gives every point the other points of its leaf as
 #: candidates. pynndescent grows the count with ``sqrt(n)``; a fixed count keeps the forest
 #: ``O(n log n)`` and NN-descent recovers the rest (recall measured by
-#: ``benchmarks/scale.py ann``).
+#: ``benchmarks/scale/scale.py ann``).
 N_TREES = 6
 #: Points per leaf at most (pynndescent: ``max(10, n_neighbors)``; 2 m here, since the
 #: leaves are the only candidates the first round starts from).
@@ -40,7 +40,7 @@ LEAF_FACTOR = 2
 #: Each row keeps this many times ``m`` neighbours while descending and returns its best
 #: ``m``: on 50k hashing embeddings of the synthetic corpus' chunks and sentences (m 16,
 #: one-off runs) lists of m reached recall@16 0.51, of 2m 0.72-0.77, of 3m 0.84;
-#: ``benchmarks/scale.py ann`` at 50k: 0.825 in 24.7 s, HNSW 0.829 in 73.9 s.
+#: ``benchmarks/scale/scale.py ann`` at 50k: 0.825 in 24.7 s, HNSW 0.829 in 73.9 s.
 LIST_FACTOR = 3
 #: Candidates per point and round, new and old each (pynndescent: ``min(60, n_neighbors)``;
 #: with lists of 2m, 32 gave 0.72 and 48 0.77 in the runs above).

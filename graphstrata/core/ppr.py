@@ -16,7 +16,7 @@ size (no O(n) scratch, nothing kept between calls, safe to call from many thread
 
 The kernels are compiled with ``nogil=True``: the HTTP server runs queries from a thread
 pool, and a thread inside the push or the top-k selection does not hold the GIL, so
-queries overlap (``benchmarks/concurrent_graph.py`` measures it). See
+queries overlap (``benchmarks/service/concurrent_graph.py`` measures it). See
 docs/architecture.md, "Kernels".
 """
 

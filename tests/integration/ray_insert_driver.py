@@ -11,7 +11,7 @@ import functools
 import sys
 
 from graphstrata.bindings.distributed import RayOptions, insert
-from tests.integration.conftest_ray import SlowEmbedder
+from tests.helpers.ray_cluster import SlowEmbedder
 
 
 def main() -> None:

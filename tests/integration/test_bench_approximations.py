@@ -1,10 +1,8 @@
-"""``benchmarks/approximations.py``: each variant's settings reach the index it builds, the
+"""``benchmarks/quality/approximations.py``: each variant's settings reach the index it builds, the
 semantic edges of two real indexes are compared as unordered pairs, and the table scores
 every variant against the exact run."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,19 +11,16 @@ from graphstrata.bindings.embed.models import HashingEmbedder
 
 pytestmark = pytest.mark.integration
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 def _docs(n: int) -> list[dict]:
-    import scale
+    from benchmarks.scale.synthetic_corpus import SyntheticCorpus
 
-    corpus = scale._corpus()
+    corpus = SyntheticCorpus()
     return [corpus.document(i) for i in range(n)]
 
 
-def test_variants_build_with_their_settings_and_share_their_edges(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import approximations
+def test_variants_build_with_their_settings_and_share_their_edges(tmp_path):
+    from benchmarks.quality import approximations
 
     docs = _docs(12)
     built = {}
@@ -51,9 +46,8 @@ def test_variants_build_with_their_settings_and_share_their_edges(tmp_path, monk
     assert approximations._shared_share(exact, exact) == 1.0
 
 
-def test_pairs_are_unordered_and_the_share_counts_the_exact_runs_pairs(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import approximations
+def test_pairs_are_unordered_and_the_share_counts_the_exact_runs_pairs():
+    from benchmarks.quality import approximations
 
     class Edges:
         def __init__(self, src, dst):
@@ -74,9 +68,8 @@ def test_pairs_are_unordered_and_the_share_counts_the_exact_runs_pairs(monkeypat
     assert approximations._shared_share(a, np.zeros(0, np.int64)) == 1.0
 
 
-def test_the_table_scores_each_variant_against_the_exact_run(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import approximations
+def test_the_table_scores_each_variant_against_the_exact_run():
+    from benchmarks.quality import approximations
 
     def variant(fact, doc):
         return {

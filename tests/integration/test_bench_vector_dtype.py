@@ -1,21 +1,16 @@
-"""``benchmarks/vector_dtype.py``: every contender is measured on the same held-out queries,
+"""``benchmarks/scale/vector_dtype.py``: every contender is measured on the same held-out queries,
 recall is counted against the exact float32 top k, and the report lists them all."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytestmark = pytest.mark.integration
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 def test_contenders_are_scored_against_the_exact_top_k(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import vector_dtype
+    from benchmarks.scale import vector_dtype
 
     rng = np.random.default_rng(3)
     x = rng.standard_normal((900, 48)).astype(np.float32)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_cli import run
+from tests.helpers.cli import run
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

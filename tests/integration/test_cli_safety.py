@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_openai_server import FakeOpenAIServer
+from tests.helpers.fake_openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

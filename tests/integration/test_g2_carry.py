@@ -17,8 +17,7 @@ from graphstrata.engine.heterograph.component import HeterographComponent
 from graphstrata.engine.heterograph.schema import G2_KINDS, ST_GROUP_OF, ST_LEIDEN
 from graphstrata.engine.heterograph.state import g2, walk_graph
 from graphstrata.engine.store import Store
-
-from .test_snapshot_advance import assert_same_snapshot
+from tests.helpers.snapshots import assert_same_snapshot
 
 
 def _component(index: Index) -> HeterographComponent:

@@ -9,7 +9,7 @@ from graphstrata.bindings.api import Index
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.hierarchy import HierarchyTree
 from graphstrata.engine.types import NodeKind
-from tests.unit.engine.hierarchy.test_hierarchy import check_hierarchy, new_index, signature, small_config
+from tests.helpers.hierarchy import check_hierarchy, new_index, signature, small_config
 
 pytestmark = pytest.mark.integration
 
@@ -192,7 +192,7 @@ def test_single_document_insert_is_local(tmp_path, hashing_embedder, sample_docs
     assert calls[0] <= 3 * 2 and calls[1] <= 3 * calls[0]
     assert tree.top_layer == 2 and sum(calls) == insert.llm_calls < build.llm_calls / 2
     assert insert.total_tokens < build.total_tokens / 3
-    # (bytes written are compared at scale by benchmarks/update.py: on 60 chunks the fixed
+    # (bytes written are compared at scale by benchmarks/scale/update.py: on 60 chunks the fixed
     # cost of a commit, file footers and the manifest, dominates)
     check_hierarchy(index, config)
 

@@ -166,7 +166,7 @@ def test_hyperplanes_and_chunking_are_recorded(make_index):
 
 def test_one_small_insert_writes_a_small_fraction_of_the_index(make_index, sample_docs):
     # 180 documents (the sample six times, each copy varied) so fixed per-commit overhead
-    # (file footers, the manifest) does not dominate; benchmarks/update.py measures MultiHop-RAG.
+    # (file footers, the manifest) does not dominate; benchmarks/scale/update.py measures MultiHop-RAG.
     corpus = [
         dict(d, doc_id=f"copy{r}/{d['doc_id']}", text=f"{d['text']}\n\nCopy {r} of this record.")
         for r in range(6)

@@ -14,7 +14,7 @@ from graphstrata.core.ids import find_positions
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.heterograph.schema import G2_EDGES, G2_KINDS, NAME, ST_LEIDEN
 from graphstrata.engine.types import NodeKind
-from tests.integration.test_cli import run
+from tests.helpers.cli import run
 
 pytestmark = pytest.mark.integration
 QUESTION = "Who sold the Orrin Guild ferry?"
@@ -77,7 +77,7 @@ def test_maintain_runs_leiden_whole_and_selects_again(tmp_path, sample_docs):
 
 
 def test_maintain_from_the_cli(tmp_path):
-    from tests.integration.test_cli import REPO
+    from tests.helpers import REPO
 
     out = tmp_path / "ix"
     run("index", str(REPO / "examples" / "sample"), "--out", str(out), "--json")

@@ -1,4 +1,4 @@
-"""The ``openai`` backend against a real HTTP server on loopback (tests/fake_openai_server.py).
+"""The ``openai`` backend against a real HTTP server on loopback (tests/helpers/fake_openai_server.py).
 
 Concurrency bound, retries (429, 5xx, dropped connections, timeouts, Retry-After), JSON mode
 negotiation, JSON repair and re-ask, token accounting, the response cache (zero HTTP calls on
@@ -19,7 +19,7 @@ from graphstrata.bindings.registry import make_embedder, make_llm
 from graphstrata.engine import prompts
 from graphstrata.engine.interfaces import EmbedderError, LLMError
 from graphstrata.engine.tokens import count_tokens
-from tests.fake_openai_server import FakeOpenAIServer
+from tests.helpers.fake_openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ import pytest
 from graphstrata.bindings.registry import make_llm
 from graphstrata.engine import prompts
 from graphstrata.engine.interfaces import LLMError
-from tests.fake_openai_server import BAD_SHAPES, FakeOpenAIServer
+from tests.helpers.fake_openai_server import BAD_SHAPES, FakeOpenAIServer
 
 pytestmark = pytest.mark.integration
 

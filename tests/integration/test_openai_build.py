@@ -1,5 +1,5 @@
 """A full CPU index build of the sample corpus through the ``openai`` backend, pointed at the
-loopback fake server (tests/fake_openai_server.py), with the hashing embedder.
+loopback fake server (tests/helpers/fake_openai_server.py), with the hashing embedder.
 
 It shows that every LLM answer of a build comes through the backend given to the index
 (calls and tokens in the report equal what the server answered; the extractive backend is
@@ -24,7 +24,7 @@ from graphstrata.engine.index import Engine
 from graphstrata.engine.interfaces import LLMError
 from graphstrata.engine.modes.registry import default_components
 from graphstrata.engine.prompts import summarize_request
-from tests.fake_openai_server import FakeOpenAIServer
+from tests.helpers.fake_openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.integration
 

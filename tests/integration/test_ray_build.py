@@ -2,7 +2,7 @@
 
 Each test builds the 30 sample documents with the extractive LLM and the hashing embedder
 (or the fake OpenAI server on loopback), on one machine and through Ray, and compares
-everything the index holds (``conftest_ray.assert_same_index``): documents and chunk texts,
+everything the index holds (``ray_cluster.assert_same_index``): documents and chunk texts,
 every node (hierarchy segments and summaries, heterograph nodes), every edge, vectors within
 1e-6, and the results of every search mode. Faults are real: an embedding actor's process
 exits mid-stage; a driver process is SIGKILLed mid-insert; an LLM server fails half-way.
@@ -31,9 +31,9 @@ from graphstrata.bindings.distributed import RayOptions, build_index, insert
 from graphstrata.engine.config import ConfigError
 from graphstrata.engine.documents import DocumentError
 from graphstrata.engine.store import Store
-from tests.conftest import SAMPLE_DIR, SAMPLE_JSONL
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.integration.conftest_ray import (
+from tests.helpers import SAMPLE_DIR, SAMPLE_JSONL
+from tests.helpers.fake_openai_server import FakeOpenAIServer
+from tests.helpers.ray_cluster import (
     DIM,
     REPO,
     KillOnceEmbedder,

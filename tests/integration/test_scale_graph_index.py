@@ -1,25 +1,20 @@
-"""``benchmarks/scale.py graph-index``: a real base made each way per size, its recall
+"""``benchmarks/scale/scale.py graph-index``: a real base made each way per size, its recall
 measured against the exact top 10, and the table written."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from tests.unit.core.test_nndescent import _clustered
+from tests.helpers.vectors import clustered
 
 pytestmark = pytest.mark.integration
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
+def test_each_way_is_made_timed_and_measured():
+    from benchmarks.scale import scale_graph_index
 
-def test_each_way_is_made_timed_and_measured(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import scale_graph_index
-
-    x = _clustered(np.random.default_rng(4), 5000, 24, 20)
+    x = clustered(np.random.default_rng(4), 5000, 24, 20)
     rows = scale_graph_index.run(x, [4000, 2000], n_queries=50, load1=lambda: 0.5)
     assert [r["vectors"] for r in rows] == [2000, 4000]
     for r in rows:

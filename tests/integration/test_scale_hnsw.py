@@ -1,21 +1,16 @@
-"""``benchmarks/scale.py hnsw``: one real usearch index grown step by step per storage type;
+"""``benchmarks/scale/scale.py hnsw``: one real usearch index grown step by step per storage type;
 every step inserted, searched, and reported in the table."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytestmark = pytest.mark.integration
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
-
-def test_each_step_is_inserted_and_measured_for_both_storage_types(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import scale_hnsw
+def test_each_step_is_inserted_and_measured_for_both_storage_types():
+    from benchmarks.scale import scale_hnsw
 
     rng = np.random.default_rng(3)
     x = rng.standard_normal((650, 32)).astype(np.float32)

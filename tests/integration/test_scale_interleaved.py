@@ -1,10 +1,9 @@
-"""``benchmarks/scale.py interleaved``: two real indexes of the synthetic corpus, a child
+"""``benchmarks/scale/scale.py interleaved``: two real indexes of the synthetic corpus, a child
 process each, taking turns write by write; the ratio is that of the medians reported."""
 
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
 import pytest
 
@@ -15,27 +14,23 @@ from graphstrata.engine.config import IndexConfig
 
 pytestmark = pytest.mark.integration
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
+def test_sizes_take_turns_and_the_ratio_is_that_of_the_medians(tmp_path):
+    from benchmarks.scale import scale_interleaved, synthetic_corpus
 
-def test_sizes_take_turns_and_the_ratio_is_that_of_the_medians(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import scale
-    import scale_interleaved
-
-    corpus = scale._corpus()
+    corpus = synthetic_corpus.SyntheticCorpus()
     sizes = []
     for chunks in (16, 40):
         path = tmp_path / f"ix-{chunks}"
         index = Index.create(
-            path, IndexConfig(), embedder=HashingEmbedder(scale.DIM), llm=ExtractiveLLM()
+            path, IndexConfig(), embedder=HashingEmbedder(synthetic_corpus.DIM), llm=ExtractiveLLM()
         )
-        n_docs = max(2, round(chunks / scale.CHUNKS_PER_DOC))
+        n_docs = max(2, round(chunks / synthetic_corpus.CHUNKS_PER_DOC))
         index.insert([corpus.document(i) for i in range(n_docs)])
         sizes.append((path, chunks))
     loads = iter([0.5, 0.7])
     out = scale_interleaved.measure_interleaved(
-        BENCHMARKS / "scale.py", sizes, 3, lambda: next(loads)
+        "benchmarks.scale.scale", sizes, 3, lambda: next(loads)
     )
     assert (out["rounds"], out["load1_start"], out["load1_end"]) == (3, 0.5, 0.7)
     small, large = out["sizes"]["16"], out["sizes"]["40"]
@@ -49,8 +44,10 @@ def test_sizes_take_turns_and_the_ratio_is_that_of_the_medians(tmp_path, monkeyp
         assert out["ratio"][op] == round(large[f"{op}_p50_s"] / small[f"{op}_p50_s"], 2)
     # Every round inserted and deleted one new document: each index holds what it held.
     for path, chunks in sizes:
-        docs = Index.open(path, embedder=HashingEmbedder(scale.DIM)).engine.state.snapshot.docs
-        assert docs.num_rows == max(2, round(chunks / scale.CHUNKS_PER_DOC))
+        docs = Index.open(
+            path, embedder=HashingEmbedder(synthetic_corpus.DIM)
+        ).engine.state.snapshot.docs
+        assert docs.num_rows == max(2, round(chunks / synthetic_corpus.CHUNKS_PER_DOC))
     table = "\n".join(scale_interleaved.markdown([{**out, "code": "test"}]))
     assert "| test | 3 | 16 / 40 |" in table and f"{out['ratio']['delete']}x (" in table
 
@@ -58,13 +55,11 @@ def test_sizes_take_turns_and_the_ratio_is_that_of_the_medians(tmp_path, monkeyp
 def test_a_child_that_cannot_open_its_index_is_reported(tmp_path, monkeypatch):
     """The second size's index is missing: the error names it, and the first size's child
     (started) is stopped, not left waiting for its turn."""
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import scale
-    import scale_interleaved
+    from benchmarks.scale import scale_interleaved, synthetic_corpus
 
     path = tmp_path / "ix"
-    index = Index.create(path, IndexConfig(), embedder=HashingEmbedder(scale.DIM))
-    index.insert([scale._corpus().document(i) for i in range(3)])
+    index = Index.create(path, IndexConfig(), embedder=HashingEmbedder(synthetic_corpus.DIM))
+    index.insert([synthetic_corpus.SyntheticCorpus().document(i) for i in range(3)])
     started = []
     start = scale_interleaved._start
     monkeypatch.setattr(
@@ -72,15 +67,15 @@ def test_a_child_that_cannot_open_its_index_is_reported(tmp_path, monkeypatch):
     )
     with pytest.raises(RuntimeError, match=r"none.*did not start"):
         scale_interleaved.measure_interleaved(
-            BENCHMARKS / "scale.py", [(path, 16), (tmp_path / "none", 20)], 1, float
+            "benchmarks.scale.scale", [(path, 16), (tmp_path / "none", 20)], 1, float
         )
     assert len(started) == 1 and started[0].poll() == 0  # told to quit, and it did
 
 
-def test_the_ratio_interval_resamples_whole_rounds(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
+def test_the_ratio_interval_resamples_whole_rounds():
     import numpy as np
-    import scale_interleaved
+
+    from benchmarks.scale import scale_interleaved
 
     rng = np.random.default_rng(5)
     small = (0.15 + 0.03 * rng.random(60)).tolist()

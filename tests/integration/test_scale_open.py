@@ -1,23 +1,15 @@
-"""``benchmarks/scale.py open``: a fresh process's open is timed without the package's
+"""``benchmarks/scale/scale.py open``: a fresh process's open is timed without the package's
 imports, which are reported apart, and the first query of every mode follows it."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.integration
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
-
-def test_open_reports_imports_apart_and_the_first_query_of_each_mode(
-    tmp_path, monkeypatch, sample_docs
-):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import scale
-
+def test_open_reports_imports_apart_and_the_first_query_of_each_mode(tmp_path, sample_docs):
+    from benchmarks.scale import scale
     from graphstrata.bindings.api import Index
     from graphstrata.bindings.embed.models import HashingEmbedder
     from graphstrata.bindings.llm.extractive import ExtractiveLLM

@@ -1,9 +1,7 @@
-"""``benchmarks/scale.py remake``: a real base copied, read out and made anew per kind, the
+"""``benchmarks/scale/scale.py remake``: a real base copied, read out and made anew per kind, the
 made base holding exactly the live vectors, and the table written."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,25 +9,21 @@ import pytest
 from graphstrata.engine.store.tables import VectorSegment, VectorTable
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
-from tests.unit.core.test_nndescent import _clustered
+from tests.helpers.vectors import clustered
 
 pytestmark = pytest.mark.integration
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 def test_each_hnsw_kind_is_copied_and_made_anew_with_its_live_vectors(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import scale_remake
-
     import graphstrata.engine.vectors as vectors
+    from benchmarks.scale import scale_remake
 
     monkeypatch.setattr(vectors, "EXACT_BELOW", 500)
     rng = np.random.default_rng(2)
     n = 1500
     ids = np.arange(1, n + 1, dtype=np.int64)
     kinds = np.where(ids <= 1200, int(NodeKind.S), int(NodeKind.T)).astype(np.uint8)
-    table = VectorTable(24, [VectorSegment(ids, kinds, _clustered(rng, n, 24, 10), 1)], ids)
+    table = VectorTable(24, [VectorSegment(ids, kinds, clustered(rng, n, 24, 10), 1)], ids)
     vi = VectorIndex.build(table)
     vi = vi.updated(ids[:0], kinds[:0], np.zeros((0, 24), np.float32), ids[:40], 2)
     assert vi.removed[int(NodeKind.S)].size == 40  # dead, still in the base

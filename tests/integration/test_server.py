@@ -657,19 +657,22 @@ def docs_at_version(docs_at: dict[int, set[str]], doc_id: str) -> int:
     return min(v for v, docs in docs_at.items() if doc_id in docs)
 
 
-# ---------------------------------------------------------------------------- bench serve
-def test_bench_serve_command(base_index, tmp_path):
-    """``graphstrata bench serve`` starts the server on loopback and reports every cell."""
+# ---------------------------------------------------------------------------- serve_load
+def test_serve_load_benchmark(base_index, tmp_path):
+    """``benchmarks/service/serve_load.py`` (once ``graphstrata bench serve``) starts the
+    server on loopback and reports every cell."""
     import subprocess
     import sys
 
+    from tests.helpers import REPO
+
     out = tmp_path / "bench.json"
     cmd = [
-        sys.executable, "-m", "graphstrata.bindings.cli", "bench", "serve",
+        sys.executable, "-m", "benchmarks.service.serve_load",
         str(copy_index(base_index, "bench")), "--requests", "40", "--concurrency", "1,4",
         "--modes", "naive,no-such-mode", "--json", "--out", str(out),
     ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report == json.loads(out.read_text())

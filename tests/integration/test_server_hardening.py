@@ -3,7 +3,7 @@
 Everything runs against real servers on 127.0.0.1: uvicorn with the service's own protocol
 and settings (in a thread of this process, so a test can choose small timeouts, or in a
 subprocess), raw sockets for slow or oversized requests, and the loopback OpenAI-compatible
-fake (``tests/fake_openai_server.py``) as a failing LLM or embedding server. Every loop is
+fake (``tests/helpers/fake_openai_server.py``) as a failing LLM or embedding server. Every loop is
 bounded; no assertion is about elapsed time: a slow client is detected by the server closing
 the connection while the client still had bytes to send.
 """
@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from benchmarks.service.server_process import server_process
-from tests.fake_openai_server import FakeOpenAIServer
+from tests.helpers.fake_openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ for machines), shows progress on long work, and exits non-zero with a one-line c
 Modules: :mod:`.common` (what the subcommands share), :mod:`.commands` (index, insert, delete,
 query, stats, compact), :mod:`.build` (how ``index`` builds beside ``--out`` and swaps the new
 index in, so a failed or careless build loses nothing), :mod:`.evaluate` (eval), :mod:`.serve`
-(serve, bench serve) and :mod:`.main` (the parser, which imports each of them; it also exits
+(serve) and :mod:`.main` (the parser, which imports each of them; it also exits
 quietly when the reader of stdout goes away, as in ``graphstrata stats IX | head -1``).
 """
 

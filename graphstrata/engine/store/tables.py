@@ -205,7 +205,7 @@ CHUNK_MERGE_FACTOR = 2
 #: costs a fixed ~0.2-0.8 ms per call (splitting the table into its ~40 chunks at 100k
 #: chunks, a take per chunk, a table rebuilt and put back in order), one row read alone
 #: ~1-3 us; they broke even between 100 and 300 rows (``build/scratch/gather_bench.py`` on
-#: the 100k index of ``benchmarks/scale.py``, beside a busy core). A query reads the texts
+#: the 100k index of ``benchmarks/scale/scale.py``, beside a busy core). A query reads the texts
 #: and doc lists of a few dozen rows, three times per ``collapsed`` query.
 ROW_BY_ROW_BELOW = 128
 

@@ -19,6 +19,7 @@ from graphstrata.core.fusion import (
     score_fusion,
     shingles,
 )
+from tests.helpers.oracles import coverage_oracle, feedback_oracle
 
 
 def rrf_oracle(rankings, weights, k):
@@ -195,30 +196,6 @@ def test_pack_distinct_drops_a_repeated_or_contained_text():
         pack_distinct(np.array([1.0]), np.array([1]), [sets[0]], 10, 0.0)
 
 
-def coverage_oracle(ids, dense, terms, w, decay):
-    """The greedy term-coverage ranking, written plainly."""
-    ids, dense, terms = list(ids), list(dense), [list(r) for r in terms]
-    full = [sum(r[i] for r in terms) for i in range(len(ids))]
-    lo, hi = min(full), max(full)
-    span, lo = (hi - lo, lo) if hi > lo else (1.0, lo - 1.0)
-    dlo, dhi = min(dense), max(dense)
-    dn = [(d - dlo) / (dhi - dlo) if dhi > dlo else 1.0 for d in dense]
-    factor = [1.0] * len(terms)
-    left = list(range(len(ids)))
-    out = []
-    while left:
-        gains = {
-            i: w * dn[i]
-            + (1 - w) * (sum(f * r[i] for f, r in zip(factor, terms, strict=True)) - lo) / span
-            for i in left
-        }
-        best = max(left, key=lambda i: (gains[i], -ids[i]))
-        out.append(ids[best])
-        left.remove(best)
-        factor = [f * decay if r[best] > 0 else f for f, r in zip(factor, terms, strict=True)]
-    return out
-
-
 @pytest.mark.parametrize("seed", range(8))
 def test_coverage_order_equals_the_oracle(seed):
     rng = np.random.default_rng(seed)
@@ -263,19 +240,6 @@ def test_coverage_order_edge_cases():
         coverage_order(np.asarray([1]), np.ones(1), np.ones((1, 1)), 0.2, 0.0)
     with pytest.raises(ValueError):
         coverage_order(np.asarray([1]), np.ones(1), np.ones((1, 1)), 1.5, 0.5)
-
-
-# ------------------------------------------------------------------------------ feedback
-def feedback_oracle(query, feedback, weight):
-    """Rocchio's update written plainly: q + weight * mean(rows), then unit length."""
-    q = [float(x) for x in query]
-    rows = [[float(x) for x in r] for r in feedback]
-    if not rows or weight == 0:
-        return q
-    mean = [sum(r[j] for r in rows) / len(rows) for j in range(len(q))]
-    out = [a + weight * b for a, b in zip(q, mean, strict=True)]
-    norm = sum(x * x for x in out) ** 0.5
-    return [x / norm for x in out] if norm > 0 else out
 
 
 @pytest.mark.parametrize("seed", range(6))

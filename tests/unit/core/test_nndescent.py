@@ -13,21 +13,11 @@ import pytest
 
 from graphstrata.core.knn import best_per_query, nearest_neighbours_scored
 from graphstrata.core.nndescent import KnnGraph, graph_edges, knn_graph
+from tests.helpers.vectors import clustered, exact_rows, unit_rows
 
 #: Recall@16 floor on 3,000 clustered unit vectors in 32 dimensions (measured 0.99+; HNSW,
 #: ``core.ann``'s usearch index searched with ef 128, measured 0.999 on the same kind of set).
 RECALL_FLOOR = 0.95
-
-
-def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def _clustered(rng: np.random.Generator, n: int, d: int, clusters: int) -> np.ndarray:
-    centres = _unit(rng, clusters, d) * 3.0
-    x = centres[rng.integers(0, clusters, n)] + rng.standard_normal((n, d)).astype(np.float32)
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
 def _exact(x: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -59,7 +49,7 @@ def _check_shape(g: KnnGraph, x: np.ndarray, m: int) -> None:
 
 
 def test_recall_above_the_floor_on_clustered_vectors():
-    x = _clustered(np.random.default_rng(3), 3000, 32, 30)
+    x = clustered(np.random.default_rng(3), 3000, 32, 30)
     g = knn_graph(x, 16, seed=1)
     _check_shape(g, x, 16)
     _, kth = _exact(x, 16)
@@ -69,7 +59,7 @@ def test_recall_above_the_floor_on_clustered_vectors():
 
 
 def test_uniform_random_vectors_still_find_most_neighbours():
-    x = _unit(np.random.default_rng(5), 2000, 24)
+    x = unit_rows(np.random.default_rng(5), 2000, 24)
     g = knn_graph(x, 10, seed=0)
     _check_shape(g, x, 10)
     _, kth = _exact(x, 10)
@@ -79,7 +69,7 @@ def test_uniform_random_vectors_still_find_most_neighbours():
 def test_few_rows_give_the_exact_graph():
     rng = np.random.default_rng(7)
     for n in (2, 5, 17, 40):
-        x = _unit(rng, n, 8)
+        x = unit_rows(rng, n, 8)
         m = 16
         g = knn_graph(x, m, seed=3)
         _check_shape(g, x, m)
@@ -90,7 +80,7 @@ def test_few_rows_give_the_exact_graph():
 
 
 def test_edge_cases():
-    x = _unit(np.random.default_rng(0), 5, 8)
+    x = unit_rows(np.random.default_rng(0), 5, 8)
     empty = knn_graph(x[:0], 4)
     assert empty.indices.shape == (0, 4) or empty.indices.shape[0] == 0
     one = knn_graph(x[:1], 4)
@@ -128,7 +118,7 @@ def test_far_apart_clusters_keep_their_neighbours_inside():
 
 
 def test_deterministic_across_runs_and_thread_counts():
-    x = _clustered(np.random.default_rng(13), 2500, 16, 12)
+    x = clustered(np.random.default_rng(13), 2500, 16, 12)
     a = knn_graph(x, 12, seed=9)
     b = knn_graph(x, 12, seed=9)
     before = numba.get_num_threads()
@@ -143,7 +133,7 @@ def test_deterministic_across_runs_and_thread_counts():
 
 
 def test_edges_are_on_ids():
-    x = _clustered(np.random.default_rng(17), 300, 8, 5)
+    x = clustered(np.random.default_rng(17), 300, 8, 5)
     ids = np.arange(1000, 1300, dtype=np.int64)[::-1].copy()
     g = knn_graph(x, 6, seed=4)
     src, dst, sim = graph_edges(knn_graph(x, 6, seed=4), ids)
@@ -156,7 +146,7 @@ def test_edges_on_ascending_ids_are_already_merged():
     """The build's semantic edges skip ``best_per_query`` (``heterograph.enrich``): on ids in
     ascending order the graph's edges are already in its order, ties included."""
     rng = np.random.default_rng(23)
-    x = _clustered(rng, 400, 8, 6)
+    x = clustered(rng, 400, 8, 6)
     x[50:60] = x[50]  # equal similarities: ties by ascending id
     ids = np.sort(rng.choice(10_000, 400, replace=False)).astype(np.int64)
     edges = graph_edges(knn_graph(x, 8, seed=2), ids)
@@ -168,7 +158,7 @@ def test_edges_on_ascending_ids_are_already_merged():
 def test_kept_columns_extend_the_first_m():
     """``keep`` returns the descent's further neighbours after the first ``m``, which are
     the same as without it; ``graph_edges`` reads the first ``m`` of them."""
-    x = _clustered(np.random.default_rng(29), 800, 16, 8)
+    x = clustered(np.random.default_rng(29), 800, 16, 8)
     ids = np.arange(800, dtype=np.int64) * 3
     short = knn_graph(x, 8, seed=5)
     wide = knn_graph(x, 8, seed=5, keep=24)
@@ -186,13 +176,13 @@ def test_a_descent_seeded_by_a_close_graph_needs_no_trees():
     """Started from the exact neighbours alone (no trees), the descent keeps them: recall
     1. From a seed missing for some rows (``-1``), or holding the row itself, it recovers
     them through the reverse lists, above the floor."""
-    x = _clustered(np.random.default_rng(31), 2000, 32, 20)
+    x = clustered(np.random.default_rng(31), 2000, 32, 20)
     top, kth = _exact(x, 16)
-    exact = knn_graph(x, 16, seed=0, n_trees=0, init=_exact_rows(x, 16))
+    exact = knn_graph(x, 16, seed=0, n_trees=0, init=exact_rows(x, 16))
     _check_shape(exact, x, 16)
     assert float(np.mean(exact.sims >= kth[:, None] - 1e-6)) == 1.0
     np.testing.assert_allclose(exact.sims, top, atol=1e-5)
-    seed = _exact_rows(x, 16)
+    seed = exact_rows(x, 16)
     seed[::3] = -1  # a third of the rows listed nothing
     seed[1::3, 0] = np.arange(1, 2000, 3)  # the row itself: skipped
     partial = knn_graph(x, 16, seed=0, n_trees=0, init=seed)
@@ -200,14 +190,8 @@ def test_a_descent_seeded_by_a_close_graph_needs_no_trees():
     assert float(np.mean(partial.sims >= kth[:, None] - 1e-6)) >= RECALL_FLOOR
 
 
-def _exact_rows(x: np.ndarray, m: int) -> np.ndarray:
-    sims = x @ x.T
-    np.fill_diagonal(sims, -np.inf)
-    return np.argsort(-sims, axis=1, kind="stable")[:, :m].astype(np.int32)
-
-
 def test_empty_and_tiny_seeds():
-    x = _clustered(np.random.default_rng(37), 5, 4, 2)
+    x = clustered(np.random.default_rng(37), 5, 4, 2)
     g = knn_graph(x, 3, n_trees=0, init=np.full((5, 2), -1, np.int32))
     _check_shape(g, x, 3)  # nothing to start from, nothing found
     assert not np.any(g.indices >= 0)

@@ -267,7 +267,7 @@ def test_top_k_by_kind_any_integer_kinds(dtype) -> None:
 
 
 def test_query_kernels_release_the_gil() -> None:
-    # the server calls these from a thread pool (benchmarks/concurrent_graph.py)
+    # the server calls these from a thread pool (benchmarks/service/concurrent_graph.py)
     from graphstrata.core import ppr, topk
 
     kernels = (ppr._seed_distribution, ppr._push, ppr._step, ppr._step_plain, ppr._spread)

@@ -21,7 +21,7 @@ import pytest
 from graphstrata.core import search_graph as sg
 from graphstrata.core.ann import BASE_DEGREE, hnsw_from_graph, hnsw_index, match_arrays
 from graphstrata.core.nndescent import KnnGraph, knn_graph
-from tests.unit.core.test_nndescent import _clustered, _unit
+from tests.helpers.vectors import clustered, unit_rows
 
 #: Recall@10 floor of the loaded index at ef 64 on 4,000 clustered 32-d unit vectors
 #: (measured 0.99+; usearch's own inserts on the same set: also 0.99+, checked below).
@@ -76,7 +76,7 @@ def _prune_oracle(
 @pytest.mark.parametrize("seed", range(3))
 def test_pruning_matches_the_python_oracle(seed):
     rng = np.random.default_rng(seed)
-    x = _unit(rng, 60, 8)
+    x = unit_rows(rng, 60, 8)
     for row in range(10):
         cand = rng.integers(0, 60, 40).astype(np.int32)  # duplicates and the row itself
         sims = (x[cand] @ x[row]).astype(np.float32)
@@ -91,7 +91,7 @@ def test_pruning_matches_the_python_oracle(seed):
 
 def test_random_clustered_vectors_give_a_reachable_graph_and_a_recall_like_usearch():
     rng = np.random.default_rng(0)
-    x = _clustered(rng, 4000, 32, 40)
+    x = clustered(rng, 4000, 32, 40)
     ids = np.arange(4000, dtype=np.int64) * 7 + 3
     g = sg.search_graph(x, knn_graph(x, 16, 0), BASE_DEGREE)
     _check(g, x, BASE_DEGREE)
@@ -100,7 +100,7 @@ def test_random_clustered_vectors_give_a_reachable_graph_and_a_recall_like_usear
     assert index is not None and len(index) == 4000
     inserted = hnsw_index(32, "f32", 64)
     inserted.add(ids, x, threads=1)
-    q = _unit(rng, 200, 32)
+    q = unit_rows(rng, 200, 32)
     truth = ids[np.argsort(-(q @ x.T), axis=1)[:, :10]]
     for idx in (index, inserted):
         keys, _, valid = match_arrays(idx.search(q, 10, threads=1), 200, 10)
@@ -116,7 +116,7 @@ def test_empty_and_one_row():
         8,
     )
     assert empty.neighbours.shape == (0, 8)
-    one_x = _unit(np.random.default_rng(1), 1, 4)
+    one_x = unit_rows(np.random.default_rng(1), 1, 4)
     one = sg.search_graph(one_x, knn_graph(one_x, 3), 8)
     assert one.entry == 0 and one.counts.tolist() == [0]
     assert (
@@ -133,11 +133,11 @@ def test_empty_and_one_row():
 
 def test_duplicates_and_far_clusters_are_linked_to_the_entry():
     rng = np.random.default_rng(2)
-    dup = np.repeat(_unit(rng, 1, 16), 60, axis=0)  # 60 copies: their k nearest are copies
-    far = _unit(rng, 1, 16)
+    dup = np.repeat(unit_rows(rng, 1, 16), 60, axis=0)  # 60 copies: their k nearest are copies
+    far = unit_rows(rng, 1, 16)
     cluster = far + 0.01 * rng.standard_normal((80, 16)).astype(np.float32)
     cluster /= np.linalg.norm(cluster, axis=1, keepdims=True)
-    x = np.concatenate([_unit(rng, 500, 16), dup, -cluster]).astype(np.float32)
+    x = np.concatenate([unit_rows(rng, 500, 16), dup, -cluster]).astype(np.float32)
     # The exact k-NN graph (no NN-descent sampling): the duplicates and the far cluster
     # are only ever their own neighbours, so only the repair can link them.
     sims = x @ x.T
@@ -155,13 +155,13 @@ def test_duplicates_and_far_clusters_are_linked_to_the_entry():
 
 @pytest.mark.parametrize("degree", [2, 3])
 def test_small_degrees_fill_rows_and_still_reach_every_row(degree):
-    x = _clustered(np.random.default_rng(3), 300, 8, 6)
+    x = clustered(np.random.default_rng(3), 300, 8, 6)
     g = sg.search_graph(x, knn_graph(x, 6, 0), degree)
     _check(g, x, degree)
 
 
 def test_the_graph_does_not_depend_on_the_thread_count():
-    x = _clustered(np.random.default_rng(4), 3000, 16, 20)
+    x = clustered(np.random.default_rng(4), 3000, 16, 20)
     knn = knn_graph(x, 12, 5)
     before = numba.get_num_threads()
     graphs = []
@@ -179,14 +179,14 @@ def test_the_graph_does_not_depend_on_the_thread_count():
 @pytest.mark.parametrize("dtype", ["f16", "f32"])
 def test_the_loaded_index_adds_removes_saves_and_is_viewed(dtype, tmp_path: Path):
     rng = np.random.default_rng(6)
-    x = _clustered(rng, 2000, 24, 12)
+    x = clustered(rng, 2000, 24, 12)
     ids = np.arange(2000, dtype=np.int64) + 100
     g = sg.search_graph(x, knn_graph(x, 16, 0), BASE_DEGREE)
     index = hnsw_from_graph(ids, x, g.neighbours, g.counts, g.entry, dtype, 64)
     assert index is not None
     stored = np.asarray(index.get(ids[:5]), np.float32)
     np.testing.assert_allclose(stored, x[:5], atol=1e-3 if dtype == "f16" else 0)
-    more = _clustered(rng, 300, 24, 12)
+    more = clustered(rng, 300, 24, 12)
     index.add(np.arange(5000, 5300, dtype=np.int64), more, threads=1)
     index.remove(ids[:100])
     assert len(index) == 2200
@@ -204,13 +204,13 @@ def test_the_loaded_index_adds_removes_saves_and_is_viewed(dtype, tmp_path: Path
 
 
 def test_a_storage_type_it_does_not_write_falls_back_to_inserts():
-    x = _unit(np.random.default_rng(7), 50, 8)
+    x = unit_rows(np.random.default_rng(7), 50, 8)
     g = sg.search_graph(x, knn_graph(x, 4, 0), BASE_DEGREE)
     assert hnsw_from_graph(np.arange(50), x, g.neighbours, g.counts, g.entry, "i8", 64) is None
 
 
 def test_bad_input():
-    x = _unit(np.random.default_rng(8), 10, 4)
+    x = unit_rows(np.random.default_rng(8), 10, 4)
     knn = knn_graph(x, 3)
     with pytest.raises(ValueError, match="one row per vector"):
         sg.search_graph(x[:5], knn, 8)

@@ -57,38 +57,34 @@ def test_embedder_compatible_names():
 def test_gpu_embed_benchmark_runs_on_cpu(tmp_path):
     """benchmarks/gpu/embed.py: --prepare writes an fp16 copy < 64 MiB; without CUDA the
     benchmark falls back to the CPU, says so, and its rows agree with each other."""
-    import importlib.util
     import json
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[3]
-    script = repo / "benchmarks" / "gpu" / "embed.py"
+    from benchmarks.gpu import embed as bench
+    from tests.helpers import REPO
+
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    spec = importlib.util.spec_from_file_location("gpu_embed_bench", script)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     model = bench.prepare(tmp_path / "fp16")  # what `embed.py --prepare DIR` does
     size = sum(p.stat().st_size for p in model.rglob("*") if p.is_file())
     assert size < 64 * 2**20 and (model / "tokenizer.json").exists()
     out = tmp_path / "gpu.json"
     # graphstrata made unimportable: the script must run on a machine without it.
     no_graphstrata = (
-        "import runpy, sys; sys.modules['graphstrata'] = None; sys.argv = sys.argv[1:]; "
-        "runpy.run_path(sys.argv[0], run_name='__main__')"
+        "import runpy, sys; sys.modules['graphstrata'] = None; "
+        "runpy.run_module('benchmarks.gpu.embed', run_name='__main__', alter_sys=True)"
     )
     run = subprocess.run(
         [
-            *(sys.executable, "-c", no_graphstrata, str(script), "--model", str(model)),
+            *(sys.executable, "-c", no_graphstrata, "--model", str(model)),
             *("--chunks", "6", "--queries", "2", "--batch-sizes", "4", "--json-out", str(out)),
         ],
         capture_output=True,
         text=True,
         timeout=300,
         env=env,
+        cwd=REPO,
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "falling back to the CPU" in run.stdout

@@ -12,7 +12,7 @@ from graphstrata.engine.graph_bases import NeighbourLists
 from graphstrata.engine.store.tables import VectorSegment, VectorTable
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import EXACT_BELOW, VectorIndex
-from tests.unit.core.test_nndescent import _clustered, _exact_rows
+from tests.helpers.vectors import clustered, exact_rows
 
 _EMPTY = np.zeros(0, np.int64)
 
@@ -384,7 +384,7 @@ def test_large_new_kinds_are_made_from_their_knn_graph_and_update_like_inserted_
     monkeypatch.setattr(vectors, "FRESH_MIN", 50)
     rng = np.random.default_rng(9)
     n = 6000
-    mat = _clustered(rng, n, 24, 30)
+    mat = clustered(rng, n, 24, 30)
     ids = np.arange(1, n + 1, dtype=np.int64)
     kinds = np.where(np.arange(n) < 5000, int(NodeKind.S), int(NodeKind.T)).astype(np.uint8)
     table = VectorTable(24, [VectorSegment(ids, kinds, mat, 1)], ids)
@@ -435,13 +435,13 @@ def test_a_base_seeded_by_joint_neighbours_searches_as_well(monkeypatch):
     monkeypatch.setattr(vectors, "GRAPH_BUILD_MIN", 500)
     rng = np.random.default_rng(13)
     n = 6000
-    mat = _clustered(rng, n, 24, 30)
+    mat = clustered(rng, n, 24, 30)
     ids = np.arange(1, n + 1, dtype=np.int64)
     kinds = np.full(n, int(NodeKind.S), np.uint8)
     kinds[4000:] = int(NodeKind.T)
     kinds[5500:] = int(NodeKind.L)  # not in the lists below
     listed = np.arange(5500)
-    joint = NeighbourLists(ids[listed], _exact_rows(mat[listed], 48))
+    joint = NeighbourLists(ids[listed], exact_rows(mat[listed], 48))
     calls: list[tuple[int, bool]] = []
     real = nndescent.knn_graph
 

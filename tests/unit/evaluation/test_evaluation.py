@@ -27,8 +27,7 @@ from graphstrata.evaluation import (
     scored_answers,
     text_containment,
 )
-
-from tests.conftest import SAMPLE_QA
+from tests.helpers import SAMPLE_QA
 
 
 def hit(id: int, text: str, docs: list[str], kind: str = "T", tokens: int = 10) -> Hit:

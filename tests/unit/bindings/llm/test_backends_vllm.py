@@ -24,7 +24,7 @@ from graphstrata.bindings.registry import make_llm
 from graphstrata.engine import prompts
 from graphstrata.engine.config import ConfigError
 from graphstrata.engine.interfaces import LLMError
-from tests.fake_openai_server import plausible_answer
+from tests.helpers.fake_openai_server import plausible_answer
 
 CHAT_OPEN, CHAT_CLOSE = "<|user|>\n", "\n<|assistant|>\n"
 TEXT = (
@@ -256,14 +256,11 @@ def test_without_vllm_the_spec_is_a_clear_config_error(monkeypatch):
 
 
 def load_smoke_script():
-    import importlib.util
-    from pathlib import Path
+    """``benchmarks.gpu.vllm_smoke`` imported afresh (its imports happen again)."""
+    import importlib
 
-    path = Path(__file__).resolve().parents[4] / "benchmarks" / "gpu" / "vllm_smoke.py"
-    spec = importlib.util.spec_from_file_location("vllm_smoke", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    sys.modules.pop("benchmarks.gpu.vllm_smoke", None)
+    return importlib.import_module("benchmarks.gpu.vllm_smoke")
 
 
 def test_gpu_smoke_script_imports_without_vllm(monkeypatch):

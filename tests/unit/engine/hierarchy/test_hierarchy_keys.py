@@ -12,7 +12,7 @@ from graphstrata.engine.hierarchy.keys import ItemKeys, tiebreaks
 from graphstrata.engine.index import Engine
 from graphstrata.engine.store.tables import VectorSegment, VectorTable
 from graphstrata.engine.types import NodeKind
-from tests.unit.engine.hierarchy.test_hierarchy import signature, small_config
+from tests.helpers.hierarchy import signature, small_config
 
 
 def _table(rng: np.random.Generator, ids: np.ndarray, dim: int) -> VectorTable:

@@ -15,7 +15,7 @@ from graphstrata.engine.modes.hybrid import HybridParams
 from graphstrata.engine.params import QueryError
 from graphstrata.engine.sparse.index import SparseIndex
 from graphstrata.engine.types import NodeKind
-from tests.unit.core.test_fusion import coverage_oracle, feedback_oracle
+from tests.helpers.oracles import coverage_oracle, feedback_round
 
 T = int(NodeKind.T)
 QUESTION = "Which instruments did the Halvorsen Observatory build with Meridian Optics?"
@@ -90,18 +90,6 @@ def fused(
     if docs == 0 or weight == 0 or first.size == 0:
         return first
     return feedback_round(index, [T], k, q, first[:docs], weight, dense[0], one_round)
-
-
-def feedback_round(index: Index, kinds, k, q, top, weight, dense_ids, one_round):
-    """The second round of the fused modes: the query vector moved by the top candidates'
-    vectors (``feedback_oracle``) searches again, and both dense lists, scored by it, are
-    fused with the same BM25 list by ``one_round(dense, vector)``."""
-    state = index.engine.state
-    vectors = state.snapshot.vectors
-    moved = np.asarray(feedback_oracle(q, vectors.get(top), weight), np.float32)
-    again = state.vectors.search(moved[None, :], kinds, k)[0][0]
-    both = np.union1d(dense_ids, again)
-    return one_round((both, vectors.get(both) @ moved), moved)
 
 
 def greedy(index: Index, ids, budget: int, max_overlap: float = 0.8, n: int = 5) -> list[int]:

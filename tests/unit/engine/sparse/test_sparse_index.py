@@ -22,111 +22,15 @@ from graphstrata.engine.sparse.index import (
     analyze,
 )
 from graphstrata.engine.types import NodeKind
-
-WORDS = [
-    "lens",
-    "lenses",
-    "optics",
-    "meridian",
-    "observatory",
-    "observatories",
-    "spectrograph",
-    "ferry",
-    "fjord",
-    "harvest",
-    "running",
-    "runs",
-    "ran",
-    "grating",
-    "gratings",
-    "2023",
-    "1999",
-    "the",
-    "and",
-    "of",
-    "a",
-    "to",
-    "in",
-    "brekkvik",
-    "sundra",
-    "halvorsen",
-    "telescope",
-    "mirror",
-    "polished",
-    "polishing",
-    "x",
-    "q9",
-    "über",
-    "café",
-    "naïve",
-]
-
-
-def random_texts(rng: random.Random, n: int) -> list[str]:
-    texts = []
-    for _ in range(n):
-        length = rng.choice([0, 1, 2, 5, 12, 30])
-        words = [rng.choice(WORDS) for _ in range(length)]
-        texts.append(" ".join(w.upper() if rng.random() < 0.1 else w for w in words))
-    return texts
-
-
-class Oracle:
-    """bm25s over ``texts`` with the engine's tokenizer and BM25 parameters."""
-
-    def __init__(self, texts: list[str]):
-        import bm25s
-
-        self.tokenizer = make_tokenizer()
-        self.retriever = bm25s.BM25(k1=1.5, b=0.75)
-        tokens = self.tokenizer.tokenize(
-            texts, update_vocab=True, return_as="ids", show_progress=False
-        )
-        self.empty = self.tokenizer.get_vocab_dict().get("")
-        self.retriever.index(tokens, show_progress=False)
-        self.n = len(texts)
-
-    def scores(self, query: str) -> np.ndarray:
-        (ids,) = self.tokenizer.tokenize(
-            [query], update_vocab=False, return_as="ids", show_progress=False
-        )
-        ids = [t for t in ids if t != self.empty]  # repeats kept: bm25s' retrieve sums them
-        if not ids:
-            return np.zeros(self.n)
-        return np.asarray(self.retriever.get_scores_from_ids(ids), np.float64)
-
-    def retrieve(self, query: str, k: int) -> tuple[list[int], list[float]]:
-        """bm25s' own top-k (rows, scores) with a positive score."""
-        (ids,) = self.tokenizer.tokenize(
-            [query], update_vocab=False, return_as="ids", show_progress=False
-        )
-        ids = [t for t in ids if t != self.empty]
-        if not ids:
-            return [], []
-        rows, scores = self.retriever.retrieve([ids], k=min(k, self.n), show_progress=False)
-        keep = scores[0] > 0
-        return rows[0][keep].tolist(), scores[0][keep].tolist()
-
-
-def all_scores(index: KindIndex, query: str, ids: np.ndarray) -> np.ndarray:
-    """The index's score of each of ``ids`` (0 when not returned)."""
-    got_ids, got = index.search(query, k=10**9)
-    by_id = dict(zip(got_ids.tolist(), got.tolist(), strict=True))
-    return np.array([by_id.get(int(i), 0.0) for i in ids])
-
-
-QUERIES = [
-    "lens",
-    "lens lenses LENS",
-    "polishes lensing",  # Snowball: 'lens' -> 'len' but 'lensing' -> 'lens'
-    "harvest harvest HARVEST fjord",  # repeats count each time
-    "observatories running spectrographs",
-    "the and of",
-    "2023 ferry fjord",
-    "zebra",
-    "über café",
-    "meridian optics polishing telescope mirror grating brekkvik",
-]
+from tests.helpers.sparse import (
+    QUERIES,
+    WORDS,
+    Oracle,
+    all_scores,
+    assert_same_as_fresh,
+    fresh_ranking,
+    random_texts,
+)
 
 
 def test_stop_words_are_bm25s_english_list():
@@ -216,28 +120,6 @@ def test_top_k_equals_the_head_of_the_full_ranking_with_ties(seed):
             np.testing.assert_array_equal(k_scores, full_scores[:k])
 
 
-def _assert_same(advanced: KindIndex, live: dict[int, str], queries: list[str]) -> None:
-    ids = np.array(sorted(live), dtype=np.int64)
-    texts = [live[i] for i in ids.tolist()]
-    fresh = KindIndex.build(ids, texts)
-    oracle = Oracle(texts) if texts else None
-    assert advanced.n_live == fresh.n_live == len(ids)
-    assert advanced.total_len == fresh.total_len
-    np.testing.assert_array_equal(advanced.live_ids(), ids)
-    # the live order carried from version to version equals the one computed afresh
-    fresh_order = KindIndex._live_order.func(advanced)  # type: ignore[attr-defined]
-    for got, want in zip(advanced._live_order, fresh_order, strict=True):
-        np.testing.assert_array_equal(got, want)
-    for query in queries:
-        a_ids, a_scores = advanced.search(query, k=10**9)
-        f_ids, f_scores = fresh.search(query, k=10**9)
-        np.testing.assert_array_equal(a_ids, f_ids)
-        np.testing.assert_allclose(a_scores, f_scores, rtol=1e-6)
-        if oracle is not None:
-            want = oracle.scores(query)
-            np.testing.assert_allclose(all_scores(advanced, query, ids), want, rtol=2e-6, atol=1e-6)
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 @pytest.mark.parametrize("max_segments", [2, 16])
 def test_inserts_and_deletes_equal_a_fresh_build(seed, max_segments, monkeypatch):
@@ -268,14 +150,14 @@ def test_inserts_and_deletes_equal_a_fresh_build(seed, max_segments, monkeypatch
             add_texts.append(text)
         index = index.changed(np.array(dead, np.int64), np.array(add_ids, np.int64), add_texts)
         live.update(zip(add_ids, add_texts, strict=True))
-        _assert_same(index, live, queries)
+        assert_same_as_fresh(index, live, queries)
         assert len(index.segments) <= max_segments
         dead_share = 1 - index.n_live / max(index.alive.size, 1)
         assert dead_share <= postings.MAX_DEAD_SHARE + 1e-9
         versions.append((index, dict(live)))
     # older versions were not modified by the later ones
     for old, old_live in versions[::4]:
-        _assert_same(old, old_live, queries[:3])
+        assert_same_as_fresh(old, old_live, queries[:3])
 
 
 def test_rewrite_with_the_same_text_is_not_retokenized(monkeypatch):
@@ -317,21 +199,6 @@ def _engine(tmp_path, hashing_embedder) -> Engine:
     )
 
 
-def fresh_index(snapshot, kinds) -> SparseIndex:
-    """A sparse index built from scratch over the live nodes of ``kinds`` (not the shared
-    parts of the snapshot)."""
-    nodes = snapshot.nodes
-    ids = nodes.ids_of_kind(*kinds)
-    kind_of = nodes.kind[nodes.rows(ids)]
-    return SparseIndex.from_texts(ids, kind_of, nodes.text_of(ids))
-
-
-def _fresh(engine: Engine, query: str) -> tuple[list[int], list[float]]:
-    fresh = fresh_index(engine.state.snapshot, [int(NodeKind.T)])
-    ids, scores = fresh.search(query, [int(NodeKind.T)], 50)
-    return ids.tolist(), scores.tolist()
-
-
 def test_engine_advances_the_built_index_after_each_commit(
     tmp_path, hashing_embedder, sample_docs, monkeypatch
 ):
@@ -355,12 +222,12 @@ def test_engine_advances_the_built_index_after_each_commit(
     # joined (``postings._joined_tail``)
     assert new_part.vocab is part.vocab and len(new_part.segments) == 1
     ids, scores = advanced.search(query, [int(NodeKind.T)], 50)
-    want_ids, want_scores = _fresh(engine, query)
+    want_ids, want_scores = fresh_ranking(engine, query)
     assert ids.tolist() == want_ids
     np.testing.assert_allclose(scores, want_scores, rtol=1e-6)
     engine.delete([d["doc_id"] for d in sample_docs[:5]])
     ids, scores = engine.state.views["bm25"].sparse.search(query, [int(NodeKind.T)], 50)
-    want_ids, want_scores = _fresh(engine, query)
+    want_ids, want_scores = fresh_ranking(engine, query)
     assert ids.tolist() == want_ids
     np.testing.assert_allclose(scores, want_scores, rtol=1e-6)
     # an updated document replaces its chunks
@@ -369,7 +236,7 @@ def test_engine_advances_the_built_index_after_each_commit(
     hits = engine.query("quokkaberry", mode="bm25").nodes
     assert [h.docs for h in hits] == [[doc["doc_id"]]]
     ids, _ = engine.state.views["bm25"].sparse.search(query, [int(NodeKind.T)], 50)
-    assert ids.tolist() == _fresh(engine, query)[0]
+    assert ids.tolist() == fresh_ranking(engine, query)[0]
 
 
 def test_views_of_one_version_share_the_postings(tmp_path, hashing_embedder, sample_docs):
@@ -393,7 +260,7 @@ def test_advance_without_a_delta_reads_the_change_from_the_snapshots(
     after = before.advanced(engine.state.snapshot)  # two commits later, no delta
     query = "observatory spectrograph lens"
     ids, scores = after.search(query, [int(NodeKind.T)], 50)
-    want_ids, want_scores = _fresh(engine, query)
+    want_ids, want_scores = fresh_ranking(engine, query)
     assert ids.tolist() == want_ids
     np.testing.assert_allclose(scores, want_scores, rtol=1e-6)
 
@@ -553,4 +420,4 @@ def test_many_small_writes_keep_few_segments_and_the_same_scores():
         assert all(2 * b < a for a, b in itertools.pairwise(sizes)), sizes
         assert index.segments[0] is build_segment
         assert index.__dict__["_min_len"] == int(index.slot_len.min())
-    _assert_same(index, live, QUERIES + random_texts(rng, 4))
+    assert_same_as_fresh(index, live, QUERIES + random_texts(rng, 4))

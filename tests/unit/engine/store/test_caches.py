@@ -20,7 +20,7 @@ from graphstrata.engine.store.caches import cache_is_stale, map_arrays, save_arr
 from graphstrata.engine.store.tables import VectorSegment, VectorTable
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
-from tests.unit.engine.sparse.test_sparse_index import QUERIES, _assert_same, _fresh, random_texts
+from tests.helpers.sparse import QUERIES, assert_same_as_fresh, fresh_ranking, random_texts
 
 T = int(NodeKind.T)
 
@@ -101,11 +101,11 @@ def test_saved_postings_search_like_a_fresh_build_and_advance_alike(tmp_path, se
     sparse_cache.save_part(index, path)
     loaded = sparse_cache.load_part(path)
     queries = QUERIES + random_texts(rng, 3)
-    _assert_same(loaded, live, queries)
+    assert_same_as_fresh(loaded, live, queries)
     assert not loaded.segments[0].post_slot.flags.writeable  # mapped, not copied
     # The mapped collection advances like any other (nothing of it is written).
     advanced = _change(rng, loaded, live, n_dead=5, n_new=5, first_id=200)
-    _assert_same(advanced, live, queries)
+    assert_same_as_fresh(advanced, live, queries)
 
 
 def test_an_empty_collection_saves_and_loads(tmp_path):
@@ -155,7 +155,7 @@ def _cached(tmp_path, hashing_embedder, docs, monkeypatch) -> tuple[Path, Engine
 
 
 def _assert_bm25_as_fresh(engine: Engine, query: str) -> None:
-    want_ids, want_scores = _fresh(engine, query)
+    want_ids, want_scores = fresh_ranking(engine, query)
     got_ids, got_scores = _bm25(engine, query)
     assert got_ids == want_ids
     np.testing.assert_allclose(got_scores, want_scores, rtol=1e-6)
@@ -169,7 +169,7 @@ def test_a_new_process_reads_the_postings_from_the_cache(
     assert set(manifest["sparse_cache"]["kinds"]) == {str(T)}
     assert manifest["vector_cache"]["kinds"]
     query = "Meridian Optics lens gratings observatory"
-    want = _fresh(engine, query)
+    want = fresh_ranking(engine, query)
     with monkeypatch.context() as m:
         m.setattr(sparse_index, "_texts_part", _no_tokenizing)
         reopened = _engine(path, hashing_embedder, create=False)
@@ -201,7 +201,7 @@ def test_an_unreadable_postings_cache_is_rebuilt_from_the_texts(
     file.write_bytes(b"\0" * file.stat().st_size)  # same size: opening does not notice
     reopened = _engine(path, hashing_embedder, create=False)
     query = "observatory spectrograph lens"
-    assert _bm25(reopened, query)[0] == _fresh(reopened, query)[0]
+    assert _bm25(reopened, query)[0] == fresh_ranking(reopened, query)[0]
 
 
 def test_compact_writes_both_caches_of_the_compacted_version(
@@ -220,7 +220,7 @@ def test_compact_writes_both_caches_of_the_compacted_version(
     with monkeypatch.context() as m:
         m.setattr(sparse_index, "_texts_part", _no_tokenizing)
         reopened = _engine(path, hashing_embedder, create=False)
-        assert _bm25(reopened, query)[0] == _fresh(reopened, query)[0]
+        assert _bm25(reopened, query)[0] == fresh_ranking(reopened, query)[0]
         naive = [h.id for h in reopened.query(query, mode="naive").nodes]
         assert naive == [h.id for h in engine.query(query, mode="naive").nodes]
 

@@ -8,7 +8,7 @@ JSON for the JSON stages), and can be told to misbehave: a script of forced outc
 ``response_format`` with 400, omitting ``usage``. It records every request so tests can count calls, see the
 largest number of requests in flight at once, and sum the token usage it reported.
 
-Run it by hand with ``python -m tests.fake_openai_server`` to point the CLI at it.
+Run it by hand with ``python -m tests.helpers.fake_openai_server`` to point the CLI at it.
 """
 
 from __future__ import annotations

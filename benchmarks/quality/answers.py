@@ -1,6 +1,6 @@
 """Answer containment of the extractive backend, before and after issue #15 (item 2).
 
-    python benchmarks/answers.py [--limit 100] [--budget 2000] [--rebuild]
+    python -m benchmarks.quality.answers [--limit 100] [--budget 2000] [--rebuild]
 
 For each shared set (``../shared/data``) it builds (or reuses) one small index with the
 heterograph, the sparse and the hybrid components (no hierarchy: none of the modes measured
@@ -35,8 +35,6 @@ import argparse
 import hashlib
 import json
 import math
-import os
-import platform
 import re
 import resource
 import shutil
@@ -45,19 +43,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from benchmarks.common import (
+    DATA,
+    REPO,
+    RESULTS,
+    command_line,
+    load_text,
+    log,
+    machine,
+    read_jsonl,
+    write_report,
+)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import graph_tuning  # its cached embedder, MultiHop-RAG subset and build identity
-
+# graph_tuning: its cached embedder, MultiHop-RAG subset and build identity
+from benchmarks.quality import graph_tuning
 from graphstrata.bindings.llm.extractive import ExtractiveLLM, _terms, split_sentences
 from graphstrata.engine.interfaces import LLMRequest
 
-REPO = graph_tuning.REPO
-DATA = graph_tuning.DATA
 ROOT = REPO / "build" / "answers"
-RESULTS = REPO / "benchmarks" / "results"
 MODES = ("naive", "hybrid", "graph")
 
 
@@ -91,8 +94,8 @@ def load(
             "non-null questions (`graph_tuning.py --docs`)"
         )
     else:
-        docs = graph_tuning.read_jsonl(DATA / dataset / "corpus.jsonl")
-        questions = graph_tuning.read_jsonl(DATA / dataset / "qa.jsonl")
+        docs = read_jsonl(DATA / dataset / "corpus.jsonl")
+        questions = read_jsonl(DATA / dataset / "qa.jsonl")
         info = {"docs": len(docs), "questions": len(questions)}
     info = {**info, "questions_evaluated": min(limit, len(questions))}
     return docs, questions[:limit], info
@@ -122,18 +125,18 @@ def open_or_build(dataset: str, docs: list[dict], embedder: Any, rebuild: bool) 
     code = graph_tuning.code_sha256()
     record = json.loads(record_path.read_text()) if record_path.exists() else {}
     if record.get("code") == code and not rebuild and (path / "manifest.json").exists():
-        graph_tuning.log(f"{dataset}: reusing {path.relative_to(REPO)}")
+        log(f"{dataset}: reusing {path.relative_to(REPO)}")
         return path
     record_path.unlink(missing_ok=True)
     if path.exists():
         shutil.rmtree(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    graph_tuning.log(f"{dataset}: building {len(docs)} documents into {path.relative_to(REPO)}")
+    log(f"{dataset}: building {len(docs)} documents into {path.relative_to(REPO)}")
     index = Index.create(path, make_config(), embedder=embedder, llm=ExtractiveLLM())
     report = index.insert(docs)
     record = {"code": code, "seconds": round(report.seconds, 1), "nodes": index.stats()["nodes"]}
     record_path.write_text(json.dumps(record, indent=1))
-    graph_tuning.log(f"{dataset}: built in {report.seconds:.0f} s, nodes {record['nodes']}")
+    log(f"{dataset}: built in {report.seconds:.0f} s, nodes {record['nodes']}")
     return path
 
 
@@ -147,7 +150,7 @@ def measure(path: Path, embedder: Any, items: list[dict], budget: int) -> dict[s
         index = Index.open(path, embedder=embedder, llm=llm)
         start = time.perf_counter()
         result = evaluate(index, items, list(MODES), budget=budget, answers=True)
-        graph_tuning.log(f"{path.name} {name}: {time.perf_counter() - start:.0f} s")
+        log(f"{path.name} {name}: {time.perf_counter() - start:.0f} s")
         out[name] = result.to_dict()
     for mode in MODES:  # the answer backend must not change what was retrieved
         context = [out[n]["modes"][mode]["overall"]["answer_contained"] for n in out]
@@ -227,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     from graphstrata.bindings.registry import make_embedder
 
     start = time.perf_counter()
-    load_before = load_avg()
+    load_before = load_text()
     embedder = graph_tuning.CachedEmbedder(
         make_embedder("minilm-onnx"), REPO / "build" / "graph-tuning" / "embed-cache"
     )
@@ -243,12 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         }
     usage = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     payload = {
-        "command": " ".join(
-            ["python benchmarks/answers.py", *(argv if argv is not None else sys.argv[1:])]
-        ),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "command": command_line(__spec__.name, argv),
+        "machine": machine(),
         "load_before": load_before,
-        "load_after": load_avg(),
+        "load_after": load_text(),
         "cpu_seconds": sum(u.ru_utime + u.ru_stime for u in usage),
         "wall_seconds": time.perf_counter() - start,
         "budget": args.budget,
@@ -256,17 +257,8 @@ def main(argv: list[str] | None = None) -> int:
         "datasets": datasets,
     }
     stem = Path(args.out)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    stem.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
-    text = markdown(payload)
-    stem.with_suffix(".md").write_text(text)
-    print(text)
+    print(write_report(stem.name, payload, markdown(payload), out_dir=stem.parent).read_text())
     return 0
-
-
-def load_avg() -> str:
-    """The 1, 5 and 15 minute load averages."""
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Soak test of the HTTP service: mixed traffic, a compaction, a ``kill -9`` and a restart.
 
-    python benchmarks/soak.py [--duration 600] [--concurrency N] [--embedder hashing]
+    python -m benchmarks.service.soak [--duration 600] [--concurrency N] [--embedder hashing]
                               [--probe-seconds 8] [--kill-at 0.5] [--compact-at 0.3]
                               [--max-pending 16] [--seed 0] [--out benchmarks/results/soak.md]
 
@@ -33,7 +33,6 @@ import asyncio
 import contextlib
 import json
 import os
-import platform
 import random
 import re
 import shutil
@@ -47,13 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from benchmarks.common import REPO, RESULTS, command_line, load1, log, machine
 
-REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = REPO / "examples" / "sample"
 SAMPLE_QA = REPO / "examples" / "sample_qa.jsonl"
-RESULTS = REPO / "benchmarks" / "results"
 PROBE_CONCURRENCIES = (1, 2, 4, 8, 16)
 #: Request kinds and their weights in the mix.
 MIX = (
@@ -65,17 +61,6 @@ MIX = (
     ("status", 15),
 )
 REQUEST_TIMEOUT_S = 120.0
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def load1() -> float:
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return float("nan")
 
 
 def rss_mib(pid: int | None) -> float | None:
@@ -496,7 +481,7 @@ async def sampler(soak: Soak, t0: float, every: float, samples: list[dict[str, A
                 "t": round(time.monotonic() - t0),
                 "generation": soak.server.generation,
                 "rss_mib": rss_mib(soak.server.pid),
-                "load1": round(load1(), 2),
+                "load1": load1(),
                 "requests": sum(ledger.statuses.values()),
                 "5xx": ledger.errors["5xx"],
                 "committed_docs": len(ledger.present),
@@ -668,8 +653,7 @@ def markdown(result: dict[str, Any], info: dict[str, Any], command: str) -> str:
         "",
         f"Command: `{command}`",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python "
-        f"{platform.python_version()}; shared with other jobs (load average beside each "
+        f"Machine: {machine()}; shared with other jobs (load average beside each "
         "sample). Index: `examples/sample` "
         f"({info['documents']} documents, embedder `{info['embedder']}`, extractive LLM, "
         f"modes {', '.join(info['modes'])}), built in {info['seconds']} s.",
@@ -791,7 +775,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
-    command = "python benchmarks/soak.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = command_line(__spec__.name, argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(markdown(result, info, command.strip()))
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=1))

@@ -20,16 +20,14 @@ the rebuild columns are interpolated linearly between measured rebuilds and mark
 
 Usage::
 
-    python benchmarks/update.py                       # MiniLM, writes results/update.{md,json}
-    python benchmarks/update.py --embedder hashing --out /tmp/update-quick
+    python -m benchmarks.scale.update              # MiniLM, writes results/update.{md,json}
+    python -m benchmarks.scale.update --embedder hashing --out /tmp/update-quick
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -39,11 +37,10 @@ from typing import Any
 
 import numpy as np
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from benchmarks import common
+from benchmarks.common import RESULTS, command_line, read_jsonl, write_json
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "multihop_rag"
-RESULTS = Path(__file__).resolve().parent / "results"
+DATA = common.DATA / "multihop_rag"
 BUDGET = 2000
 STEPS = 10
 SHUFFLE_SEED = 20250625
@@ -53,11 +50,6 @@ QUALITY_KEYS = (
     "fact_recall_text",
     "fact_recall_chunk",
 )
-
-
-def load_corpus(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def bench_config() -> Any:
@@ -188,7 +180,7 @@ POLICIES = {"grouped": True, "nearest": False}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    docs = load_corpus(DATA / "corpus.jsonl")
+    docs = read_jsonl(DATA / "corpus.jsonl")
     if args.limit_docs:
         docs = docs[: args.limit_docs]
     order = np.random.default_rng(SHUFFLE_SEED).permutation(len(docs))
@@ -293,8 +285,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "quality": quality,
         "budget_tokens": BUDGET,
         "seconds_total": round(total, 1),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-        "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
+        "machine": common.machine(),
+        "command": command_line(__spec__.name),
         "targets": {name: targets(steps, single, name) for name in POLICIES},
     }
     if not args.keep:
@@ -548,8 +540,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     result = run(args)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    write_json(out.with_suffix(".json"), result)
     text = markdown(result)
     out.with_suffix(".md").write_text(text, encoding="utf-8")
     print(text)

@@ -25,6 +25,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from benchmarks.common import REPO, module_command
+from benchmarks.scale.synthetic_corpus import CHUNKS_PER_DOC, DIM, SyntheticCorpus
+
 #: Stages reported per size (the slowest by median at the larger size).
 TOP_STAGES = 12
 #: Bootstrap resamples of the rounds for the ratio's interval, and its coverage.
@@ -72,17 +75,13 @@ def child(path: Path, chunks: int, stdin: TextIO = sys.stdin, stdout: TextIO = s
     """The ``interleaved-one`` child: open the copy, write once to warm up, say ``ready``,
     then for each ``go <round>`` line insert and delete one new document and answer with
     one JSON line; stop at ``quit``."""
-    import scale
-
     from graphstrata.bindings.api import Index
     from graphstrata.bindings.embed.models import HashingEmbedder
     from graphstrata.bindings.llm.extractive import ExtractiveLLM
 
-    n_docs = max(2, round(chunks / scale.CHUNKS_PER_DOC))
-    corpus = scale._corpus()
-    index = Index.open(
-        path, embedder=HashingEmbedder(scale.DIM), llm=ExtractiveLLM(), use_cache=False
-    )
+    n_docs = max(2, round(chunks / CHUNKS_PER_DOC))
+    corpus = SyntheticCorpus()
+    index = Index.open(path, embedder=HashingEmbedder(DIM), llm=ExtractiveLLM(), use_cache=False)
     warm = corpus.document(n_docs + 2)  # Numba loads its kernels on their first call
     index.insert([warm])
     index.delete([warm["doc_id"]])
@@ -103,13 +102,14 @@ def child(path: Path, chunks: int, stdin: TextIO = sys.stdin, stdout: TextIO = s
         print(json.dumps(answer), file=stdout, flush=True)
 
 
-def _start(script: Path, path: Path, chunks: int) -> subprocess.Popen[str]:
-    command = [sys.executable, str(script), "interleaved-one", "--path", str(path)]
+def _start(module: str, path: Path, chunks: int) -> subprocess.Popen[str]:
+    command = [*module_command(module), "interleaved-one", "--path", str(path)]
     proc = subprocess.Popen(
         [*command, "--chunks", str(chunks)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        cwd=REPO,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
@@ -136,9 +136,12 @@ def _median_stages(answers: list[dict[str, Any]], key: str) -> dict[str, float]:
 
 
 def measure_interleaved(
-    script: Path, sizes: list[tuple[Path, int]], rounds: int, load1: Callable[[], float]
+    module: str, sizes: list[tuple[Path, int]], rounds: int, load1: Callable[[], float]
 ) -> dict[str, Any]:
     """Interleaved one-document writes on each ``(index copy, chunks)`` of ``sizes``.
+
+    Each size's child runs ``python -m <module> interleaved-one`` (``module``: the scale
+    script, whose ``interleaved-one`` command calls :func:`child`).
 
     Returns
     -------
@@ -153,7 +156,7 @@ def measure_interleaved(
     started = time.perf_counter()
     try:
         for path, chunks in sizes:
-            procs.append((chunks, _start(script, path, chunks)))
+            procs.append((chunks, _start(module, path, chunks)))
         for r in range(rounds):
             for chunks, proc in procs if r % 2 == 0 else procs[::-1]:
                 answers[chunks].append(_ask(proc, r))
@@ -195,7 +198,7 @@ def markdown(entries: list[dict[str, Any]]) -> list[str]:
         "`scale.py interleaved`: each size's kept index copied and opened in a child process"
         " of its own, the children taking turns (one insert and one delete of a new document"
         " per turn, the order alternating each round), so both sizes are measured in the"
-        " same minutes (`benchmarks/scale_interleaved.py` says why). Median (quartiles) of"
+        " same minutes (`benchmarks/scale/scale_interleaved.py` says why). Median (quartiles) of"
         " the rounds, in seconds; ratio = the larger size's median over the smaller's"
         f" (target of issue 17: at most 2), with its {INTERVAL:.0%} paired bootstrap"
         f" interval over the rounds ({BOOTSTRAP} resamples, `ratio_interval`).",

@@ -17,12 +17,12 @@ stored partition on the final G2, and the seconds of the communities and semanti
 stages over the inserts. The issue's criterion: recall within 0.5 point of the exact run
 (whole-graph Leiden, exact semantic edges).
 
-CPU backends as ``benchmarks/graph_tuning.py`` (extractive LLM, ``minilm-onnx`` through the
+CPU backends as ``benchmarks/quality/graph_tuning.py`` (extractive LLM, ``minilm-onnx`` through the
 benchmarks' embedding cache, hierarchy off). Results: ``benchmarks/results/approximations.{md,json}``.
 
 Usage::
 
-    python benchmarks/approximations.py --dataset hotpotqa multihop_rag
+    python -m benchmarks.quality.approximations --dataset hotpotqa multihop_rag
 """
 
 from __future__ import annotations
@@ -33,32 +33,19 @@ import os
 import platform
 import random
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks.common import DATA, command_line, load_text, log, write_report
+from benchmarks.quality.graph_tuning import ROOT, components, load_dataset, make_config, make_llm
+from benchmarks.quality.retrieval import CachedEmbedder
+from benchmarks.scale.scale import leiden_quality
 from graphstrata.core import sets
 from graphstrata.engine.types import EdgeKind
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from graph_tuning import (  # noqa: E402
-    DATA,
-    ROOT,
-    components,
-    load_dataset,
-    make_config,
-    make_llm,
-)
-from retrieval import CachedEmbedder, log  # noqa: E402
-from scale import leiden_quality  # noqa: E402
-
-RESULTS = HERE / "results"
 #: ``semantic_exact_below`` that keeps every set exact (all pairs) / forces approximate.
 EXACT, APPROXIMATE = 2**62, 0
 #: Name -> (local_leiden, semantic_exact_below); the last is the reference.
@@ -249,13 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     embedder = CachedEmbedder(make_embedder(args.embedder), ROOT / "embed-cache")
     t = time.perf_counter()
     runs = [run(d, args.first, args.steps, args.budget, embedder) for d in args.dataset]
-    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    command = "python benchmarks/approximations.py --dataset " + " ".join(args.dataset)
-    RESULTS.mkdir(exist_ok=True)
+    load = load_text(sep=" / ")
+    command = command_line(__spec__.name, ["--dataset", *args.dataset])
     payload = {"runs": runs, "seconds": round(time.perf_counter() - t, 1), "load": load}
-    (RESULTS / "approximations.json").write_text(json.dumps(payload, indent=1) + "\n")
-    (RESULTS / "approximations.md").write_text(markdown(runs, command, load))
-    print((RESULTS / "approximations.md").read_text())
+    print(write_report("approximations", payload, markdown(runs, command, load)).read_text())
     return 0
 
 

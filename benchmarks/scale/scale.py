@@ -1,7 +1,7 @@
 """How the engine's own work grows with the corpus (issue 17): build, one-document writes,
 open, queries, per size, with growth exponents between sizes.
 
-The corpus is ``benchmarks/synthetic_corpus.py`` (seeded: Zipf words, a 3,000-name entity
+The corpus is ``benchmarks/scale/synthetic_corpus.py`` (seeded: Zipf words, a 3,000-name entity
 pool, ~5.2 chunks per document); the backends are the ``hashing`` embedder (384 dimensions)
 and the extractive LLM, so the numbers are the engine's work, not a model's. Each size runs
 in a fresh subprocess, so its peak RSS is its own. Per size:
@@ -26,20 +26,20 @@ Growth exponents: ``log(v2 / v1) / log(n2 / n1)`` between consecutive sizes of o
 ``n`` the chunk count. ``ann`` measures the semantic edges of a build three ways (the k-NN
 graph of ``core.nndescent``, an HNSW index searched with every vector, the exact kernel):
 time, growth and recall. ``hnsw`` grows one HNSW index as a build does and records the
-CPU per insert step by step (``benchmarks/scale_hnsw.py``).
+CPU per insert step by step (``benchmarks/scale/scale_hnsw.py``).
 
 Usage::
 
-    python benchmarks/scale.py run --chunks 2000 10000                     # all components
-    python benchmarks/scale.py run --chunks 10000 100000 --no-heterograph  # naive + hierarchy
-    python benchmarks/scale.py ann --vectors 50000 200000 500000 --queries 2000
-    python benchmarks/scale.py hnsw --vectors 200000 --step 20000
-    python benchmarks/scale.py interleaved --index A/ix B/ix --chunks 10000 100000 --work W
-    python benchmarks/scale.py report        # rewrite results/scale.md from results/scale.json
+    python -m benchmarks.scale.scale run --chunks 2000 10000                    # all components
+    python -m benchmarks.scale.scale run --chunks 10000 100000 --no-heterograph # naive + hierarchy
+    python -m benchmarks.scale.scale ann --vectors 50000 200000 500000 --queries 2000
+    python -m benchmarks.scale.scale hnsw --vectors 200000 --step 20000
+    python -m benchmarks.scale.scale interleaved --index A/ix B/ix --chunks 10000 100000 --work W
+    python -m benchmarks.scale.scale report  # rewrite results/scale.md from results/scale.json
 
 ``interleaved`` measures one-document writes on kept indexes of two sizes write by write in
 turn, so that their ratio compares the same minutes of the machine
-(``benchmarks/scale_interleaved.py``).
+(``benchmarks/scale/scale_interleaved.py``).
 
 Results merge into ``benchmarks/results/scale.json`` (one entry per setting and size) and
 ``scale.md`` is regenerated from it.
@@ -56,39 +56,19 @@ import platform
 import resource
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scale_graph_index
-import scale_hnsw
-import scale_interleaved
-import scale_remake
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from benchmarks.common import REPO, RESULTS, command_line, load1, module_command, write_json
+from benchmarks.scale import scale_graph_index, scale_hnsw, scale_interleaved, scale_remake
+from benchmarks.scale.synthetic_corpus import CHUNKS_PER_DOC, DIM, SyntheticCorpus, chunk_vectors
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
-CHUNKS_PER_DOC = 5.2
-DIM = 384
 #: One-document inserts after the measured ones (their median; Leiden quality after them).
 SERIES = 20
-
-
-def load1() -> float:
-    """The 1-minute load average (the house rule: print it beside every table)."""
-    return round(os.getloadavg()[0], 2)
-
-
-def _corpus() -> Any:
-    sys.path.insert(0, str(HERE))
-    from synthetic_corpus import SyntheticCorpus
-
-    return SyntheticCorpus()
 
 
 def _queries(corpus: Any, n: int) -> list[str]:
@@ -124,7 +104,7 @@ def run_one(
     from graphstrata.bindings.llm.extractive import ExtractiveLLM
     from graphstrata.engine.config import IndexConfig
 
-    corpus = _corpus()
+    corpus = SyntheticCorpus()
     n_docs = max(2, round(chunks / CHUNKS_PER_DOC))
     t = time.perf_counter()
     docs = list(corpus.documents(n_docs))
@@ -163,7 +143,7 @@ def measure(
 ) -> dict[str, Any]:
     """Writes, opens and queries of a built index of the synthetic corpus's first ``n_docs``
     documents (``run_one`` after its build, or ``measure`` on a kept index)."""
-    corpus = _corpus()
+    corpus = SyntheticCorpus()
     out: dict[str, Any] = {}
     queries = _queries(corpus, n_queries)
     # Warm-up write (Numba compiles the update kernels on their first call): the measured
@@ -260,7 +240,7 @@ def code_version() -> str:
 
     def git(*a: str) -> str:
         return subprocess.run(
-            ["git", *a], cwd=HERE, capture_output=True, text=True, check=False
+            ["git", *a], cwd=REPO, capture_output=True, text=True, check=False
         ).stdout.strip()
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
@@ -323,12 +303,12 @@ def remeasure(args: argparse.Namespace, data: dict[str, Any]) -> None:
     shutil.copytree(args.index, copy)
     _evict_from_page_cache(Path(args.index))
     out = work / "result.json"
-    child = [sys.executable, __file__, "measure-one", "--path", str(copy)]
+    child = [*module_command(__spec__.name), "measure-one", "--path", str(copy)]
     child += ["--chunks", str(args.chunks), "--queries", str(args.queries), "--json", str(out)]
     if args.no_heterograph:
         child.append("--no-heterograph")
     print(f"load average {load1()}: {' '.join(child[2:])}", flush=True)
-    subprocess.run(child, check=True)
+    subprocess.run(child, check=True, cwd=REPO)
     result = json.loads(out.read_text())
     result["measure_code"] = code_version()
     print(json.dumps(result), flush=True)
@@ -351,7 +331,7 @@ def interleaved(args: argparse.Namespace, data: dict[str, Any]) -> None:
         shutil.copytree(index, copy)
         _evict_from_page_cache(Path(index))
         sizes.append((copy, chunks))
-    result = scale_interleaved.measure_interleaved(Path(__file__), sizes, args.rounds, load1)
+    result = scale_interleaved.measure_interleaved(__spec__.name, sizes, args.rounds, load1)
     result["code"] = code_version()
     print(json.dumps({k: v for k, v in result.items() if k != "sizes"}), flush=True)
     data["interleaved"] = [*data.get("interleaved", []), result]
@@ -364,8 +344,8 @@ def open_in_fresh_process(path: Path, query: str) -> dict[str, Any]:
     process (the ``open`` subcommand), so nothing built by this one is reused."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "open.json"
-        child = [sys.executable, __file__, "open", "--path", str(path), "--query", query]
-        subprocess.run([*child, "--json", str(out)], check=True)
+        child = [*module_command(__spec__.name), "open", "--path", str(path), "--query", query]
+        subprocess.run([*child, "--json", str(out)], check=True, cwd=REPO)
         return dict(json.loads(out.read_text()))
 
 
@@ -449,22 +429,6 @@ def leiden_quality(index: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- ANN recall
-def _ann_vectors(n_vectors: int) -> np.ndarray:
-    """Hashing embeddings of the corpus' first ``n_vectors`` chunks (the build's T vectors)."""
-    from graphstrata.bindings.embed.models import HashingEmbedder
-    from graphstrata.engine.config import ChunkingConfig
-    from graphstrata.engine.ingest.chunking import chunk_text
-
-    corpus = _corpus()
-    texts: list[str] = []
-    cfg = ChunkingConfig()
-    for doc in corpus.documents(round(n_vectors / CHUNKS_PER_DOC) + 50):
-        texts += [c.text for c in chunk_text(doc["text"], cfg)]
-        if len(texts) >= n_vectors:
-            break
-    return HashingEmbedder(DIM).embed(texts[:n_vectors]).astype(np.float32)
-
-
 def _hnsw_all(x: np.ndarray, ids: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     """The peers' way (NodeRAG's hnswlib edges; this engine before ``core.nndescent``): one
     HNSW index over every vector, searched with every vector, on every core."""
@@ -497,7 +461,7 @@ def run_ann(sizes: list[int], n_queries: int, m: int, hnsw_max: int) -> list[dic
     from graphstrata.core.nndescent import graph_edges, knn_graph
 
     t = time.perf_counter()
-    everything = _ann_vectors(max(sizes))
+    everything = chunk_vectors(max(sizes))
     print(f"embedded {everything.shape[0]} chunks in {time.perf_counter() - t:.0f} s", flush=True)
     knn_graph(everything[:64], m)  # compile, untimed
     out = []
@@ -541,7 +505,7 @@ def _load() -> dict[str, Any]:
 
 def _save(data: dict[str, Any]) -> None:
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "scale.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_json(RESULTS / "scale.json", data, sort_keys=True)
     (RESULTS / "scale.md").write_text(markdown(data))
 
 
@@ -575,8 +539,8 @@ def markdown(data: dict[str, Any]) -> str:
     lines = [
         "# Scale: the engine's own work against corpus size",
         "",
-        "Generated by `benchmarks/scale.py` (see its docstring for what each column means)"
-        " from `scale.json`. Synthetic corpus (`benchmarks/synthetic_corpus.py`, seed 17),"
+        "Generated by `benchmarks/scale/scale.py` (see its docstring for what each column means)"
+        " from `scale.json`. Synthetic corpus (`benchmarks/scale/synthetic_corpus.py`, seed 17),"
         " `hashing` embedder (384 dimensions), extractive LLM. The cores were shared with"
         " other processes: the 1-minute load average is printed beside every row; on 2 cores"
         " a load above 2 means the numbers are slower than the machine alone.",
@@ -805,7 +769,7 @@ def main(argv: list[str] | None = None) -> int:
         help="measure the HNSW way up to this many vectors (it took 664 s at 514k in a build)",
     )
     p = sub.add_parser(
-        "hnsw", help="CPU per HNSW insert as one index grows (benchmarks/scale_hnsw.py)"
+        "hnsw", help="CPU per HNSW insert as one index grows (benchmarks/scale/scale_hnsw.py)"
     )
     p.add_argument("--vectors", type=int, default=200_000)
     p.add_argument("--step", type=int, default=20_000)
@@ -837,7 +801,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunks", type=int, required=True)
     sub.add_parser("report", help="rewrite scale.md from scale.json")
     args = ap.parse_args(argv)
-    command = "python benchmarks/scale.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = command_line(__spec__.name, argv)
     if args.cmd == "one":
         result = run_one(
             args.chunks, not args.no_heterograph, Path(args.work), args.queries, args.exact_below
@@ -863,11 +827,11 @@ def main(argv: list[str] | None = None) -> int:
         interleaved(args, data)
     elif args.cmd == "hnsw":
         print(f"load average {load1()}", flush=True)
-        data["hnsw"] = scale_hnsw.run(_ann_vectors(args.vectors), args.step, args.queries, load1)
+        data["hnsw"] = scale_hnsw.run(chunk_vectors(args.vectors), args.step, args.queries, load1)
     elif args.cmd == "graph-index":
         print(f"load average {load1()}", flush=True)
         rows = scale_graph_index.run(
-            _ann_vectors(max(args.vectors)), args.vectors, args.queries, load1
+            chunk_vectors(max(args.vectors)), args.vectors, args.queries, load1
         )
         sizes = {r["vectors"] for r in rows}
         data["graph_index"] = [
@@ -898,7 +862,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir(parents=True)
             out = work / "result.json"
-            child = [sys.executable, __file__, "one", "--chunks", str(chunks)]
+            child = [*module_command(__spec__.name), "one", "--chunks", str(chunks)]
             child += ["--queries", str(args.queries), "--work", str(work), "--json", str(out)]
             if args.no_heterograph:
                 child.append("--no-heterograph")
@@ -906,7 +870,7 @@ def main(argv: list[str] | None = None) -> int:
                 child += ["--semantic-exact-below", str(args.exact_below)]
             print(f"load average {load1()}: {' '.join(child[2:])}", flush=True)
             t = time.perf_counter()
-            subprocess.run(child, check=True)
+            subprocess.run(child, check=True, cwd=REPO)
             result = json.loads(out.read_text())
             result["child_wall_s"] = round(time.perf_counter() - t, 1)
             result["code"] = code

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import markdown_table
+
 #: Storage types compared: the engine's, then the float32 of hnswlib / NodeRAG.
 DTYPES = ("f16", "f32")
 
@@ -104,15 +106,26 @@ def markdown(rows: list[dict[str, Any]]) -> list[str]:
         " that growth (each distance as cheap as in a small index). Memory: the f16 index,"
         f" against the last-level cache ({cache_text}).",
         "",
-        "| vectors | f16 us / vector | f32 us / vector | log-model us / vector |"
-        " distances / query | f16 index MiB allocated | load1 f16 / f32 |",
-        "|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['vectors']} | {r['f16_us_per_vector']} | {r.get('f32_us_per_vector', '–')} |"
-            f" {r['log_model_us_per_vector']} | {r['distances_per_query']} |"
-            f" {r['f16_memory_bytes'] / 2**20:.1f} | {r['load1_f16']} / {r.get('load1_f32', '–')} |"
-        )
-    lines.append("")
-    return lines
+    header = [
+        "vectors",
+        "f16 us / vector",
+        "f32 us / vector",
+        "log-model us / vector",
+        "distances / query",
+        "f16 index MiB allocated",
+        "load1 f16 / f32",
+    ]
+    cells = [
+        [
+            r["vectors"],
+            r["f16_us_per_vector"],
+            r.get("f32_us_per_vector", "–"),
+            r["log_model_us_per_vector"],
+            r["distances_per_query"],
+            f"{r['f16_memory_bytes'] / 2**20:.1f}",
+            f"{r['load1_f16']} / {r.get('load1_f32', '–')}",
+        ]
+        for r in rows
+    ]
+    return [*lines, *markdown_table(header, cells), ""]

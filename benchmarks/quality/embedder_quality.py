@@ -1,6 +1,6 @@
 """Retrieval quality of the embedder variants: torch MiniLM vs ONNX fp32 vs ONNX int8.
 
-    python benchmarks/embedder_quality.py [--datasets multihop_rag,hotpotqa]
+    python -m benchmarks.quality.embedder_quality [--datasets multihop_rag,hotpotqa]
                                           [--embedders all-MiniLM-L6-v2,minilm-onnx,minilm-int8]
                                           [--budgets 1000,2000,4000]
 
@@ -18,29 +18,17 @@ Skips cleanly (exit 0) when ``../shared/data`` is absent.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from benchmarks.common import DATA, REPO, command_line, load_text, log, write_report
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
 INDEX_ROOT = REPO / "build" / "bench-embed"
-RESULTS = REPO / "benchmarks" / "results"
 REFERENCE = "all-MiniLM-L6-v2"
 FIGURES = ("doc_recall", "fact_recall_text", "fact_recall_chunk")
 #: The largest difference to torch, in points, that lets int8 be the default.
 TOLERANCE_POINTS = 0.5
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def build_or_reuse(dataset: str, spec: str) -> Any:
@@ -115,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         gaps = [100 * abs(r[f] - ref[f]) for f in FIGURES]
         r["max_gap_points"] = round(max(gaps), 2)
         worst[r["embedder"]] = max(worst.get(r["embedder"], 0.0), max(gaps))
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    load = load_text()
     verdict = (
         f"minilm-int8 worst gap {worst.get('minilm-int8', float('nan')):.2f} points "
         f"(tolerance {TOLERANCE_POINTS}): "
@@ -129,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Embedder variants: retrieval quality (naive mode)",
         "",
-        f"Command: `python benchmarks/embedder_quality.py {' '.join(argv or sys.argv[1:])}`  ",
+        f"Command: `{command_line(__spec__.name, argv or None)}`  ",
         f"Written {time.strftime('%Y-%m-%d %H:%M')}; load average at the end: {load}  ",
         "Indexes hold chunks only (200/20 cl100k tokens); build seconds are wall time on the "
         "shared 2-core machine (0 = reused).",
@@ -149,11 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{r.get('max_gap_points', '–')} | {r['build_seconds']} |"
         )
     lines += ["", f"**Verdict:** {verdict}.", ""]
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "embedder_quality.md").write_text("\n".join(lines), encoding="utf-8")
-    (RESULTS / "embedder_quality.json").write_text(
-        json.dumps({"rows": rows, "load": load, "verdict": verdict}, indent=1), encoding="utf-8"
-    )
+    payload = {"rows": rows, "load": load, "verdict": verdict}
+    write_report("embedder_quality", payload, "\n".join(lines))
     print("\n".join(lines))
     return 0
 

@@ -1,7 +1,7 @@
 """Retrieval quality and search latency of every search mode on the shared QA datasets.
 
-    python benchmarks/retrieval.py [--datasets multihop_rag,hotpotqa] [--budgets 1000,2000,4000]
-                                   [--embedder minilm-onnx] [--groups GROUPS] [--limit N]
+    python -m benchmarks.quality.retrieval [--datasets multihop_rag,hotpotqa]
+                                   [--budgets 1000,2000,4000] [--embedder minilm-onnx] [--groups GROUPS] [--limit N]
                                    [--no-sweep] [--build-only] [--rebuild]
 
 For each dataset of ``../shared/data`` (MultiHop-RAG: 609 news articles, 500 questions;
@@ -39,8 +39,6 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import os
-import platform
 import shutil
 import sys
 import threading
@@ -51,13 +49,19 @@ from typing import Any
 
 import numpy as np
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from benchmarks import common
+from benchmarks.common import (
+    DATA,
+    INDEX_ROOT,
+    REPO,
+    RESULTS,
+    command_line,
+    load_text,
+    log,
+    machine,
+    read_jsonl,
+)
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-INDEX_ROOT = REPO / "build" / "bench-indexes"
-RESULTS = REPO / "benchmarks" / "results"
 DATASETS = ("multihop_rag", "hotpotqa")
 BUDGETS = (1000, 2000, 4000)
 #: Table order; a mode no index serves is listed as unavailable.
@@ -71,19 +75,6 @@ QUERY_MODULES = ("view.py", "search.py")
 #: Kernels only queries use.
 QUERY_KERNELS = ("fusion.py", "budget.py", "ppr.py")
 MEASURES = ("doc_recall", "fact_recall_text", "fact_recall_chunk", "answer_contained")
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def load_avg() -> str:
-    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 # ------------------------------------------------------------------ embedding cache
@@ -325,14 +316,14 @@ def build_or_reuse(
             last[0] = now
             log(f"{dataset}: {stage} {done}/{total}")
 
-    load_before = load_avg()
+    load_before = load_text(1, ", ")
     report = engine.insert(docs, progress=progress)
     record = {
         "identity": {k: v for k, v in identity.items() if k != "config"},
         "code_sha256": code,
         "report": report.to_dict(),
         "embed_cache": {"hits": cached.hits, "misses": cached.misses},
-        "load_average": {"before": load_before, "after": load_avg()},
+        "load_average": {"before": load_before, "after": load_text(1, ", ")},
         "built_at": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     record_path.write_text(json.dumps(record, indent=1))
@@ -459,7 +450,7 @@ def evaluate_dataset(
             results[budget][mode] = run_mode(
                 engine, questions, mode, budget, chunk_maps[served[mode]]
             )
-        loads[budget] = load_avg()
+        loads[budget] = load_text(1, ", ")
     sweeps = run_sweep(engines[0][0], questions, chunk_maps[0]) if sweep else {}
     return {
         "records": [rec for _, rec in engines],
@@ -470,7 +461,7 @@ def evaluate_dataset(
         "results": results,
         "loads": loads,
         "sweep": sweeps,
-        "sweep_load": load_avg(),
+        "sweep_load": load_text(1, ", "),
         "failed": failed,
     }
 
@@ -539,10 +530,6 @@ def run_sweep(engine: Any, questions: Questions, chunk_map: Any) -> dict[str, An
 
 
 # ------------------------------------------------------------------ report
-def machine() -> str:
-    return f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}"
-
-
 def cell(agg: dict[str, Any], key: str) -> str:
     value = agg.get(key)
     if value is None:
@@ -801,7 +788,7 @@ def main(argv: list[str] | None = None) -> int:
     groups = [components_for([c for c in g.split(",") if c]) for g in args.groups.split("+") if g]
     for comps in groups:  # the build code as imported now (see ``_CODE_AT_START``)
         _CODE_AT_START[tuple(c.name for c in comps)] = code_sha256(comps)
-    command = "python benchmarks/retrieval.py" + "".join(f" {a}" for a in (argv or sys.argv[1:]))
+    command = command_line(__spec__.name, argv or None)
     if args.build_only:
         for d in datasets:
             for comps in groups:
@@ -826,9 +813,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(write_markdown(all_data, budgets, command, embedder), encoding="utf-8")
-    out.with_suffix(".json").write_text(
-        json.dumps(write_json(all_data, command, embedder), indent=1, ensure_ascii=False) + "\n"
-    )
+    common.write_json(out.with_suffix(".json"), write_json(all_data, command, embedder))
     log(f"wrote {out} and {out.with_suffix('.json')}")
     print(out.read_text())
     return 0

@@ -21,20 +21,18 @@ Times are wall-clock: median, min and max of ``--runs`` runs after one warm-up (
 percentiles for PPR). Numba compile (or cache-load) time is measured on the first call and
 reported apart. Writes benchmarks/results/kernels.json and kernels.md and prints the table.
 
-Not named ``kernels.py``: a script's folder comes first on ``sys.path``, and transformers
-probes for the Hugging Face ``kernels`` package, so a benchmark run from this folder that
-exported the embedder to ONNX imported this file instead, and the export failed ("cannot import name
-'CUDAProperties' from 'kernels'").
+Not named ``kernels.py``: transformers probes for the Hugging Face ``kernels`` package, and
+a script run by its path puts its folder first on ``sys.path``, where such a file was found
+instead ("cannot import name 'CUDAProperties' from 'kernels'").
 
-    python benchmarks/kernel_bench.py            # full run (~5-10 min on 2 cores)
-    python benchmarks/kernel_bench.py --quick    # small inputs, a smoke test of the script
-    python benchmarks/kernel_bench.py --cold     # fresh Numba cache: first calls compile
+    python -m benchmarks.kernels.kernel_bench            # full run (~5-10 min on 2 cores)
+    python -m benchmarks.kernels.kernel_bench --quick    # small inputs, a smoke test
+    python -m benchmarks.kernels.kernel_bench --cold     # fresh Numba cache: compiles timed
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -48,10 +46,7 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-if str(REPO) not in sys.path:  # run as a script from a checkout
-    sys.path.insert(0, str(REPO))
+from benchmarks.common import RESULTS, load_text, write_json
 
 # --------------------------------------------------------------------------- timing
 
@@ -629,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
     import scipy
 
     t_start = time.perf_counter()
-    load_start = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    load_start = load_text(1)
     q = args.quick
     n_emb, n_clusters = (20_000, 200) if q else (200_000, 2_000)
     n_graph = 30_000 if q else 300_000
@@ -699,15 +694,14 @@ def main(argv: list[str] | None = None) -> int:
         "networkx": networkx.__version__,
         "igraph": igraph.__version__,
         "load_start": load_start,
-        "load_end": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+        "load_end": load_text(1),
         "numba_cache": "fresh (compiles timed)" if args.cold else "default (may be warm)",
         "quick": q,
     }
     md = report(res)
     print(md)
     if not q:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "kernels.json").write_text(json.dumps(res, indent=2) + "\n")
+        write_json(args.out / "kernels.json", res, indent=2)
         (args.out / "kernels.md").write_text(md)
     return 0
 

@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks.common import markdown_table
+
 
 def run(vectors: Any, max_vectors: int, load1: Callable[[], float]) -> list[dict[str, Any]]:
     """One row per kind of ``vectors`` (a ``VectorIndex``) searched by HNSW, up to
@@ -74,15 +76,30 @@ def markdown(rows: list[dict[str, Any]]) -> list[str]:
         " from them (`VectorIndex._remade`, what a write does once more than `removal_limit`"
         " of a base is dead), with that cost spread over the bound's dead vectors.",
         "",
-        "| index | kind | vectors | removal_limit | copy s | read out s |"
-        " made anew wall / CPU s | ms per dead vector | load1 |",
-        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        lines.append(
-            f"| {r.get('index', '')} | {r['kind']} | {r['vectors']} | {r['removal_limit']} |"
-            f" {r['copy_s']} | {r['read_s']} | {r['remade_wall_s']} / {r['remade_cpu_s']} |"
-            f" {r['ms_per_dead']} | {r['load1_before']} / {r['load1']} |"
-        )
-    lines.append("")
-    return lines
+    header = [
+        "index",
+        "kind",
+        "vectors",
+        "removal_limit",
+        "copy s",
+        "read out s",
+        "made anew wall / CPU s",
+        "ms per dead vector",
+        "load1",
+    ]
+    cells = [
+        [
+            r.get("index", ""),
+            r["kind"],
+            r["vectors"],
+            r["removal_limit"],
+            r["copy_s"],
+            r["read_s"],
+            f"{r['remade_wall_s']} / {r['remade_cpu_s']}",
+            r["ms_per_dead"],
+            f"{r['load1_before']} / {r['load1']}",
+        ]
+        for r in rows
+    ]
+    return [*lines, *markdown_table(header, cells), ""]

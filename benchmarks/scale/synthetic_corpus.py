@@ -1,4 +1,4 @@
-"""A seeded synthetic corpus for scale benchmarks (issue 17; ``benchmarks/scale.py``).
+"""A seeded synthetic corpus for scale benchmarks (issue 17; ``benchmarks/scale/scale.py``).
 
 Documents of Zipf-distributed pseudo-words with names from a pool of 3,000 entities
 (two capitalized words each, themselves Zipf-popular, so that entities recur across
@@ -6,7 +6,10 @@ documents as they do in news or encyclopedic text). With the default chunking (2
 tokens, 20 overlap) a document is ~5.2 chunks. The same ``seed`` always gives the same
 corpus, and document ``i`` does not depend on how many documents are asked for.
 
-Usage: ``python benchmarks/synthetic_corpus.py --docs 10 --show 1`` prints a sample.
+It also holds what the scale scripts share about it (chunks per document, the hashing
+embedder's dimension, its chunks' vectors), so they import this module, not each other.
+
+Usage: ``python -m benchmarks.scale.synthetic_corpus --docs 10 --show 1`` prints a sample.
 """
 
 from __future__ import annotations
@@ -15,6 +18,13 @@ import argparse
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+import numpy as np
+
+#: Chunks per document with the default chunking (what a size in chunks is turned into).
+CHUNKS_PER_DOC = 5.2
+#: Dimension of the ``hashing`` embedder the scale benchmarks use.
+DIM = 384
 
 _ONSETS = ["b", "br", "c", "ch", "d", "f", "g", "gr", "h", "k", "l", "m", "n", "p", "pr", "r"]
 _ONSETS += ["s", "st", "t", "tr", "v", "w", "z", "th", "sh", "pl", "fl", "cr", "dr", "sl"]
@@ -142,6 +152,33 @@ class SyntheticCorpus:
         """Documents ``start .. start + n - 1``."""
         for i in range(start, start + n):
             yield self.document(i)
+
+
+def chunk_vectors(n_vectors: int) -> np.ndarray:
+    """Hashing embeddings of the corpus' first ``n_vectors`` chunks (a build's T vectors).
+
+    Parameters
+    ----------
+    n_vectors:
+        How many chunks to embed, in corpus order.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_vectors, DIM)`` float32.
+    """
+    from graphstrata.bindings.embed.models import HashingEmbedder
+    from graphstrata.engine.config import ChunkingConfig
+    from graphstrata.engine.ingest.chunking import chunk_text
+
+    corpus = SyntheticCorpus()
+    texts: list[str] = []
+    cfg = ChunkingConfig()
+    for doc in corpus.documents(round(n_vectors / CHUNKS_PER_DOC) + 50):
+        texts += [c.text for c in chunk_text(doc["text"], cfg)]
+        if len(texts) >= n_vectors:
+            break
+    return HashingEmbedder(DIM).embed(texts[:n_vectors]).astype(np.float32)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """One local Ray cluster for the whole test run, and what the Ray tests build on the cluster.
 
-Test modules import the fixture (``from tests.integration.conftest_ray import ray_address``).
+Test modules import the fixture (``from tests.helpers.ray_cluster import ray_address``).
 The cluster is real: ``ray.init(num_cpus=2, include_dashboard=False)``, its workers separate
 processes that import this module (the repository goes on their ``PYTHONPATH``) to build the
 embedders below.

@@ -1,11 +1,11 @@
 """The HTTP service under a bounded concurrent load on loopback (MultiHop-RAG index).
 
-    python benchmarks/serve.py [--requests 2000] [--concurrency 1,8,32,128]
+    python -m benchmarks.service.serve [--requests 2000] [--concurrency 1,8,32,128]
                                [--modes naive,hybrid,collapsed,graph] [--duration-cap 300]
                                [--budget 2000] [--index PATH]... [--ablations A,B] [--no-ablation]
 
 Starts the real server (``python -m graphstrata.bindings.server``) in a subprocess on a free
-127.0.0.1 port over the MultiHop-RAG index that ``benchmarks/retrieval.py`` builds under
+127.0.0.1 port over the MultiHop-RAG index that ``benchmarks/quality/retrieval.py`` builds under
 ``build/bench-indexes/`` (reused when a complete build exists, built otherwise), or over the
 ``--index`` directories (several: each measured on the wanted modes it serves that no earlier
 one served, e.g. a hierarchy + sparse + hybrid index and a heterograph index), then sends
@@ -30,20 +30,24 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from benchmarks.common import (
+    DATA,
+    INDEX_ROOT,
+    REPO,
+    RESULTS,
+    command_line,
+    load1,
+    load_text,
+    log,
+    machine,
+    write_json,
+)
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-INDEX_ROOT = REPO / "build" / "bench-indexes"
-RESULTS = REPO / "benchmarks" / "results"
 DATASET = "multihop_rag"
 MODES = ("naive", "hybrid", "collapsed", "graph")
 #: The grid's server: default settings, but every query embedded. The questions are cycled,
@@ -69,21 +73,6 @@ ABLATIONS = (
 )
 
 
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def machine() -> str:
-    return f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}"
-
-
-def load_average() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
 def complete_builds() -> list[tuple[Path, dict[str, Any]]]:
     """MultiHop-RAG indexes under build/bench-indexes with a build record, with the record."""
     found = []
@@ -103,15 +92,14 @@ def locate_index(explicit: str | None, wanted: list[str]) -> tuple[Path, list[st
     """The index to serve and the components it was built with (None: unknown, assume all).
 
     Among complete builds, the one whose components serve most of the wanted modes wins
-    (then the newest); with none, ``benchmarks/retrieval.py`` builds one (default components).
+    (then the newest); with none, ``benchmarks/quality/retrieval.py`` builds one (default components).
     """
     if explicit:
         return Path(explicit), None
     builds = complete_builds()
     if not builds:
         log("no complete MultiHop-RAG index under build/bench-indexes; building one")
-        sys.path.insert(0, str(REPO / "benchmarks"))
-        import retrieval  # the one builder of benchmark indexes
+        from benchmarks.quality import retrieval  # the one builder of benchmark indexes
 
         retrieval.build_or_reuse(DATASET, retrieval.components_for(None))
         builds = complete_builds()
@@ -189,7 +177,7 @@ def run_cell(
         budget_tokens=args.budget,
         server_pid=server.proc.pid,
     )
-    row = {"setting": label, **result.summary(), "load1": round(os.getloadavg()[0], 2)}
+    row = {"setting": label, **result.summary(), "load1": load1()}
     log(
         f"  p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, {row['rps']:.1f} req/s, "
         f"mean batch {row['mean_batch']:.1f}, embed share {100 * row['embed_share']:.0f}%, "
@@ -395,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     if not DATA.is_dir():
         print(f"skipped: {DATA} not found (the shared evaluation data is absent)")
         return 0
-    command = "python benchmarks/serve.py" + "".join(f" {a}" for a in (argv or sys.argv[1:]))
+    command = command_line(__spec__.name, argv or None)
     wanted = [m for m in args.modes.split(",") if m]
     targets = [(Path(p), None) for p in args.index] if args.index else [locate_index(None, wanted)]
     from benchmarks.service.loadgen import service_modes
@@ -404,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
 
     concurrencies = [int(c) for c in args.concurrency.split(",") if c]
     queries = questions()
-    load_before = load_average()
+    load_before = load_text()
     emb = None if args.no_ablation else time_embedder(targets[0][0], queries)
     parts: list[dict[str, Any]] = []
     done: set[str] = set()
@@ -443,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "written": time.strftime("%Y-%m-%d %H:%M"),
         "load_before": load_before,
-        "load_after": load_average(),
+        "load_after": load_text(),
         "queries": len(queries),
         "budget": args.budget,
         "requests": args.requests,
@@ -461,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(markdown(data), encoding="utf-8")
-    out.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
+    write_json(out.with_suffix(".json"), data)
     log(f"wrote {out} and {out.with_suffix('.json')}")
     print(out.read_text())
     return 0

@@ -20,8 +20,8 @@ counted here is the heterograph's):
 
 Usage::
 
-    python benchmarks/heterograph.py                       # both datasets, MiniLM
-    python benchmarks/heterograph.py --dataset hotpotqa --embedder hashing   # quick run
+    python -m benchmarks.quality.heterograph               # both datasets, MiniLM
+    python -m benchmarks.quality.heterograph --dataset hotpotqa --embedder hashing  # quick
 
 Results: ``benchmarks/results/heterograph.{md,json}`` (MiniLM runs; other embedders write
 ``heterograph-<embedder>.*``). Skips cleanly (exit 0) when ``../shared/data`` is absent.
@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import os
 import shutil
 import sys
 import time
@@ -41,12 +40,8 @@ from typing import Any
 
 import numpy as np
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from benchmarks.common import DATA, RESULTS, command_line, read_jsonl, write_report
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-RESULTS = REPO / "benchmarks" / "results"
 DATASETS = {"multihop": "multihop_rag", "hotpotqa": "hotpotqa"}
 KINDS = "TSNRAHO"
 EDGE_NAMES = {
@@ -59,11 +54,6 @@ EDGE_NAMES = {
     7: "semantic",
     9: "S-R",
 }
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def component_stats(report: dict[str, Any]) -> dict[str, Any]:
@@ -405,13 +395,8 @@ def main(argv: list[str] | None = None) -> int:
         prefix = RESULTS / "heterograph"
     else:
         prefix = RESULTS / f"heterograph-{args.embedder.replace(':', '_')}"
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    command = "python benchmarks/heterograph.py " + " ".join(
-        argv if argv is not None else sys.argv[1:]
-    )
-    text = markdown(results, command.strip())
-    prefix.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
-    prefix.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    text = markdown(results, command_line(__spec__.name, argv))
+    write_report(prefix.name, results, text, out_dir=prefix.parent)
     print(text)
     return 0
 

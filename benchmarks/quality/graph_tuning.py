@@ -1,9 +1,9 @@
 """Tuning ``graph`` (NodeRAG search) against ``naive`` and ``bm25`` (issue #12, part B).
 
-    python benchmarks/graph_tuning.py --dataset hotpotqa --before --variants ablations
-    python benchmarks/graph_tuning.py --dataset multihop_rag --before --variants ablations
-    python benchmarks/graph_tuning.py --dataset multihop_rag --docs 150 --variants ablations
-    python benchmarks/graph_tuning.py --dataset hotpotqa --rules refined
+    python -m benchmarks.quality.graph_tuning --dataset hotpotqa --before --variants ablations
+    python -m benchmarks.quality.graph_tuning --dataset multihop_rag --before --variants ablations
+    python -m benchmarks.quality.graph_tuning --dataset multihop_rag --docs 150 --variants ablations
+    python -m benchmarks.quality.graph_tuning --dataset hotpotqa --rules refined
 
 For one dataset of ``../shared/data`` it builds (or reuses) an index with the heterograph and
 the sparse component (the hierarchy is switched off: ``graph`` does not read it), default
@@ -40,27 +40,28 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import platform
 import random
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-# The one embedding cache, logger and JSONL reader of the benchmarks.
-from retrieval import CachedEmbedder, log, read_jsonl
+from benchmarks.common import (
+    DATA,
+    REPO,
+    RESULTS,
+    command_line,
+    load_text,
+    log,
+    machine,
+    read_jsonl,
+    write_json,
+)
+from benchmarks.quality.retrieval import CachedEmbedder  # the one embedding cache
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
 ROOT = REPO / "build" / "graph-tuning"
-RESULTS = REPO / "benchmarks" / "results"
 MEASURES = ("doc_recall", "fact_recall_text", "fact_recall_chunk", "answer_contained")
 
 #: Named overrides of the ``graph`` defaults (``HeterographConfig`` fields). ``default`` is
@@ -160,13 +161,15 @@ def load_dataset(dataset: str, n_docs: int | None) -> tuple[list[dict], list[dic
 
 # ------------------------------------------------------------------ index
 def build_files() -> list[Path]:
-    """Sources an index's content depends on (``search.py`` and ``ranking.py`` are query
-    side only)."""
+    """Sources an index's content depends on (the heterograph's ``query/`` is query side
+    only)."""
     engine = REPO / "graphstrata" / "engine"
     files = [engine / "ingest" / "chunking.py", engine / "prompts.py"]
-    files += [REPO / "graphstrata" / "bindings" / "extractive.py"]
-    query_side = ("search.py", "ranking.py")
-    files += sorted(p for p in (engine / "heterograph").glob("*.py") if p.name not in query_side)
+    files += [REPO / "graphstrata" / "bindings" / "llm" / "extractive.py"]
+    heterograph = engine / "heterograph"
+    files += sorted(
+        p for p in heterograph.rglob("*.py") if p.relative_to(heterograph).parts[0] != "query"
+    )
     files += sorted((REPO / "graphstrata" / "core").glob("*.py"))
     return files
 
@@ -535,15 +538,13 @@ def targets(rows: dict[str, Any]) -> list[str]:
 
 
 def write_results(stem: str, payload: dict[str, Any], command: str) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{stem}.json").write_text(json.dumps(payload, indent=1, default=str))
+    write_json(RESULTS / f"{stem}.json", payload)
     rows = payload["rows"]
     lines = [
         f"# graph tuning: {payload['dataset']}",
         "",
         f"Command: `{command}`  ",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python "
-        f"{platform.python_version()}; load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}"
+        f"Machine: {machine()}; load average {load_text(1, ', ')}"
         " (shared cores: latencies are upper bounds). "
         f"Written {time.strftime('%Y-%m-%d %H:%M')}.",
         "",
@@ -637,9 +638,7 @@ def main(argv: list[str] | None = None) -> int:
         + ([f"{args.docs}docs"] if args.docs else [])
         + ([args.rules] if args.rules != "standard" else [])
     )
-    write_results(
-        stem, payload, "python benchmarks/graph_tuning.py " + " ".join(argv or sys.argv[1:])
-    )
+    write_results(stem, payload, command_line(__spec__.name, argv or None))
     log(f"wrote {RESULTS / stem}.md")
     return 0
 

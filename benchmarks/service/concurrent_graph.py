@@ -15,8 +15,8 @@ interleaved (``--rounds`` rounds of every (kernels, threads) cell) so that load 
 jobs on a shared machine hits both variants alike; the 1-minute load average is printed
 beside each row.
 
-    python benchmarks/concurrent_graph.py --baseline            # ~1.5 min on 2 cores
-    python benchmarks/concurrent_graph.py --quick --baseline    # small graph, smoke test
+    python -m benchmarks.service.concurrent_graph --baseline          # ~1.5 min on 2 cores
+    python -m benchmarks.service.concurrent_graph --quick --baseline  # small graph, smoke test
 
 Writes benchmarks/results/concurrent_graph.md (not with ``--quick``) and prints the table.
 """
@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import platform
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -37,17 +35,13 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-if str(REPO) not in sys.path:  # run as a script from a checkout
-    sys.path.insert(0, str(REPO))
-
-from graphstrata.core import budget as budget_mod  # noqa: E402
-from graphstrata.core import ppr as ppr_mod  # noqa: E402
-from graphstrata.core.budget import pack  # noqa: E402
-from graphstrata.core.graph import csr_from_edges  # noqa: E402
-from graphstrata.core.ppr import shallow_ppr, shallow_ppr_stats  # noqa: E402
-from graphstrata.core.topk import top_k_by_kind  # noqa: E402
+from benchmarks.common import RESULTS, command_line, load1, machine
+from graphstrata.core import budget as budget_mod
+from graphstrata.core import ppr as ppr_mod
+from graphstrata.core.budget import pack
+from graphstrata.core.graph import csr_from_edges
+from graphstrata.core.ppr import shallow_ppr, shallow_ppr_stats
+from graphstrata.core.topk import top_k_by_kind
 
 #: The compiled entry points a graph query crosses (module, attribute): the public
 #: wrappers look these up at call time, so swapping the attribute swaps the kernel.
@@ -216,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         args.nodes, args.edges, args.queries, args.rounds = 20_000, 100_000, 100, 1
     thread_counts = [int(x) for x in args.threads.split(",")]
     t_start = time.perf_counter()
-    load_start = os.getloadavg()
+    load_start = load1()
 
     print(f"graph: {args.nodes:,} nodes, {args.edges:,} edges drawn ...", flush=True)
     g = power_law_graph(args.nodes, args.edges, args.gamma, args.seed)
@@ -272,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                 c["wall"].append(wall)
                 c["cpu"].append(cpu)
                 c["lat"] += lat
-                c["load"].append(os.getloadavg()[0])
+                c["load"].append(load1())
 
     rows = []
     base_qps: dict[str, float] = {}
@@ -290,20 +284,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"{min(c['load']):.2f}-{max(c['load']):.2f} |"
             )
     wall_s = time.perf_counter() - t_start
-    load_end = os.getloadavg()
-    cmd = "python benchmarks/concurrent_graph.py " + " ".join(
-        sys.argv[1:] if argv is None else argv
-    )
+    load_end = load1()
+    cmd = command_line(__spec__.name, argv)
     import numba
 
     md = [
         "# Concurrent graph queries: nogil kernels",
         "",
-        f"Command: `{cmd.strip()}`",
+        f"Command: `{cmd}`",
         "",
-        f"Machine: {os.cpu_count()} CPUs ({platform.machine()}), Python "
-        f"{platform.python_version()}, numpy {np.__version__}, Numba {numba.__version__}. "
-        f"1-minute load average at start {load_start[0]:.2f}, at end {load_end[0]:.2f} "
+        f"Machine: {machine()}, numpy {np.__version__}, Numba {numba.__version__}. "
+        f"1-minute load average at start {load_start:.2f}, at end {load_end:.2f} "
         "(shared machine: other jobs were running). "
         f"Total wall time {wall_s:.0f} s.",
         "",

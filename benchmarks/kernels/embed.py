@@ -25,8 +25,8 @@ multiply-adds per instruction on AVX2).
 Backends run interleaved (chunk slices round-robin, queries round-robin), so that the load
 of a shared machine hits every backend alike.
 
-    python benchmarks/embed.py                      # 256 chunks, 100 queries (~2 min)
-    python benchmarks/embed.py --chunks 64 --queries 20 --backends minilm-onnx,hashing
+    python -m benchmarks.kernels.embed               # 256 chunks, 100 queries (~2 min)
+    python -m benchmarks.kernels.embed --chunks 64 --queries 20 --backends minilm-onnx,hashing
 
 Writes benchmarks/results/embed.md and embed.json.
 """
@@ -44,21 +44,15 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-CORPUS = REPO.parent / "shared" / "data" / "multihop_rag" / "corpus.jsonl"
-QUESTIONS = REPO.parent / "shared" / "data" / "multihop_rag" / "qa.jsonl"
-if str(REPO) not in sys.path:  # run as a script from a checkout
-    sys.path.insert(0, str(REPO))
+from benchmarks.common import DATA, REPO, RESULTS, command_line, load1, write_json
+
+CORPUS = DATA / "multihop_rag" / "corpus.jsonl"
+QUESTIONS = DATA / "multihop_rag" / "qa.jsonl"
 
 BACKENDS = ("all-MiniLM-L6-v2", "minilm-onnx", "minilm-int8", "hashing")
 
 # MiniLM-L6-H384 (the packaged config.json)
 LAYERS, HIDDEN, FFN = 6, 384, 1536
-
-
-def load1() -> float:
-    return float(os.getloadavg()[0])
 
 
 def chunker() -> Any:
@@ -408,12 +402,9 @@ def main(argv: list[str] | None = None) -> int:
         "limit_chunks_per_s": gemm / gflop_chunk if gflop_chunk else 0.0,
         "rows": rows,
         "wall_s": time.perf_counter() - start,
-        "command": " ".join(
-            ["python benchmarks/embed.py", *(argv if argv is not None else sys.argv[1:])]
-        ),
+        "command": command_line(__spec__.name, argv),
     }
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "embed.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out_dir / "embed.json", result, indent=2)
     md = render(result)
     (args.out_dir / "embed.md").write_text(md, encoding="utf-8")
     print(md)

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import markdown_table
+
 #: Neighbours a recall is measured at.
 K = 10
 #: The ways a base is made, in the order they run.
@@ -111,19 +113,31 @@ def markdown(rows: list[dict[str, Any]]) -> list[str]:
         " microseconds per query: an upper bound of exact search); search microseconds and"
         " distances per query.",
         "",
-        "| vectors | ours wall / CPU s | inserted, 1 thread | inserted, every core |"
-        " recall@10 ours / 1 / every | search us ours / 1 / every |"
-        " distances ours / 1 / every | exact us / query | load1 |",
-        "|---|---|---|---|---|---|---|---|---|",
     ]
+    header = [
+        "vectors",
+        "ours wall / CPU s",
+        "inserted, 1 thread",
+        "inserted, every core",
+        "recall@10 ours / 1 / every",
+        "search us ours / 1 / every",
+        "distances ours / 1 / every",
+        "exact us / query",
+        "load1",
+    ]
+    cells = []
     for r in rows:
-        a, b, c = r["ours"], r["inserted_1"], r["inserted_all"]
-        lines.append(
-            f"| {r['vectors']} | {a['wall_s']} / {a['cpu_s']} | {b['wall_s']} / {b['cpu_s']} |"
-            f" {c['wall_s']} / {c['cpu_s']} | {a['recall']} / {b['recall']} / {c['recall']} |"
-            f" {a['search_us']} / {b['search_us']} / {c['search_us']} |"
-            f" {a['distances']} / {b['distances']} / {c['distances']} |"
-            f" {r['exact_us_per_query']} | {r['load1_before']} / {r['load1']} |"
+        ways = (r["ours"], r["inserted_1"], r["inserted_all"])
+        cells.append(
+            [
+                r["vectors"],
+                *(f"{w['wall_s']} / {w['cpu_s']}" for w in ways),
+                *(
+                    " / ".join(str(w[key]) for w in ways)
+                    for key in ("recall", "search_us", "distances")
+                ),
+                r["exact_us_per_query"],
+                f"{r['load1_before']} / {r['load1']}",
+            ]
         )
-    lines.append("")
-    return lines
+    return [*lines, *markdown_table(header, cells), ""]

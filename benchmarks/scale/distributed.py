@@ -1,7 +1,7 @@
 """Distributed build (Ray) against the single-process build: rows/s per stage, Ray's overhead.
 
-    python benchmarks/distributed.py                 # ~6-9 min on 2 shared cores
-    python benchmarks/distributed.py --docs 50 --minilm-texts 64   # a quick look
+    python -m benchmarks.scale.distributed                 # ~6-9 min on 2 shared cores
+    python -m benchmarks.scale.distributed --docs 50 --minilm-texts 64   # a quick look
 
 What it does, on one corpus (the 30 sample documents plus the first ``--docs`` MultiHop-RAG
 documents of ../shared/data/multihop_rag/corpus.jsonl, read-only):
@@ -32,7 +32,6 @@ import json
 import os
 import platform
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -40,22 +39,19 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from benchmarks.common import DATA, REPO, RESULTS, load1, write_report
+from graphstrata.bindings.api import Index
+from graphstrata.bindings.distributed import RayOptions, RaySession, build_index
+from graphstrata.bindings.distributed.arrow import texts_table, vectors_table
+from graphstrata.bindings.distributed.backends import RayEmbedder, embedding_pool
+from graphstrata.bindings.distributed.workers import BackendSpec
+from graphstrata.bindings.registry import make_embedder
+from graphstrata.engine.config import ChunkingConfig
+from graphstrata.engine.ingest.chunking import chunk_text
+from tests.helpers.ray_cluster import assert_same_index, index_tables
 
-from graphstrata.bindings.api import Index  # noqa: E402
-from graphstrata.bindings.distributed import RayOptions, RaySession, build_index  # noqa: E402
-from graphstrata.bindings.distributed.arrow import texts_table, vectors_table  # noqa: E402
-from graphstrata.bindings.distributed.backends import RayEmbedder, embedding_pool  # noqa: E402
-from graphstrata.bindings.distributed.workers import BackendSpec  # noqa: E402
-from graphstrata.bindings.registry import make_embedder  # noqa: E402
-from graphstrata.engine.config import ChunkingConfig  # noqa: E402
-from graphstrata.engine.ingest.chunking import chunk_text  # noqa: E402
-from tests.integration.conftest_ray import assert_same_index, index_tables  # noqa: E402
-
-MULTIHOP = REPO.parent / "shared" / "data" / "multihop_rag" / "corpus.jsonl"
+MULTIHOP = DATA / "multihop_rag" / "corpus.jsonl"
 SAMPLE = REPO / "examples" / "sample.jsonl"
-RESULTS = REPO / "benchmarks" / "results"
 #: Ray stages and the single-process report stages they correspond to (prefixes).
 STAGES = {
     "embed": ("embed_",),
@@ -64,10 +60,6 @@ STAGES = {
     "llm:attribute": ("llm:attribute",),
     "llm:community": ("llm:community",),
 }
-
-
-def load() -> float:
-    return round(os.getloadavg()[0], 2)
 
 
 def corpus(path: Path, n_multihop: int) -> int:
@@ -104,7 +96,7 @@ def minilm_rows(texts: list[str]) -> dict[str, Any]:
     emb.embed(texts[:4])  # warm
     start = time.perf_counter()
     base = emb.embed(texts)
-    out["in_process"] = {"seconds": time.perf_counter() - start, "load": load()}
+    out["in_process"] = {"seconds": time.perf_counter() - start, "load": load1()}
     for actors in (1, 2):
         with RaySession(RayOptions(actors=actors)) as session:
             assert session.cluster is not None
@@ -121,7 +113,7 @@ def minilm_rows(texts: list[str]) -> dict[str, Any]:
             "seconds": seconds,
             "pool_start_s": started,
             "max_abs_diff": float(np.abs(mat - base).max()),
-            "load": load(),
+            "load": load1(),
         }
     return out
 
@@ -204,7 +196,7 @@ def main() -> None:
         source = tmp / "corpus.jsonl"
         result["docs"] = corpus(source, args.docs)
         # 1. one process
-        load0 = load()
+        load0 = load1()
         start = time.perf_counter()
         one = Index.create(tmp / "one", embedder=args.embedder, llm="extractive")
         rep = one.insert_path(source)
@@ -212,7 +204,7 @@ def main() -> None:
             "wall": time.perf_counter() - start,
             "stages": rep.stages,
             "chunks": rep.chunks_added,
-            "load": (load0, load()),
+            "load": (load0, load1()),
         }
         del one
         # A second single-process build: how far one machine agrees with itself.
@@ -225,7 +217,7 @@ def main() -> None:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
         result["ray_init_s"] = time.perf_counter() - start
         for actors in (1, 2):
-            load0 = load()
+            load0 = load1()
             start = time.perf_counter()
             out = tmp / f"ray{actors}"
             res = build_index(
@@ -242,7 +234,7 @@ def main() -> None:
                 "stages": res.report.stages,
                 "ray": {k: vars(v) for k, v in res.stages.items()},
                 "equal": equal(out, tmp / "one", args.embedder),
-                "load": (load0, load()),
+                "load": (load0, load1()),
             }
             print(f"ray {actors} actors: {wall:.1f} s, equal: {result[f'ray_{actors}']['equal']}")
             shutil.rmtree(out, ignore_errors=True)
@@ -257,7 +249,7 @@ def main() -> None:
                         break
             result["minilm"] = minilm_rows(texts[: args.minilm_texts])
         result["call_costs"] = call_costs()
-        result["call_costs_load"] = load()
+        result["call_costs_load"] = load1()
         ray.shutdown()
         # 4. full MultiHop-RAG size (chunks of all documents)
         cfg = ChunkingConfig()
@@ -268,10 +260,7 @@ def main() -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     result["total_s"] = time.perf_counter() - begin
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "distributed.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
-    (RESULTS / "distributed.md").write_text(report(result, args))
-    print((RESULTS / "distributed.md").read_text())
+    print(write_report("distributed", result, report(result, args)).read_text())
 
 
 def report(r: dict[str, Any], args: argparse.Namespace) -> str:
@@ -279,7 +268,7 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> str:
     lines = [
         "# Distributed build (Ray Data) against one process",
         "",
-        f"Generated by `python benchmarks/distributed.py --docs {args.docs}` in "
+        f"Generated by `python -m benchmarks.scale.distributed --docs {args.docs}` in "
         f"{r['total_s']:.0f} s. Machine: {r['machine']}, ray 2.60.0. The cores were shared "
         "with other processes: the 1-minute load average is beside every row (above 2 on 2 "
         "cores, every figure is slower than the machine alone).",
@@ -307,7 +296,7 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> str:
         "`wall` includes starting the pools (actor processes, one model each); `engine` is "
         "the `Engine.insert` inside it. Index equal: documents, chunk texts, every node "
         "(hierarchy segments and summaries), every edge, vectors within 1e-6, every component "
-        "state array (Leiden, K-means, ...) (`tests/integration/conftest_ray.py`, "
+        "state array (Leiden, K-means, ...) (`tests/helpers/ray_cluster.py`, "
         "`assert_same_index`). Query results: every mode on three questions. They also "
         "depend on the usearch cache of the vectors; the row `one process, again` checks "
         "that two one-process builds agree (usearch inserts on one thread, "

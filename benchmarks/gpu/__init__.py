@@ -1,0 +1,1 @@
+"""Checks that need a CUDA machine (see README.md here)."""
