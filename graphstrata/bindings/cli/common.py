@@ -245,3 +245,36 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
         print(f"{'stages':<{width}}  {stages}")
     for note in report.get("notes", []):
         print(f"{'note':<{width}}  {note}")
+
+
+def add_threads_arg(p: argparse.ArgumentParser) -> None:
+    """Add ``--threads N|default``: the process's thread budget
+    (:mod:`graphstrata.bindings.threads`; default: env ``GRAPHSTRATA_THREADS``, else the CPU
+    affinity).
+
+    Parameters
+    ----------
+    p:
+        The subcommand's parser.
+    """
+    p.add_argument(
+        "--threads",
+        type=_threads_value,
+        default=None,
+        metavar="N",
+        help="cores the process's thread pools share (BLAS, Numba, ONNX Runtime, torch): a "
+        "number, or 'default' to leave each library at its own (default: env "
+        "GRAPHSTRATA_THREADS, else the CPU affinity)",
+    )
+
+
+def _threads_value(value: str) -> int | str:
+    from graphstrata.bindings.threads import parse_override
+
+    try:
+        parsed = parse_override(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    if parsed is None:
+        raise argparse.ArgumentTypeError("expected a number >= 1 or 'default'")
+    return parsed

@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.service.server_process import LISTENING
-from graphstrata.bindings.cli.common import CLIError, Progress, add_backend_args, print_report
+from graphstrata.bindings.cli.common import (
+    CLIError,
+    Progress,
+    add_backend_args,
+    add_threads_arg,
+    print_report,
+)
 
 if TYPE_CHECKING:
     from benchmarks.service.server_process import ServerHandle
@@ -61,6 +67,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         "max_connections",
         "max_header_bytes",
         "writer_lock_wait_s",
+        "threads",
     ):
         value = getattr(args, name)
         if value is not None:
@@ -295,7 +302,13 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         dest="max_pending_operations",
         help="queued document operations before 429 (default 64)",
     )
-    p.add_argument("--search-threads", type=int, dest="search_threads")
+    p.add_argument(
+        "--search-threads",
+        type=int,
+        dest="search_threads",
+        help="searches run at once (default: the thread budget's, min(8, cores + 2))",
+    )
+    add_threads_arg(p)
     p.add_argument(
         "--microbatch-wait-ms",
         type=float,
@@ -312,7 +325,7 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         "--embed-threads",
         type=int,
         dest="embed_threads",
-        help="intra-op threads of the embedder (default: its own, one per core)",
+        help="intra-op threads of the embedder (default: the thread budget's)",
     )
     p.add_argument(
         "--query-cache",
