@@ -17,6 +17,9 @@ Sections:
   ``--hotpot-docs`` documents of ``/work/shared/data/hotpotqa/corpus.jsonl`` (read-only);
 * **serve**: ``graph`` req/s and p50 at concurrency 1/8/32 against a real server per
   configuration (``graphstrata serve --threads ...``, query cache off so every request embeds);
+* **product**: ``ExactVectors.search`` of one query over 4,000 x 384 rows (the exact path of
+  a small kind, and of every kind's fresh vectors), the per-query matrix product that numpy
+  hands to OpenBLAS, p50/p99 per configuration in a fresh process;
 * **crossover**: sampled betweenness forced serial against forced parallel (Numba's pool of
   this process, ``query`` role) over a range of work (sources x CSR entries), which is what
   ``core.centrality.BETWEENNESS_PARALLEL_MIN`` encodes.
@@ -254,6 +257,56 @@ def bench_search(built: dict, rounds: int, n: int, root: Path) -> dict[str, Any]
     return {"cells": out, "budgets": budgets}
 
 
+def product_worker() -> int:
+    """A product process: applies the server role, then times ``ExactVectors.search``."""
+    from graphstrata.bindings.threads import apply
+    from graphstrata.engine.exact_vectors import ExactVectors
+
+    apply("server")
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((4000, 384), dtype=np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    exact = ExactVectors(np.arange(4000, dtype=np.int64), rows)
+    queries = rows[rng.integers(0, 4000, 64)]
+    for i in range(50):
+        exact.search(queries[i % 64 : i % 64 + 1], 10)
+    times = []
+    for i in range(400):
+        t = time.perf_counter()
+        exact.search(queries[i % 64 : i % 64 + 1], 10)
+        times.append((time.perf_counter() - t) * 1e3)
+    print(json.dumps(times), flush=True)
+    return 0
+
+
+def bench_product(rounds: int) -> dict[str, Any]:
+    cells: dict[str, dict[str, Any]] = {}
+    for r in range(rounds):
+        order = list(CONFIGS)[r % 3 :] + list(CONFIGS)[: r % 3]
+        for state in CONTENTION:
+            with contention(state):
+                for c in order:
+                    out = subprocess.run(
+                        [sys.executable, __file__, "--product"],
+                        capture_output=True,
+                        text=True,
+                        env=config_env(c),
+                        check=True,
+                    ).stdout
+                    cell = cells.setdefault(f"{state}|{c}", {"ms": [], "load": []})
+                    cell["ms"] += json.loads(out.strip().splitlines()[-1])
+                    cell["load"].append(load())
+    return {
+        k: {
+            "p50_ms": pct(v["ms"], 50),
+            "p99_ms": pct(v["ms"], 99),
+            "n": len(v["ms"]),
+            "load": round(float(np.mean(v["load"])), 2),
+        }
+        for k, v in cells.items()
+    }
+
+
 # --------------------------------------------------------------------------- serving
 def bench_serve(
     built: dict, rounds: int, concurrencies: list[int], requests: int, cap: float
@@ -331,7 +384,7 @@ def bench_crossover(rounds: int, quick: bool) -> dict[str, Any]:
     from graphstrata.core.centrality import sampled_betweenness
 
     b = apply("query")
-    sizes = [(2_000, 4), (8_000, 4), (30_000, 2), (30_000, 8)]
+    sizes = [(2_000, 4), (8_000, 4), (30_000, 2), (30_000, 8), (30_000, 32)]
     if quick:
         sizes = sizes[:3]
     graphs = {n: random_graph(n, 10, seed=n) for n, _ in sizes}
@@ -425,6 +478,23 @@ def report(res: dict[str, Any]) -> str:
                 + f" | {got['budget']['rps'] / max(got['one']['rps'], 1e-9):.2f}"
                 + f" | {got['budget']['load']} |"
             )
+    P = res["product"]
+    out += [
+        "",
+        "## Per-query product: `ExactVectors.search`, 1 query x 4,000 x 384 rows (ms)",
+        "",
+        "| contention | budget p50 / p99 | defaults p50 / p99 | one p50 / p99 | load |",
+        "|---|---|---|---|---|",
+    ]
+    for state in CONTENTION:
+        out.append(
+            f"| {state} | "
+            + " | ".join(
+                f"{P[f'{state}|{c}']['p50_ms']:.3f} / {P[f'{state}|{c}']['p99_ms']:.2f}"
+                for c in CONFIGS
+            )
+            + f" | {P[f'{state}|budget']['load']} |"
+        )
     X = res["crossover"]["cells"]
     out += [
         "",
@@ -461,6 +531,7 @@ def _budget_line(b: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--product", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="small run (smoke test), no files")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--queries", type=int, default=20, help="search queries per cell")
@@ -470,6 +541,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.worker:
         return worker(args.worker)
+    if args.product:
+        return product_worker()
     import numba
 
     t0 = time.perf_counter()
@@ -488,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
         # The crossover first, in this process, before anything else starts Numba's pool.
         res["crossover"] = bench_crossover(rounds, args.quick)
         print(f"crossover done (load {load()})", flush=True)
+        res["product"] = bench_product(rounds)
+        print(f"product done (load {load()})", flush=True)
         built = build(Path(tmp), hotpot, args.queries)
         res["indexes"] = {
             k: {"docs": v["docs"], "build_s": v["build_s"], "modes": v["modes"]}
