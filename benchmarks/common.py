@@ -9,6 +9,7 @@ children.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -16,7 +17,7 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,19 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The records of a JSON-lines file (blank lines skipped)."""
     with open(path, encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
+
+
+@contextlib.contextmanager
+def busy_process(on: bool = True) -> Iterator[None]:
+    """One competing busy process (a Python spin loop) while ``on``: the contended state of
+    the thread benchmarks (the cores of this machine are shared, so "idle" is never idle)."""
+    if not on:
+        yield
+        return
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)  # let the scheduler see it
+        yield
+    finally:
+        proc.kill()
+        proc.wait()

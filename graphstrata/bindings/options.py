@@ -28,3 +28,36 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
         "minilm-onnx; an existing index only opens with an embedder compatible with its own)",
     )
     p.add_argument("--no-cache", action="store_true", help="bypass the LLM response cache")
+
+
+def add_threads_arg(p: argparse.ArgumentParser) -> None:
+    """Add ``--threads N|default``: the process's thread budget
+    (:mod:`graphstrata.bindings.threads`; default: env ``GRAPHSTRATA_THREADS``, else the CPU
+    affinity).
+
+    Parameters
+    ----------
+    p:
+        The subcommand's parser.
+    """
+    p.add_argument(
+        "--threads",
+        type=_threads_value,
+        default=None,
+        metavar="N",
+        help="cores the process's thread pools share (BLAS, Numba, ONNX Runtime, torch): a "
+        "number, or 'default' to leave each library at its own (default: env "
+        "GRAPHSTRATA_THREADS, else the CPU affinity)",
+    )
+
+
+def _threads_value(value: str) -> int | str:
+    from graphstrata.bindings.threads import parse_override
+
+    try:
+        parsed = parse_override(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    if parsed is None:
+        raise argparse.ArgumentTypeError("expected a number >= 1 or 'default'")
+    return parsed

@@ -18,9 +18,15 @@ from numba import get_num_threads, njit, prange
 from graphstrata.core import sets
 from graphstrata.core.graph import check_csr
 
-__all__ = ["sampled_betweenness"]
+__all__ = ["BETWEENNESS_PARALLEL_MIN", "sampled_betweenness"]
 
-_PARALLEL_MIN = 1 << 20  # sources x CSR entries below which one thread does it all
+#: Work (sources x CSR entries) below which :func:`sampled_betweenness` runs on the calling
+#: thread alone: waking Numba's pool costs more than it saves on a smaller job. Measured on
+#: 2 cores (``benchmarks/kernels/threads.py``, crossover section; OpenMP layer with
+#: ``OMP_WAIT_POLICY=PASSIVE``): see docs/decisions/threads.md. Per call:
+#: ``parallel_min_work``. Whatever the work, the kernel runs on ``numba.get_num_threads()``
+#: threads at most, so a server request thread (one Numba thread) is always serial.
+BETWEENNESS_PARALLEL_MIN = 1 << 20
 
 
 @njit(cache=True, nogil=True)
@@ -150,6 +156,7 @@ def sampled_betweenness(
     seed: int,
     sources: np.ndarray | None = None,
     normalized: bool = True,
+    parallel_min_work: int = BETWEENNESS_PARALLEL_MIN,
 ) -> np.ndarray:
     """Betweenness centrality estimated from ``k`` sampled sources (Brandes, hop counts).
 
@@ -172,6 +179,9 @@ def sampled_betweenness(
         Explicit source nodes (duplicates removed); overrides ``k`` and ``seed``.
     normalized : bool
         Divide by the number of node pairs, as networkx does.
+    parallel_min_work : int
+        Sources x CSR entries from which the sources are split over Numba's threads of the
+        calling thread (default :data:`BETWEENNESS_PARALLEL_MIN`); below it, one thread.
 
     Returns
     -------
@@ -205,7 +215,7 @@ def sampled_betweenness(
         raise ValueError("graphs beyond 2**31 nodes or entries are not supported")
     sampled = srcs.shape[0] < n
     slots = max(1, min(get_num_threads(), srcs.shape[0]))
-    if slots == 1 or srcs.shape[0] * indices.shape[0] < _PARALLEL_MIN:
+    if slots == 1 or srcs.shape[0] * indices.shape[0] < parallel_min_work:
         bc = np.zeros(n, dtype=np.float64)  # small jobs: waking the pool costs more
         _sources_serial(indptr, indices, srcs, 0, srcs.shape[0], bc)
     else:

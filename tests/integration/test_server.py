@@ -494,6 +494,15 @@ def test_stats_and_metrics(server):
     assert "graphstrata_embed_batch_size_count" in text
 
 
+def test_served_process_applies_the_server_thread_budget(server):
+    with client(server) as c:
+        threads = c.get("/v1/stats").json()["service"]["queries"]["threads"]
+    budget = threads["budget"]
+    assert budget["role"] == "server"
+    assert (budget["blas"], budget["numba"], budget["torch"]) == (1, 1, 1)
+    assert threads["search_pool"] == budget["search_pool"] == min(8, budget["cores"] + 2)
+
+
 # ---------------------------------------------------------------------------- auth and limits
 def test_bearer_token_guards_every_v1_route(guarded):
     with client(guarded) as anon, client(guarded, "wrong") as wrong, client(guarded, TOKEN) as ok:

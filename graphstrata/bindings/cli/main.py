@@ -16,6 +16,21 @@ from graphstrata.bindings.cli.check import register as register_check
 from graphstrata.bindings.cli.commands import register as register_index_commands
 from graphstrata.bindings.cli.evaluate import register as register_eval
 from graphstrata.bindings.cli.serve import register as register_serve
+from graphstrata.bindings.options import add_threads_arg
+
+#: The thread role of each command that runs kernels or models
+#: (:mod:`graphstrata.bindings.threads`); ``serve`` applies the ``server`` role itself, when
+#: its app is created.
+THREAD_ROLES = {
+    "index": "build",
+    "insert": "build",
+    "delete": "build",
+    "compact": "build",
+    "maintain": "build",
+    "query": "query",
+    "answer": "query",
+    "eval": "query",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     register_serve(sub)
     register_answer(sub)
     register_check(sub)
+    for name, role in THREAD_ROLES.items():
+        add_threads_arg(sub.choices[name])
+        sub.choices[name].set_defaults(thread_role=role)
     return parser
 
 
@@ -66,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
+        role = getattr(args, "thread_role", None)
+        if role is not None:
+            from graphstrata.bindings.threads import apply as apply_threads
+
+            apply_threads(role, args.threads)
         status = func(args)
         sys.stdout.flush()
         return status

@@ -16,9 +16,10 @@ Resource decisions (the test machine has 2 cores; figures in ``benchmarks/result
   ``embed_gpus_per_actor`` (default 0.1: a MiniLM-sized model needs well under a tenth of a
   GPU's memory), so an embedding actor can sit beside a vLLM engine on the same GPU when the
   engine's ``gpu_memory_utilization`` leaves room for it (0.85 does).
-* Each CPU actor runs its model with ``threads_per_actor`` threads (default 1:
-  ``OMP_NUM_THREADS`` before the model loads, ``torch.set_num_threads`` if torch is already
-  loaded) so that torch or ONNX Runtime in two actors does not oversubscribe the cores. This
+* Each CPU actor runs its model with ``threads_per_actor`` threads (default 1: the
+  ``worker`` thread budget of ``bindings/threads.py`` over that many cores, applied before
+  the model loads, plus ``OMP_NUM_THREADS``) so that torch or ONNX Runtime in two actors does
+  not oversubscribe the cores. This
   is set inside the actor, not through a ``runtime_env``: an actor with its own runtime
   environment cannot take one of the workers Ray keeps started, and on 2 cores starting a
   fresh worker cost seconds per actor.
@@ -81,7 +82,8 @@ class RayOptions:
     embed_gpus_per_actor, llm_gpus_per_actor:
         GPUs an embedding / LLM actor reserves when the cluster has GPUs (module docstring).
     threads_per_actor:
-        ``OMP_NUM_THREADS`` inside each actor on CPU (GPU actors keep the default).
+        Cores of each CPU actor's thread budget (role ``worker``: BLAS, Numba, ONNX Runtime,
+        torch; GPU actors keep the libraries' defaults).
     embed_batch_rows:
         Texts per actor call. The engine hands 256 texts per ``embed`` call
         (``engine.component.EMBED_BATCH``); 64 splits that over 4 actors. Not tuned further:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from graphstrata.bindings.distributed.arrow import (
     table_requests,
     vectors_table,
 )
+from graphstrata.bindings.threads import apply as apply_threads
 from graphstrata.engine import ChunkingConfig, DocumentError, chunk_text, coerce_document
 
 
@@ -72,12 +72,11 @@ def describe(backend: Any) -> dict[str, Any]:
 
 
 def limit_threads(threads: int) -> None:
-    """Run the models of this process with ``threads`` threads (``cluster.py`` says why)."""
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[name] = str(threads)
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(threads)
+    """Run the models of this process with ``threads`` threads (``cluster.py`` says why): the
+    ``worker`` thread budget of :mod:`graphstrata.bindings.threads` over ``threads`` cores,
+    plus ``OMP_NUM_THREADS`` for an OpenMP runtime loaded later (torch's)."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    apply_threads("worker", threads)
 
 
 class ModelActor:

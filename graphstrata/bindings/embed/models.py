@@ -28,6 +28,7 @@ from graphstrata.bindings.embed.onnx import (
     cache_dir,
     ensure_onnx_model,
 )
+from graphstrata.bindings.threads import apply_torch
 from graphstrata.engine import ConfigError, EmbedderError
 
 if TYPE_CHECKING:
@@ -155,6 +156,9 @@ class SentenceTransformerEmbedder:
             )
             self._dim = int(get_dim() or 0)
             self._max_tokens = int(getattr(model, "max_seq_length", None) or 512)
+            # torch is imported now: give it the process's thread budget (threads.apply ran
+            # before, when torch was not there to be sized).
+            apply_torch()
             self._model = model
             return model
 

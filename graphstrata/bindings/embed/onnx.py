@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from graphstrata.bindings.threads import onnx_threads
 from graphstrata.engine import EmbedderError
 
 #: Spec name -> variant. The spec name is also the embedder's ``name`` (recorded in indexes).
@@ -353,14 +354,6 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def available_cores() -> int:
-    """Cores this process may run on (``os.sched_getaffinity``; ``os.cpu_count`` elsewhere)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def length_groups(
     lengths: np.ndarray, batch_size: int, max_padding: float
 ) -> list[tuple[int, int]]:
@@ -407,8 +400,10 @@ class OnnxMiniLMEmbedder:
         to ~1e-7) or ``"int8"`` (spec ``minilm-int8``: dynamically quantized MatMuls,
         faster, cosine ~0.99 to the fp32 vectors; indexes built with it need it).
     threads:
-        ONNX Runtime intra-op threads; default: the cores available to the process
-        (``os.sched_getaffinity``). Inter-op threads are 1 and execution is sequential.
+        ONNX Runtime intra-op threads; default: the process's thread budget when the session
+        is built (:func:`graphstrata.bindings.threads.onnx_threads`: the cores available to
+        the process, ``os.sched_getaffinity``, unless a role or override says less).
+        Inter-op threads are 1 and execution is sequential.
     batch_size:
         Texts per ``run`` call at most. Texts are sorted by their number of word pieces
         first, so a batch is padded only to its longest member; results come back in input
@@ -498,8 +493,9 @@ class OnnxMiniLMEmbedder:
 
     @property
     def threads(self) -> int:
-        """Intra-op threads of the session (explicit, else the available cores)."""
-        return self._threads if self._threads is not None else available_cores()
+        """Intra-op threads of the session (explicit, else the process's thread budget:
+        :func:`graphstrata.bindings.threads.onnx_threads`)."""
+        return self._threads if self._threads is not None else onnx_threads()
 
     @property
     def throughput(self) -> float:
@@ -550,6 +546,22 @@ class OnnxMiniLMEmbedder:
         self._ensure_loaded()
         return self
 
+    def session_options(self) -> Any:
+        """The ``onnxruntime.SessionOptions`` of this embedder's session: :attr:`threads`
+        intra-op threads, one inter-op thread (sequential execution), spin-waiting off
+        unless ``spin``."""
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        if not self.spin:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return options
+
     def _ensure_loaded(self) -> tuple[Any, Any]:
         with self._lock:
             if self._session is not None:
@@ -567,14 +579,7 @@ class OnnxMiniLMEmbedder:
                 self.model_path = ensure_onnx_model(
                     self.variant, self.model_dir, self.cache, self.opset
                 )
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = self.threads
-            options.inter_op_num_threads = 1
-            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            options.log_severity_level = 3
-            if not self.spin:
-                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            options = self.session_options()
             try:
                 self._session = ort.InferenceSession(
                     str(self.model_path), options, providers=["CPUExecutionProvider"]

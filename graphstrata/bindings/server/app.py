@@ -86,6 +86,14 @@ def create_app(
     ------
     ConfigError
         For invalid settings, duplicate or unusable index names, or a bad tokens table.
+
+    Notes
+    -----
+    Each search thread runs its Numba kernels on one thread whatever the process does; the
+    process-wide pools (BLAS, OpenMP's wait policy, Numba's layer) are sized by
+    :func:`~.run.run_server`, which applies the ``server`` role of
+    :mod:`graphstrata.bindings.threads` first. An application that serves this app itself
+    calls ``graphstrata.bindings.threads.apply("server")`` before creating it.
     """
     settings = settings or ServerSettings()
     settings.check()

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphstrata.bindings.options import add_backend_args
+from graphstrata.bindings.options import add_backend_args, add_threads_arg
 
 if TYPE_CHECKING:
     from graphstrata.bindings.server.settings import ServerSettings
@@ -48,6 +48,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         "microbatch_wait_ms",
         "microbatch_max",
         "embed_threads",
+        "threads",
         "query_cache_size",
         "header_timeout_s",
         "body_timeout_s",
@@ -174,7 +175,13 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         dest="max_pending_operations",
         help="queued document operations before 429 (default 64)",
     )
-    p.add_argument("--search-threads", type=int, dest="search_threads")
+    p.add_argument(
+        "--search-threads",
+        type=int,
+        dest="search_threads",
+        help="searches run at once (default: the thread budget's, min(8, cores + 2))",
+    )
+    add_threads_arg(p)
     p.add_argument(
         "--microbatch-wait-ms",
         type=float,

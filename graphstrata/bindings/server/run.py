@@ -13,6 +13,7 @@ from fastapi import FastAPI
 
 from graphstrata.bindings.server.app import create_app
 from graphstrata.bindings.server.settings import ServerSettings
+from graphstrata.bindings.threads import apply as apply_threads
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -67,6 +68,12 @@ def run_server(
     """
     import uvicorn
 
+    settings.check()
+    # The server role's thread budget for the whole process, before any index is opened or
+    # kernel runs (Numba's threading layer and OpenMP's wait policy can only be chosen before
+    # its pool starts). Not in create_app: an app made inside another process (a test, an
+    # application's own server) leaves that process's pools alone unless it applies the role.
+    apply_threads("server", settings.threads)
     app = create_app(index_path, settings=settings)
     sock = bind_socket(settings.host, settings.port)
     host, port = sock.getsockname()[:2]

@@ -32,6 +32,7 @@ from graphstrata.bindings.server.errors import ApiError
 from graphstrata.bindings.server.metrics import ServiceMetrics
 from graphstrata.bindings.server.settings import ServerSettings
 from graphstrata.bindings.server.writer import Writer
+from graphstrata.bindings.threads import budget, current, thread_initializer
 
 T = TypeVar("T")
 
@@ -190,7 +191,15 @@ class QueryRunner:
         self.index = index
         self.metrics = metrics
         self.cache = cache if cache is not None else QueryVectorCache(settings.query_cache_size)
-        self.search_pool = ThreadPoolExecutor(settings.search_threads, "gs-search")
+        # Each search thread runs its kernels single-threaded (Numba's count is per thread,
+        # so the pool's initializer sets it): concurrent requests are the parallelism.
+        threads = budget("server", settings.threads)
+        self.search_threads = settings.search_threads or threads.search_pool
+        self.search_pool = ThreadPoolExecutor(
+            self.search_threads,
+            "gs-search",
+            initializer=thread_initializer(threads),
+        )
         # One embedding call at a time: the model already spreads one call over every core.
         self.embed_pool = ThreadPoolExecutor(1, "gs-embed")
         self.batcher: MicroBatcher[str, tuple[np.ndarray, float]] = MicroBatcher(
@@ -296,10 +305,17 @@ class QueryRunner:
                 "misses": self.cache_misses,
                 "hit_rate": round(self.cache_hits / lookups, 6) if lookups else 0.0,
             }
+        applied = current()
         return {
             "microbatch": self.batcher.stats.to_dict(),
             "microbatch_queued": self.batcher.queued,
             "query_cache": cache,
+            # The search pool and the process's thread budget (None: none was applied, e.g.
+            # an app created inside another process; see create_app).
+            "threads": {
+                "search_pool": self.search_threads,
+                "budget": dict(applied.__dict__) if applied is not None else None,
+            },
             **totals,
         }
 

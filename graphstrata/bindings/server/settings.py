@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from graphstrata.bindings.api import ConfigError
-from graphstrata.bindings.embed.onnx import available_cores
+from graphstrata.bindings.threads import parse_override
 
 #: Environment variable that holds the bearer token when ``ServerSettings.token`` is None.
 TOKEN_ENV = "GRAPHSTRATA_TOKEN"
@@ -50,12 +50,19 @@ class ServerSettings:
         it (e.g. ``graphstrata compact`` run beside the service; default 120 s) before it
         fails with ``overloaded``.
     search_threads:
-        Threads that run searches (and whole-query batches); default
-        ``min(8, cores + 2)``, where ``cores`` is the number of CPUs this process may run on
-        (:func:`~graphstrata.bindings.embed.onnx.available_cores`: the CPU affinity, so a
-        container or ``taskset`` limit counts, not the host's CPUs). A search releases the GIL
-        in its kernels and holds it elsewhere, so a couple of threads more than cores keep
-        the cores busy while others wait for the GIL; more only add switching.
+        Threads that run searches (and whole-query batches); ``None`` (default): the server
+        role's thread budget, ``min(8, cores + 2)``, where ``cores`` is the number of CPUs
+        this process may run on (:func:`~graphstrata.bindings.threads.available_cores`: the
+        CPU affinity, so a container or ``taskset`` limit counts, not the host's CPUs) or
+        ``threads``. A search releases the GIL in its kernels and holds it elsewhere, so a
+        couple of threads more than cores keep the cores busy while others wait for the GIL;
+        more only add switching. Each search runs single-threaded (one BLAS thread, one Numba
+        thread): parallelism comes from the concurrent requests.
+    threads:
+        The process's thread budget (:mod:`graphstrata.bindings.threads`, role ``server``,
+        applied when the app is created): a number of cores, ``"default"`` to leave every
+        library at its own default, or ``None`` for ``GRAPHSTRATA_THREADS``, else the CPU
+        affinity.
     microbatch_wait_ms, microbatch_max:
         Wait window and size cap of the query-embedding micro-batcher (2 ms, 64). A wait of 0
         with a cap of 1 turns micro-batching off.
@@ -67,9 +74,9 @@ class ServerSettings:
         ``/v1/stats`` (``service.queries.query_cache``).
     embed_threads:
         Intra-op threads of the embedder (its own ONNX Runtime session, or torch's
-        process-wide pool), or ``None`` to keep the embedder's default: one per available
-        core for the ONNX Runtime embedders (with spin-waiting off), torch's own (one per
-        physical core) for the torch one. One embedding call runs at a time (the
+        process-wide pool), or ``None`` for the thread budget's: one per core of the budget
+        for the ONNX Runtime embedders (with spin-waiting off), one for torch (a single
+        query took 17.7 ms with one torch thread against 145 ms with two, issue 52). One embedding call runs at a time (the
         micro-batcher's single embed thread), so these threads are the embedder's whole
         share of the cores. Spinning intra-op threads collapse when the cores are shared
         (with search threads, or other processes): see ``benchmarks/results/serve.md``.
@@ -120,7 +127,8 @@ class ServerSettings:
     max_pending_operations: int = 64
     keep_operations: int = 10_000
     writer_lock_wait_s: float = 120.0
-    search_threads: int = field(default_factory=lambda: min(8, available_cores() + 2))
+    search_threads: int | None = None
+    threads: int | str | None = None
     microbatch_wait_ms: float = 2.0
     microbatch_max: int = 64
     query_cache_size: int = 4096
@@ -159,7 +167,6 @@ class ServerSettings:
             "max_budget_tokens",
             "max_pending_operations",
             "keep_operations",
-            "search_threads",
             "microbatch_max",
             "max_connections",
             "max_header_bytes",
@@ -167,6 +174,16 @@ class ServerSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 problems.append(f"{name} must be an integer >= 1, got {value!r}")
+        if self.search_threads is not None and (
+            isinstance(self.search_threads, bool)
+            or not isinstance(self.search_threads, int)
+            or self.search_threads < 1
+        ):
+            problems.append(f"search_threads must be an integer >= 1, got {self.search_threads!r}")
+        try:
+            parse_override(self.threads)
+        except ValueError as exc:
+            problems.append(f"threads: {exc}")
         retry = self.retry_after_s
         if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:
             problems.append(f"retry_after_s must be an integer >= 0, got {retry!r}")

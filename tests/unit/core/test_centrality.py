@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphstrata.core.centrality import sampled_betweenness
+from graphstrata.core.centrality import BETWEENNESS_PARALLEL_MIN, sampled_betweenness
 from graphstrata.core.graph import csr_from_edges
 
 
@@ -146,7 +146,16 @@ def test_parallel_path_equals_networkx() -> None:
     n = 1500
     g, (ip, ix, _) = random_graph(11, n, 6000)
     sources = np.random.default_rng(1).choice(n, 120, replace=False)
-    assert sources.size * ix.size >= 1 << 20
+    assert sources.size * ix.size >= BETWEENNESS_PARALLEL_MIN
     ours = sampled_betweenness(ip, ix, k=120, seed=0, sources=sources)
     ref = nx_array(nx.betweenness_centrality(g, k=120, seed=FixedSources(np.sort(sources))), n)
     np.testing.assert_allclose(ours, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_parallel_min_work_picks_the_path_not_the_result() -> None:
+    # The crossover is a per-call setting: forced serial and forced parallel agree.
+    n = 400
+    _, (ip, ix, _) = random_graph(5, n, 1600)
+    serial = sampled_betweenness(ip, ix, k=24, seed=3, parallel_min_work=1 << 62)
+    parallel = sampled_betweenness(ip, ix, k=24, seed=3, parallel_min_work=0)
+    np.testing.assert_allclose(parallel, serial, rtol=1e-12, atol=1e-15)
