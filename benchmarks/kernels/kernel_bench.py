@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import RESULTS, busy_process, load_text, write_json
+from benchmarks.common import RESULTS, busy_process, load1, load_text, write_json
 
 # --------------------------------------------------------------------------- timing
 
@@ -477,7 +477,7 @@ def bench_betweenness_contended(csr: tuple, runs: int, rounds: int) -> dict:
                 names = list(contenders)
                 for name in names[r % 3 :] + names[: r % 3]:
                     times[f"{state}|{name}"] += timed(contenders[name], runs)
-                    loads[state].append(os.getloadavg()[0])
+                    loads[state].append(load1())
     out: dict[str, Any] = {"nodes": n, "k": 10, "threads": threads, "rounds": rounds}
     for key, ts in times.items():
         out[key] = stats(ts)

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import DATA, REPO, RESULTS, busy_process, load1, module_command
+from benchmarks.common import DATA, REPO, RESULTS, busy_process, load1, load_text, module_command
 
 SAMPLE = REPO / "examples" / "sample.jsonl"
 HOTPOT = DATA / "hotpotqa"
@@ -530,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
         "platform": platform.platform(),
         "python": platform.python_version(),
         "numba": numba.__version__,
-        "load_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "load_start": load_text(),
     }
     print(f"load at start: {env['load_start']}", flush=True)
     rounds = 1 if args.quick else args.rounds
@@ -552,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
             res["serve"] = bench_serve(
                 built, max(1, rounds - 1), [1, 8, 32], 200, 4.0 if args.quick else 6.0
             )
-    env["load_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    env["load_end"] = load_text()
     env["seconds"] = round(time.perf_counter() - t0, 1)
     text = report(res)
     print(text)
