@@ -17,7 +17,8 @@ as ``key=value`` pairs joined by ``&``, or as keyword arguments of :func:`make_l
     OpenAI-compatible server, e.g. ``openai:qwen2.5-7b@http://127.0.0.1:8000/v1``. Without
     ``@URL``: ``OPENAI_BASE_URL``, else the OpenAI API. The key comes from
     ``GRAPHSTRATA_API_KEY`` or ``OPENAI_API_KEY`` (never from the spec, which is recorded
-    in the index). Also ``seed``, ``base_delay``, ``max_delay``.
+    in the index). Also ``seed``, ``base_delay``, ``max_delay``, ``max_response_bytes`` (the
+    largest response body read, default 8 MiB: a larger one is an error, never cached).
 
   ``vllm`` and ``openai`` answers are cached in ``cache_path`` (the API passes
   ``INDEX/llm-cache.sqlite``) unless ``use_cache=False``.
@@ -118,6 +119,7 @@ _OPENAI_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "seed": ("seed", _optional_int),
     "system_prompt": ("system_prompt", str),
     "api_key": ("api_key", str),
+    "max_response_bytes": ("max_response_bytes", int),
 }
 _RETRY_OPTIONS = ("max_retries", "base_delay", "max_delay")
 
