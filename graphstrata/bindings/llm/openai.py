@@ -517,7 +517,10 @@ class OpenAICompatibleLLM:
             if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
         ]
         return httpx.Response(
-            streamed.status_code, headers=headers, content=b"".join(chunks), request=streamed.request
+            streamed.status_code,
+            headers=headers,
+            content=b"".join(chunks),
+            request=streamed.request,
         )
 
     def _too_large(self, size: str) -> LLMError:
@@ -551,27 +554,29 @@ class OpenAICompatibleLLM:
             return None
         raw_usage = data.get("usage")
         usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
-        prompt_tokens = usage.get("prompt_tokens")
-        completion_tokens = usage.get("completion_tokens")
+        prompt_tokens = _plausible_count(usage.get("prompt_tokens"))
+        completion_tokens = _plausible_count(usage.get("completion_tokens"))
         finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
-        if not _plausible_count(prompt_tokens):
+        if prompt_tokens is None:
             # The server does not report usage: count like the engine does (cl100k_base).
             prompt_tokens = count_tokens(prompt) + (
                 count_tokens(self.system_prompt) if self.system_prompt else 0
             )
-        if not _plausible_count(completion_tokens):
+        if completion_tokens is None:
             completion_tokens = count_tokens(text)
         return _Completion(
             text=text,
-            prompt_tokens=max(int(prompt_tokens), 0),
-            completion_tokens=max(int(completion_tokens), 0),
+            prompt_tokens=max(prompt_tokens, 0),
+            completion_tokens=max(completion_tokens, 0),
             json_mode=mode,
             finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         )
 
 
-def _plausible_count(value: Any) -> bool:
-    """Whether a ``usage`` field is a token count to believe: an int (not a bool) of at most
-    ``MAX_USAGE_TOKENS`` (a negative one reads as 0); any other value is counted by the engine
-    instead."""
-    return isinstance(value, int) and not isinstance(value, bool) and value <= MAX_USAGE_TOKENS
+def _plausible_count(value: Any) -> int | None:
+    """A ``usage`` field as a token count to believe: an int (not a bool) of at most
+    ``MAX_USAGE_TOKENS`` (a negative one reads as 0); None for any other value, which the
+    engine counts instead."""
+    if isinstance(value, int) and not isinstance(value, bool) and value <= MAX_USAGE_TOKENS:
+        return int(value)
+    return None
