@@ -46,6 +46,10 @@ _USEARCH_WRITE_FAILURES = ("serialize", "stream", "write")
 def _unreadable(root: Path, paths: list[Path], exc: Exception) -> None:
     """Warn that the vector cache at ``paths`` is unusable and is rebuilt (naming the bad
     file: the one whose usearch header does not read, else every file of the cache)."""
+    if not all(path.exists() for path in paths):
+        # Removed since the manifest was read: a compaction committed meanwhile (not damage).
+        log.info("%s: vector cache swept by a compaction; building from the segments", root)
+        return
     bad = []
     for path in paths:
         try:
