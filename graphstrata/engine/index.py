@@ -49,6 +49,7 @@ from graphstrata.engine.store import Delta, Snapshot, Store
 from graphstrata.engine.store.arrow_numpy import numpy_of
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
+from graphstrata.engine.verified import recorded_config, verified_snapshot
 
 __all__ = [
     "Engine",
@@ -206,7 +207,7 @@ class Engine:
         Every other section shapes what is stored and stays as recorded.
         """
         store = Store.open(path, version=version)
-        config = IndexConfig.from_dict(store.manifest["config"])
+        config = recorded_config(store)
         if search is not None:
             config = dataclasses.replace(config, search=search)
         check_embedder(store.manifest, embedder)
@@ -321,6 +322,13 @@ class Engine:
             self._state = self._load_state(self.store.load())
         return self._state
 
+    def _verified_state(self, operation: str) -> EngineState:
+        """:meth:`_fresh_state`, its files hashed first: ``operation`` rewrites data read from
+        them (``engine.verified.verified_snapshot``; bad caches are rebuilt)."""
+        state = self._fresh_state()
+        snapshot = verified_snapshot(self.store, state.snapshot, operation)
+        return state if snapshot is None else self._load_state(snapshot)
+
     def _run(
         self,
         state: EngineState,
@@ -408,7 +416,7 @@ class Engine:
         report = OperationReport("maintain")
         start = time.perf_counter()
         with self._write_lock, self.store.writer(wait=wait):
-            state = self._fresh_state()
+            state = self._verified_state("maintain")
             ctx = self._context(state, report)
             done = False
             for comp in self.components:
@@ -433,7 +441,7 @@ class Engine:
         report = OperationReport("compact")
         start = time.perf_counter()
         with self._write_lock, self.store.writer(wait=wait):
-            state = self._fresh_state()
+            state = self._verified_state("compact")
             before = self.store.size_bytes()
             views = state.views.values()
             caches, parts = save_caches(self.store.root, state.snapshot, views, state.vectors)

@@ -1,12 +1,22 @@
 """The engine's side of the index caches (``engine.store.caches``): opening the usearch
-indexes from theirs, and writing the stale ones at a commit or a compaction."""
+indexes from theirs, and writing the stale ones at a commit or a compaction.
+
+A cache file that cannot be read (a corrupted header: usearch's "Not a dense USearch
+index!") is rebuilt from the vector segments with a warning naming it, instead of failing
+every command (issue 51). A cache write that fails (a full disk) removes the files it wrote
+at once and is one ``StoreWriteError`` naming the file and the version the index stays at.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import logging
+import shutil
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
+from usearch.index import Index as UsearchIndex
 
 from graphstrata.engine.component import ComponentView
 from graphstrata.engine.config import IndexConfig
@@ -21,9 +31,40 @@ from graphstrata.engine.store.caches import (
     cache_path,
     cache_rows_since,
 )
+from graphstrata.engine.store.errors import StoreWriteError
+from graphstrata.engine.store.files import write_failure_cause
 from graphstrata.engine.vectors import VectorIndex
 
 __all__ = ["open_vectors", "save_caches", "stale_vector_kinds"]
+
+log = logging.getLogger(__name__)
+
+#: What usearch's ``save`` raises when the file cannot be written (a full disk included).
+_USEARCH_WRITE_FAILURES = ("serialize", "stream", "write")
+
+
+def _unreadable(root: Path, paths: list[Path], exc: Exception) -> None:
+    """Warn that the vector cache at ``paths`` is unusable and is rebuilt (naming the bad
+    file: the one whose usearch header does not read, else every file of the cache)."""
+    if not all(path.exists() for path in paths):
+        # Removed since the manifest was read: a compaction committed meanwhile (not damage).
+        log.info("%s: vector cache swept by a compaction; building from the segments", root)
+        return
+    bad = []
+    for path in paths:
+        try:
+            UsearchIndex.metadata(str(path))
+        except (ValueError, RuntimeError, OSError):
+            bad.append(path)
+    names = ", ".join(str(p.relative_to(root)) for p in bad or paths)
+    log.warning(
+        "%s: vector cache %s is unreadable (%s: %s); rebuilding the vector index from the "
+        "vector segments (a cache: `graphstrata compact` writes it anew)",
+        root,
+        names,
+        type(exc).__name__,
+        exc,
+    )
 
 
 def open_vectors(root: Path, snapshot: Snapshot, config: IndexConfig) -> VectorIndex:
@@ -45,11 +86,17 @@ def open_vectors(root: Path, snapshot: Snapshot, config: IndexConfig) -> VectorI
     if "kinds" in cache:
         files = {k: CacheFile(root / f, v) for k, (f, v) in cache_kind_versions(cache).items()}
         if all(f.path.exists() for f in files.values()):
-            return VectorIndex.restore(files, snapshot.vectors, dtype, ef)
+            try:
+                return VectorIndex.restore(files, snapshot.vectors, dtype, ef)
+            except (ValueError, RuntimeError, OSError) as exc:
+                _unreadable(root, [f.path for f in files.values()], exc)
     elif "file" in cache and (root / cache["file"]).exists():  # written before per kind
-        return VectorIndex.restore_single_file(
-            root / cache["file"], snapshot.vectors, int(cache["version"]), dtype, ef
-        )
+        try:
+            return VectorIndex.restore_single_file(
+                root / cache["file"], snapshot.vectors, int(cache["version"]), dtype, ef
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            _unreadable(root, [root / cache["file"]], exc)
     return VectorIndex.build(snapshot.vectors, dtype, ef)
 
 
@@ -123,12 +170,57 @@ def save_caches(
         The files to record in the commit, and the BM25 collections saved (to share with
         the committed snapshot: ``sparse_index.seed_parts``).
     """
+    with _removed_on_failure(root, snapshot.version) as track:
+        return _save_caches(root, snapshot, views, vectors, delta, track)
+
+
+@contextlib.contextmanager
+def _removed_on_failure(root: Path, version: int) -> Iterator[Callable[[Path], Path]]:
+    """Track the cache files a block writes; if it fails, remove them at once, and a write
+    error (an ``OSError``, or usearch's "Failed to serialize into stream") becomes one
+    ``StoreWriteError`` naming the file being written and the version the index stays at."""
+    written: list[Path] = []
+
+    def track(path: Path) -> Path:
+        written.append(path)
+        return path
+
+    try:
+        yield track
+    except (OSError, RuntimeError) as exc:
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+        text = str(exc).lower()
+        if isinstance(exc, OSError):
+            cause = write_failure_cause(exc)
+        elif any(word in text for word in _USEARCH_WRITE_FAILURES):
+            full = shutil.disk_usage(root).free < (1 << 20)
+            cause = "no space left on device" if full else f"usearch could not save ({exc})"
+        else:
+            raise
+        where = written[-1] if written else root
+        raise StoreWriteError(
+            f"{cause} while writing {where}: nothing was committed and the cache files "
+            f"written were removed; the index is still at version {version}",
+            getattr(exc, "errno", None),
+        ) from exc
+
+
+def _save_caches(
+    root: Path,
+    snapshot: Snapshot,
+    views: Iterable[ComponentView],
+    vectors: VectorIndex,
+    delta: Delta | None,
+    track: Callable[[Path], Path],
+) -> tuple[Caches, dict[int, KindIndex]]:
     manifest = snapshot.manifest
     version = snapshot.version + 1
     caches: Caches = {}
 
     def vector_file(kind: int) -> Path:
-        return cache_path(root, "vector_cache", version, kind, "usearch")
+        return track(cache_path(root, "vector_cache", version, kind, "usearch"))
 
     if delta is None:
         caches["vector_cache"] = vectors.save_merged(vector_file, version)
@@ -145,7 +237,7 @@ def save_caches(
             snapshot,
             delta,
             kinds,
-            lambda kind: cache_path(root, "sparse_cache", version, kind, "postings"),
+            lambda kind: track(cache_path(root, "sparse_cache", version, kind, "postings")),
         )
         caches["sparse_cache"] = {kind: CacheFile(path, version) for kind, path in files.items()}
     return caches, parts

@@ -65,7 +65,19 @@ BAD_SHAPES: dict[str, Any] = {
     "body_string": lambda r: "ok",
 }
 
-_ANSWERING = frozenset({"ok", "malformed", "garbage", "wrong_keys", "slow", *BAD_SHAPES})
+#: Well-formed 200 answers with hostile numbers or sizes (issue 51): usage counts of 10**30,
+#: and a content of ``huge_bytes`` bytes.
+ODD_ANSWERS: dict[str, Any] = {
+    "usage_huge": lambda r, _: {
+        **r,
+        "usage": {"prompt_tokens": 10**30, "completion_tokens": 10**30, "total_tokens": 10**31},
+    },
+    "huge": lambda r, size: _with_message(r, content="x" * size),
+}
+
+_ANSWERING = frozenset(
+    {"ok", "malformed", "garbage", "wrong_keys", "slow", *BAD_SHAPES, *ODD_ANSWERS}
+)
 
 
 def detect_task(prompt: str) -> str:
@@ -197,6 +209,7 @@ class FakeOpenAIServer:
         slow_seconds: float = 2.0,
         retry_after: str | None = None,
         embedding_dim: int = 32,
+        huge_bytes: int = 60 << 20,
     ):
         self.delay = delay
         self.reject_formats = set(reject_formats)
@@ -208,6 +221,7 @@ class FakeOpenAIServer:
         self.slow_seconds = slow_seconds
         self.retry_after = retry_after
         self.embedding_dim = embedding_dim
+        self.huge_bytes = huge_bytes
         self.script: deque[str] = deque()
         self.seen = Recorded()
         self.overflowed = False
@@ -327,6 +341,8 @@ class FakeOpenAIServer:
             }
         if outcome in BAD_SHAPES:
             reply = BAD_SHAPES[outcome](reply)
+        if outcome in ODD_ANSWERS:
+            reply = ODD_ANSWERS[outcome](reply, self.huge_bytes)
         with self._lock:
             self.seen.answered += 1
             self.seen.tasks[task] += 1

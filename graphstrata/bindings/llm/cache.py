@@ -27,6 +27,9 @@ CACHE_FORMAT = 1
 
 AnswerCallback = Callable[[int, LLMResponse], None]
 
+#: SQLite's INTEGER is 64-bit signed: a larger count would raise ``OverflowError`` on write.
+_MAX_STORED = 2**63 - 1
+
 _CREATE = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
@@ -137,8 +140,8 @@ class LLMCache:
                     model,
                     task,
                     response.text,
-                    int(response.prompt_tokens),
-                    int(response.completion_tokens),
+                    _stored_count(response.prompt_tokens),
+                    _stored_count(response.completion_tokens),
                     meta,
                     time.time(),
                 ),
@@ -224,3 +227,10 @@ def _as_cached(response: LLMResponse) -> LLMResponse:
         cached=True,
         meta=response.meta,
     )
+
+
+def _stored_count(value: int) -> int:
+    """A token count as SQLite can store it: clamped to ``[0, 2**63 - 1]``. Backends vet the
+    counts servers report (``openai.MAX_USAGE_TOKENS``); this keeps any backend's number
+    from failing the write of an answer already paid for (issue 51: ``10**30``)."""
+    return min(max(int(value), 0), _MAX_STORED)

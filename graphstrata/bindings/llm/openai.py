@@ -14,6 +14,11 @@ JSON stages ask for ``response_format: json_schema``; a server that rejects it w
 asked with ``json_object``, then with the plain prompt (which already asks for JSON), and the
 backend remembers what worked. Answers are repaired with ``json_repair`` and checked against
 the schema's top-level keys; a bad answer is asked for once more, then it is an error.
+
+Upstream numbers and sizes are not trusted (issue 51): a response body larger than
+``max_response_bytes`` is refused as it streams in, before it is buffered whole, and is an
+``LLMError`` (not retried, never cached: the same request would most likely get the same
+answer); a ``usage`` count beyond :data:`MAX_USAGE_TOKENS` is treated as not reported.
 """
 
 from __future__ import annotations
@@ -67,11 +72,22 @@ OPTIONS: OptionTable = {
     "seed": ("seed", optional_int),
     "system_prompt": ("system_prompt", str),
     "api_key": ("api_key", str),
+    "max_response_bytes": ("max_response_bytes", int),
 }
 RETRY_OPTIONS = ("max_retries", "base_delay", "max_delay")
 
 #: Ways to ask for JSON, strongest first; a server that rejects one gets the next.
 JSON_MODES = ("json_schema", "json_object", "prompt")
+
+#: The largest response body read from the server, by default: 8 MiB. A chat completion of
+#: the engine's prompts (``max_tokens`` at most a few thousand) is tens of kilobytes; a larger
+#: body is a misbehaving server, and reading it whole would cost memory, a response that size
+#: to the client and a cache row that size (a 60 MB answer grew ``llm-cache.sqlite`` by 126 MB).
+DEFAULT_MAX_RESPONSE_BYTES = 8 << 20
+
+#: A ``usage`` token count above this is not believed (counted like a missing one): no model
+#: has a context near 2**31 tokens, and SQLite and JSON consumers overflow on 10**30.
+MAX_USAGE_TOKENS = 2**31 - 1
 
 
 # --------------------------------------------------------------------------- shared HTTP bits
@@ -125,6 +141,11 @@ class OpenAICompatibleLLM:
         Optional system message sent before every prompt.
     seed:
         Sent as ``seed`` when given (servers that support it sample reproducibly).
+    max_response_bytes:
+        The largest response body accepted (default :data:`DEFAULT_MAX_RESPONSE_BYTES`); a
+        larger one is an ``LLMError``, refused while it streams in. An error rather than a
+        truncated answer: a body cut short is not a chat completion, and a truncated text
+        would be served and cached as if it were the whole answer.
     """
 
     #: ``complete`` takes ``on_answer`` and calls it as each answer arrives (for the cache).
@@ -143,6 +164,7 @@ class OpenAICompatibleLLM:
         json_mode: str = "auto",
         system_prompt: str | None = None,
         seed: int | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ):
         if not model:
             raise ConfigError("the openai backend needs a model name: openai:MODEL@URL")
@@ -150,6 +172,8 @@ class OpenAICompatibleLLM:
             raise ConfigError(f"max_concurrency must be >= 1, got {max_concurrency}")
         if timeout <= 0:
             raise ConfigError(f"timeout must be > 0, got {timeout}")
+        if max_response_bytes < 1:
+            raise ConfigError(f"max_response_bytes must be >= 1, got {max_response_bytes}")
         if json_mode != "auto" and json_mode not in JSON_MODES:
             raise ConfigError(f"json_mode must be auto or one of {JSON_MODES}, got {json_mode!r}")
         self.model = model
@@ -161,6 +185,7 @@ class OpenAICompatibleLLM:
         self.retry.validate()
         self.system_prompt = system_prompt
         self.seed = seed
+        self.max_response_bytes = int(max_response_bytes)
         self._api_key = resolve_api_key(api_key)
         start = 0 if json_mode == "auto" else JSON_MODES.index(json_mode)
         self._json_modes = JSON_MODES[start:]
@@ -380,7 +405,7 @@ class OpenAICompatibleLLM:
                     # what the requests before it learned about the server.
                     mode = self.json_mode if request.schema is not None else "prompt"
                     self.counters["http_requests"] += 1
-                    response = await client.post(self.url, json=self._body(prompt, request, mode))
+                    response = await self._post(client, self._body(prompt, request, mode))
             except httpx.RequestError as exc:  # timeouts, refused and dropped connections
                 problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             else:
@@ -417,6 +442,46 @@ class OpenAICompatibleLLM:
             await asyncio.sleep(self.retry.delay(retry, retry_after, self._rng))
             retry += 1
 
+    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
+        """POST ``body``; the response read whole only if it is at most ``max_response_bytes``.
+
+        Raises
+        ------
+        LLMError
+            When the body (as its ``Content-Length`` announces, or as it arrives) is larger.
+        """
+        async with client.stream("POST", self.url, json=body) as streamed:
+            announced = streamed.headers.get("content-length", "")
+            if announced.isdigit() and int(announced) > self.max_response_bytes:
+                raise self._too_large(f"{int(announced):,} bytes announced")
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in streamed.aiter_bytes():
+                size += len(chunk)
+                if size > self.max_response_bytes:
+                    raise self._too_large("more")
+                chunks.append(chunk)
+        # The bytes are decoded already: the copy carries no transfer or content encoding.
+        headers = [
+            (k, v)
+            for k, v in streamed.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        ]
+        return httpx.Response(
+            streamed.status_code,
+            headers=headers,
+            content=b"".join(chunks),
+            request=streamed.request,
+        )
+
+    def _too_large(self, size: str) -> LLMError:
+        self.counters["too_large"] += 1
+        return LLMError(
+            f"{self.name}: the response from {self.url} is larger than max_response_bytes="
+            f"{self.max_response_bytes:,} ({size}); refused, not cached (raise the bound with "
+            "?max_response_bytes=N if the server's answers are legitimately that large)"
+        )
+
     def _parse(self, response: httpx.Response, prompt: str, mode: str) -> _Completion | None:
         """The completion in a 200 response, or None when its shape is not a chat completion.
 
@@ -440,20 +505,20 @@ class OpenAICompatibleLLM:
             return None
         raw_usage = data.get("usage")
         usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
-        prompt_tokens = usage.get("prompt_tokens")
-        completion_tokens = usage.get("completion_tokens")
+        prompt_tokens = _plausible_count(usage.get("prompt_tokens"))
+        completion_tokens = _plausible_count(usage.get("completion_tokens"))
         finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
-        if not isinstance(prompt_tokens, int) or isinstance(prompt_tokens, bool):
+        if prompt_tokens is None:
             # The server does not report usage: count like the engine does (cl100k_base).
             prompt_tokens = count_tokens(prompt) + (
                 count_tokens(self.system_prompt) if self.system_prompt else 0
             )
-        if not isinstance(completion_tokens, int) or isinstance(completion_tokens, bool):
+        if completion_tokens is None:
             completion_tokens = count_tokens(text)
         return _Completion(
             text=text,
-            prompt_tokens=max(int(prompt_tokens), 0),
-            completion_tokens=max(int(completion_tokens), 0),
+            prompt_tokens=max(prompt_tokens, 0),
+            completion_tokens=max(completion_tokens, 0),
             json_mode=mode,
             finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         )
@@ -473,3 +538,12 @@ def from_spec(body: str, options: Mapping[str, Any]) -> OpenAICompatibleLLM:
     opts = convert_options("openai", options, OPTIONS)
     retry_opts = {k: opts.pop(k) for k in RETRY_OPTIONS if k in opts}
     return OpenAICompatibleLLM(model, url, retry=RetryPolicy(**retry_opts), **opts)
+
+
+def _plausible_count(value: Any) -> int | None:
+    """A ``usage`` field as a token count to believe: an int (not a bool) of at most
+    ``MAX_USAGE_TOKENS`` (a negative one reads as 0); None for any other value, which the
+    engine counts instead."""
+    if isinstance(value, int) and not isinstance(value, bool) and value <= MAX_USAGE_TOKENS:
+        return int(value)
+    return None

@@ -9,6 +9,8 @@ are recorded in the manifest under ``sparse_cache`` (``engine.store.caches``).
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 
 from graphstrata.engine.sparse.postings import KindIndex
@@ -16,6 +18,8 @@ from graphstrata.engine.store import Snapshot
 from graphstrata.engine.store.caches import cache_kind_versions, map_arrays, save_arrays
 
 __all__ = ["FORMAT", "cached_part", "load_part", "save_part"]
+
+log = logging.getLogger(__name__)
 
 #: Format of a postings file (its header's meta says it); another is ignored and rebuilt.
 FORMAT = "graphstrata-postings-1"
@@ -44,12 +48,23 @@ def cached_part(snapshot: Snapshot, kind: int) -> tuple[KindIndex, int] | None:
     """``(collection, version it was saved at)`` of ``kind`` from ``snapshot``'s sparse cache.
 
     None when the manifest records none for the kind, or its file cannot be read (a cache:
-    the caller builds the collection from the texts instead).
+    the caller builds the collection from the texts instead, with a warning naming the file
+    when it is there but unreadable).
     """
     entry = cache_kind_versions(snapshot.manifest.get("sparse_cache")).get(int(kind))
     if entry is None:
         return None
+    path = snapshot.root / entry[0]
     try:
-        return load_part(snapshot.root / entry[0]), entry[1]
-    except (OSError, ValueError, KeyError):
+        return load_part(path), entry[1]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        # JSONDecodeError is a ValueError: a corrupted header is read as unreadable.
+        if path.exists() and not isinstance(exc, FileNotFoundError):
+            log.warning(
+                "%s: BM25 cache %s is unreadable (%s); rebuilding it from the texts "
+                "(a cache: `graphstrata compact` writes it anew)",
+                snapshot.root,
+                entry[0],
+                exc if not isinstance(exc, json.JSONDecodeError) else "corrupted header",
+            )
         return None

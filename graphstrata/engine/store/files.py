@@ -451,6 +451,8 @@ def verify_index_files(root: Path, manifest: dict[str, Any], all_versions: bool)
             rel = str(path.relative_to(root))
             try:
                 manifests.append((rel, read_manifest(path)))
+            except IndexNotFoundError:  # removed since listed: a compaction committed
+                continue
             except CorruptIndexError as exc:
                 problems.append(FileProblem(rel, "manifest", str(exc)))
     seen: set[str] = set()

@@ -52,10 +52,10 @@ from graphstrata.engine.store.files import (
     read_manifest,
     seal,
     sha256_file,
-    verify_index_files,
     write_atomic,
     write_failure_cause,
 )
+from graphstrata.engine.store.integrity import HELP, newest_read, verify_newest
 from graphstrata.engine.store.lock import LEFTOVERS, held_lock
 from graphstrata.engine.store.merging import MERGED_TABLES, HeldSegments, merge_tails
 from graphstrata.engine.store.node_state import apply_rows, collapsed, commit_chains
@@ -81,6 +81,7 @@ from graphstrata.engine.store.tables import (
     live_edges,
     live_nodes,
 )
+from graphstrata.engine.store.validation import check_manifest_fields, check_next_ids
 
 
 @dataclass
@@ -98,6 +99,7 @@ class Store:
     def __init__(self, root: Path, manifest: dict[str, Any], paths_checked: set[str] | None = None):
         self.root = root
         self.manifest = manifest
+        self._pinned = False
         #: Files the write in progress created (removed if it fails), and the one it writes now.
         self._pending: list[Path] = []
         self._writing: Path | None = None
@@ -226,12 +228,15 @@ class Store:
                     f"version {version} of {root} is not available (compacted or never committed)"
                 )
             manifest = cls._read(root, path, checked)
-        return cls(root, manifest, checked)
+        store = cls(root, manifest, checked)
+        store._pinned = version is not None  # a pinned version never moves on
+        return store
 
     @staticmethod
     def _read(root: Path, path: Path, checked: set[str] | None = None) -> dict[str, Any]:
-        """A verified manifest whose files all lie inside ``root`` (``check_manifest_paths``)."""
+        """A verified, well-typed manifest whose files all lie inside ``root``."""
         manifest = read_manifest(path)
+        check_manifest_fields(path, manifest)
         check_manifest_paths(root, manifest, checked)
         return manifest
 
@@ -258,7 +263,7 @@ class Store:
         """The path of a file to read: present, of its recorded size, hashed if ``verify``."""
         problem = file_problem(self.root, entry, "file", verify, self._paths_checked)
         if problem is not None:
-            raise CorruptIndexError(f"{self.root}: segment {entry['file']} {problem}")
+            raise CorruptIndexError(f"{self.root}: segment {entry['file']} {problem}; {HELP}")
         return self.root / entry["file"]  # file_problem found it inside the index
 
     def _read_tables(
@@ -271,7 +276,7 @@ class Store:
                 table = read_table_segment(path)
             except (OSError, pa.ArrowInvalid) as exc:
                 raise CorruptIndexError(
-                    f"{self.root}: segment {entry['file']} is unreadable: {exc}"
+                    f"{self.root}: segment {entry['file']} is unreadable: {exc}; {HELP}"
                 ) from exc
             tables.append(table.cast(schema))
         return pa.concat_tables(tables) if tables else empty_table(schema)
@@ -284,7 +289,7 @@ class Store:
             table = reader.read_all()
         except (OSError, pa.ArrowInvalid) as exc:
             raise CorruptIndexError(
-                f"{self.root}: vector segment {entry['file']} is unreadable: {exc}"
+                f"{self.root}: vector segment {entry['file']} is unreadable: {exc}; {HELP}"
             ) from exc
         ids = numpy_of(table.column("id"))
         kinds = numpy_of(table.column("kind"))
@@ -306,12 +311,19 @@ class Store:
             catches a truncated or partly written file; a flipped byte inside a file is
             found by :meth:`verify_files` (``graphstrata check``), not on every open.
 
+        A file swept by a compaction committed since this store read its manifest is not
+        corruption: the load moves on to the newer manifest (``integrity.newest_read``).
+
         Raises
         ------
         CorruptIndexError
             A file is missing, has another size than the manifest records, fails its checksum
-            (``verify``), or cannot be read.
+            (``verify``), or cannot be read; or its next ids are not past the live ones.
         """
+        reload = self.reload_manifest if not self._pinned else lambda: False
+        return newest_read(partial(self._load_once, verify), reload)
+
+    def _load_once(self, verify: bool) -> Snapshot:
         segs = self.manifest["segments"]
         dead_nodes = self._read_tables(segs["node_tombstones"], TOMBSTONE_SCHEMA, verify)
         dead_docs = self._read_tables(segs["doc_tombstones"], TOMBSTONE_SCHEMA, verify)
@@ -323,6 +335,7 @@ class Store:
             docs = docs.filter(
                 arrow_of(~np.isin(numpy_of(docs.column("key")), numpy_of(dead_docs.column("id"))))
             )
+        check_next_ids(self.root, self.manifest, nodes.ids, numpy_of(docs.column("key")))
         vectors = VectorTable(
             int(self.manifest["embedder"]["dim"]),
             [self._read_vectors(e, verify) for e in segs["vectors"]],
@@ -370,9 +383,10 @@ class Store:
         Returns
         -------
         FileCheck
-            How many files were hashed, and one problem per bad file in manifest order.
+            Files hashed, one problem per bad file (none for a file compacted away since).
         """
-        return verify_index_files(self.root, self.manifest, all_versions)
+        reload = self.reload_manifest if not self._pinned else lambda: False
+        return verify_newest(self.root, lambda: self.manifest, all_versions, reload)
 
     @contextlib.contextmanager
     def writer(self, wait: float = 0.0) -> Iterator[None]:
