@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphstrata.bindings.registry import Backends, resolve_backends
 from graphstrata.engine.config import IndexConfig, SearchConfig
@@ -21,6 +21,9 @@ from graphstrata.engine.index import Engine, QueryResult
 from graphstrata.engine.interfaces import LLM, Embedder
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.store import Store
+
+if TYPE_CHECKING:
+    from graphstrata.bindings.warmup import WarmupReport
 
 LLM_CACHE_FILE = "llm-cache.sqlite"
 
@@ -211,6 +214,16 @@ class Index:
         the index lock; 0 fails at once.
         """
         return self.engine.compact(wait=wait)
+
+    @staticmethod
+    def warmup(progress: Callable[[str, float], None] | None = None) -> WarmupReport:
+        """Compile (or load from Numba's cache) every kernel the engine uses, so that the
+        first query of a process does not pay for it (:func:`graphstrata.bindings.warmup.warmup`;
+        the cache directory follows ``NUMBA_CACHE_DIR``).
+        """
+        from graphstrata.bindings.warmup import warmup
+
+        return warmup(progress)
 
     # ------------------------------------------------------------------ reads
     def query(

@@ -16,6 +16,7 @@ from graphstrata.bindings.cli.check import register as register_check
 from graphstrata.bindings.cli.commands import register as register_index_commands
 from graphstrata.bindings.cli.evaluate import register as register_eval
 from graphstrata.bindings.cli.serve import register as register_serve
+from graphstrata.bindings.cli.warmup import register as register_warmup
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_serve(sub)
     register_answer(sub)
     register_check(sub)
+    register_warmup(sub)
     return parser
 
 
