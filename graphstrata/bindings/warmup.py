@@ -8,13 +8,17 @@ directory, with the feature-hashing embedder (kernels are typed by dtype, not by
 width, so no model is needed) and the built-in extractive LLM, then runs what an index does:
 insert, every search mode, a delete and an update (the layered read paths over dead rows and
 an extra layer), a maintenance and a compaction, then every mode again from the index
-reopened from disk (memory-mapped, read-only arrays: other signatures than the writer's). That compiles exactly the signatures the
-engine uses, without a list of kernels and argument types to keep in step with the code.
+reopened from disk (memory-mapped, read-only arrays: other signatures than the writer's).
+That compiles exactly the signatures the engine uses, without a list of kernels and argument
+types to keep in step with the code (measured: a process that then builds, updates, compacts
+and queries the sample corpus with ``minilm-onnx`` compiles nothing).
 
 Where the compiled kernels go: next to the package's modules (``__pycache__``), or, when
 that directory is read-only (a system or image install), Numba's per-user cache. Set
 ``NUMBA_CACHE_DIR`` to choose the directory: a container image runs ``graphstrata warmup``
-at build time with it set, and keeps it set at run time (README, "Warm-up").
+at build time with it set, and keeps it set at run time. Numba uses a cache directory only if
+it can write there (even to load from it), so that directory stays writable at run time
+(README, "Install without torch, warm up once").
 """
 
 from __future__ import annotations

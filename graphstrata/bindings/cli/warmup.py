@@ -2,7 +2,8 @@
 first query of every later process loads them instead (``graphstrata.bindings.warmup``).
 
 The compiled kernels go to Numba's cache: next to the installed modules, Numba's per-user
-cache when those are read-only, or ``NUMBA_CACHE_DIR`` when set (README, "Warm-up").
+cache when those are read-only, or ``NUMBA_CACHE_DIR`` when set (README, "Install without
+torch, warm up once").
 """
 
 from __future__ import annotations
