@@ -14,6 +14,9 @@ from tests.helpers import SAMPLE_JSONL
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Servers started by tests warm their own indexes only, not every kernel in a throwaway index
+# (seconds of CPU per server); tests/unit/bindings/server/test_readiness.py covers "full".
+os.environ.setdefault("GRAPHSTRATA_SERVE_WARMUP", "index")
 
 
 @pytest.fixture(scope="session")
@@ -33,7 +36,9 @@ def hashing_embedder():
 
 @pytest.fixture(scope="session")
 def minilm_embedder():
-    """The packaged all-MiniLM-L6-v2 (loaded once per session; ~5 s)."""
+    """The packaged all-MiniLM-L6-v2 on torch (loaded once per session; ~5 s); the tests that
+    use it are skipped without the ``torch`` extra."""
+    pytest.importorskip("sentence_transformers")
     from graphstrata.bindings.embed.models import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder("all-MiniLM-L6-v2")

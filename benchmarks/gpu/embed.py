@@ -15,8 +15,14 @@ Rows, on the same texts (``--corpus`` JSONL ``text`` fields cut into ~150-word w
 
 * ``torch-fp16``: sentence-transformers, ``model.half()`` on CUDA, batch sizes ``--batch-sizes``;
 * ``torch-fp32``: the same weights upcast to fp32 (the reference for the cosines);
-* ``ort-cuda-fp32`` / ``ort-cuda-fp16``: the BERT encoder + mean pooling exported with
-  ``torch.onnx.export`` and run on ONNX Runtime's CUDAExecutionProvider, if present.
+* ``ort-cuda-fp32``: the graph the default embedder ``minilm-onnx`` runs, written from the
+  safetensors by ``graphstrata/bindings/embed/bert_graph.py`` (loaded by its path beside this
+  script, so graphstrata need not be importable; ``torch.onnx.export`` if the file is absent),
+  on ONNX Runtime's CUDAExecutionProvider, if present;
+* ``ort-cuda-fp16``: the fp16 model exported with ``torch.onnx.export``, same provider.
+
+The last lines before the JSON compare the default embedder's GPU path with torch fp16:
+``embed_gpu: minilm-onnx on CUDA X chunks/s, torch fp16 Y chunks/s (X/Y)``.
 
 Each row: chunks/s end to end (tokenization included), single-query latency p50/p99 and the
 cosine agreement with ``torch-fp32``. Without CUDA the script falls back to the CPU with small
@@ -42,6 +48,8 @@ import numpy as np
 WORDS_PER_CHUNK = 150  # ~200 cl100k tokens of English prose
 CPU_MAX_CHUNKS = 32
 CPU_MAX_QUERIES = 5
+#: The default embedder's torch-free graph builder (numpy, onnx, safetensors only).
+BERT_GRAPH = Path(__file__).resolve().parents[2] / "graphstrata/bindings/embed/bert_graph.py"
 
 
 # --------------------------------------------------------------------------- --prepare
@@ -252,6 +260,18 @@ def export_onnx(model: Any, dest: Path, device: str) -> None:
         bert.config._attn_implementation = attn
 
 
+def write_default_graph(model_dir: Path, dest: Path) -> None:
+    """The ``minilm-onnx`` graph of ``model_dir`` (weights upcast to fp32), via bert_graph.py
+    loaded from its file: ``graphstrata`` itself is not imported."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gs_bert_graph", BERT_GRAPH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.write_bert_onnx(model_dir, dest)
+
+
 class OrtEncoder:
     """tokenizers + an ONNX Runtime session; length-sorted batches, L2-normalized output."""
 
@@ -377,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": {},
         "skipped": {},
         "errors": {},
+        "graphs": {},
     }
     rows: dict[str, Any] = result["rows"]
 
@@ -420,6 +441,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:15s} skipped: {why}")
     for name, why in result["errors"].items():
         print(f"{name:15s} FAILED: {why}")
+    onnx_row = rows.get("ort-cuda-fp32") or rows.get("ort-cpu-fp32")
+    if onnx_row is not None and "torch-fp16" in rows:
+        x, y = onnx_row["chunks_per_s"], rows["torch-fp16"]["chunks_per_s"]
+        print(f"embed_gpu: minilm-onnx on CUDA {x:.1f} chunks/s, torch fp16 {y:.1f} ({x / y:.2f}x)")
+    elif fallback:
+        print("embed_gpu: GPU comparison skipped (no CUDA device)")
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"embed_gpu: {'OK' if ok else 'FAILED'} {json.dumps(result, sort_keys=True)}")
@@ -470,7 +497,12 @@ def run_ort(
                             "the onnx package is needed to export (or pass --onnx FILE)"
                         )
                         continue
-                    export_onnx(model, path, device)
+                    if dtype == "fp32" and BERT_GRAPH.exists():
+                        write_default_graph(args.model, path)
+                        result["graphs"][name] = "bert_graph.py (minilm-onnx)"
+                    else:
+                        export_onnx(model, path, device)
+                        result["graphs"][name] = "torch.onnx.export"
                 encoder = OrtEncoder(args.model, path, provider, max_len)
                 result["rows"][name] = bench_ort(encoder, texts, queries, batch_sizes)
             except Exception as exc:

@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,6 +50,9 @@ from graphstrata.engine import (
     verify_files,
 )
 from graphstrata.evaluation import QAError, load_qa
+
+if TYPE_CHECKING:
+    from graphstrata.bindings.warmup import WarmupReport
 
 #: What the CLI, the server and integrations use beside :class:`Index` (they import nothing
 #: else of the engine or the evaluation).
@@ -395,6 +398,16 @@ class Index:
         the index lock; 0 fails at once.
         """
         return self._engine.compact(wait=wait)
+
+    @staticmethod
+    def warmup(progress: Callable[[str, float], None] | None = None) -> WarmupReport:
+        """Compile (or load from Numba's cache) every kernel the engine uses, so that the
+        first query of a process does not pay for it (:func:`graphstrata.bindings.warmup.warmup`;
+        the cache directory follows ``NUMBA_CACHE_DIR``).
+        """
+        from graphstrata.bindings.warmup import warmup
+
+        return warmup(progress)
 
     # ------------------------------------------------------------------ reads
     def query(

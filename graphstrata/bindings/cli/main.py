@@ -16,6 +16,7 @@ from graphstrata.bindings.cli.check import register as register_check
 from graphstrata.bindings.cli.commands import register as register_index_commands
 from graphstrata.bindings.cli.evaluate import register as register_eval
 from graphstrata.bindings.cli.serve import register as register_serve
+from graphstrata.bindings.cli.warmup import register as register_warmup
 from graphstrata.bindings.options import add_threads_arg
 
 #: The thread role of each command that runs kernels or models
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, role in THREAD_ROLES.items():
         add_threads_arg(sub.choices[name])
         sub.choices[name].set_defaults(thread_role=role)
+    register_warmup(sub)
     return parser
 
 

