@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from graphstrata.engine.config import MaintenanceConfig
+
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,6 +58,7 @@ def test_index_query_stats_insert_delete(tmp_path):
 
     stats = json.loads(run("stats", str(out), "--json").stdout)
     assert stats["documents"] == 30 and stats["embedder"]["name"] == "hashing-64"
+    assert stats["maintenance"] == MaintenanceConfig().policies()  # the fold policies
 
     extra = tmp_path / "extra.jsonl"
     extra.write_text(
