@@ -32,6 +32,7 @@ from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.store.arrow_numpy import numpy_of
 from graphstrata.engine.types import EMBEDDED_KINDS, NodeKind
 from graphstrata.engine.vectors import VectorIndex
+from graphstrata.engine.versioned import Versioned
 
 #: ``progress(stage, done, total)``: called as long operations advance.
 ProgressFn = Callable[[str, int, int], None]
@@ -511,6 +512,11 @@ class VersionState(Protocol):
         """Its BM25 collections (``SparseParts.index`` gives a view its index)."""
         ...
 
+    @property
+    def members(self) -> Mapping[str, Versioned]:
+        """The components' own per-version state by name (:meth:`Component.state_members`)."""
+        ...
+
 
 class ComponentView(ABC):
     """Per-version, read-only search structures of a component, built from the version's
@@ -537,6 +543,12 @@ class Component(ABC):
     def enabled(self, config: IndexConfig) -> bool:
         """Whether an index with ``config`` keeps this component (default: always)."""
         return True
+
+    def state_members(self, snapshot: Snapshot, config: IndexConfig) -> dict[str, Versioned]:
+        """The per-version structures this component's views read, built from ``snapshot``
+        and held by the engine's state (``VersionState.members``), which advances them with
+        each commit; names must be unique across components. Default: none."""
+        return {}
 
     def maintain(self, ctx: UpdateContext) -> bool:
         """Redo, over everything, the work that writes do locally or on a schedule.

@@ -11,9 +11,11 @@ calls: a view is built per version from the state (``Component.view``), and what
 leaves for the next write of the same process goes through ``UpdateContext.carry`` into
 the state it commits (:attr:`EngineState.carried`).
 
-Every advancing member follows :class:`Versioned`: ``advanced(snapshot, delta,
+Every advancing member follows ``engine.versioned.Versioned``: ``advanced(snapshot, delta,
 maintenance)`` returns a new object and leaves the previous one untouched for the readers
-still pinned to its version. The vector index is advanced before the commit instead
+still pinned to its version. A component declares the members its views read
+(``Component.state_members``: the heterograph's names and walk graph); they are built and
+advanced with the others. The vector index is advanced before the commit instead
 (``VectorIndex.updated``: the commit writes its caches), from the delta's vectors.
 """
 
@@ -21,28 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any
 
 from graphstrata.engine.component import Component, ComponentView, DocNames, TextIndex
-from graphstrata.engine.config import IndexConfig, MaintenanceConfig
+from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.modes.naive import NaiveView
 from graphstrata.engine.sparse.index import KindIndex, SparseParts
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.vectors import VectorIndex
+from graphstrata.engine.versioned import Versioned
 
-__all__ = ["EngineState", "Versioned"]
-
-V = TypeVar("V", bound="Versioned")
-
-
-@runtime_checkable
-class Versioned(Protocol):
-    """Per-version state advanced by each commit (copy on write: a new object)."""
-
-    def advanced(self: V, snapshot: Snapshot, delta: Delta, maintenance: MaintenanceConfig) -> V:
-        """This state moved to ``snapshot``, which ``delta`` committed on its version,
-        folded by ``maintenance``'s policies; ``self`` is not changed."""
-        ...
+__all__ = ["EngineState", "Versioned", "sparse_kinds"]
 
 
 @dataclass
@@ -60,6 +51,8 @@ class EngineState:
         version and shared by every view and operation on it.
     sparse:
         The BM25 collections of the kinds the components search, built on first use.
+    members:
+        The components' own per-version state, by name (``Component.state_members``).
     carried:
         What the write that committed this version left for the next write, by component
         name (the heterograph's G2, the hierarchy's item keys); empty after an open.
@@ -72,6 +65,7 @@ class EngineState:
     doc_names: DocNames
     text_index: TextIndex
     sparse: SparseParts
+    members: Mapping[str, Versioned] = field(default_factory=dict)
     carried: Mapping[str, Any] = field(default_factory=dict)
     views: dict[str, ComponentView] = field(default_factory=dict)
 
@@ -93,7 +87,10 @@ class EngineState:
         made for it already)."""
         kinds = sparse_kinds(components)
         sparse = SparseParts.seeded(snapshot, config.maintenance, kinds, seeded or {})
-        state = cls(snapshot, vectors, DocNames(snapshot), TextIndex(snapshot), sparse)
+        members: dict[str, Versioned] = {}
+        for comp in components:
+            members.update(comp.state_members(snapshot, config))
+        state = cls(snapshot, vectors, DocNames(snapshot), TextIndex(snapshot), sparse, members)
         state._add_views(config, components, None, None)
         return state
 
@@ -117,6 +114,7 @@ class EngineState:
             self.doc_names.advanced(snapshot, delta, policy),
             self.text_index.advanced(snapshot, delta, policy),
             self.sparse.advanced(snapshot, delta, policy, seeded=seeded),
+            {name: m.advanced(snapshot, delta, policy) for name, m in self.members.items()},
             dict(carried),
         )
         state._add_views(config, components, self, delta)

@@ -149,8 +149,11 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
     graph built from the snapshot on every write ('rebuild': new edges past the extra
     share), and at the default shares."""
     from graphstrata.core.layered import flatten, row_weights
-    from graphstrata.engine.heterograph.component import HeterographComponent
-    from graphstrata.engine.heterograph.query.search import GraphParams
+    from graphstrata.engine.heterograph.query.search import (
+        SPARSE_KINDS,
+        GraphParams,
+        HeterographView,
+    )
     from graphstrata.engine.heterograph.state import walk_graph
 
     never, always = {"share": 1e9}, {"share": 0.0, "inclusive": True}
@@ -188,7 +191,11 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
         index.insert(arg) if action == "insert" else index.delete(arg)
         state = engine.state
         got = state.views["graph"]
-        want = HeterographComponent().view(state, engine.config)
+        # built from the snapshot, not from the state's advanced names and walked edges
+        sparse = state.sparse.index(SPARSE_KINDS)
+        want = HeterographView(
+            state.snapshot, state.vectors, engine.config, state.doc_names, sparse
+        )
         assert want.stored.csr.extra_entries == 0 and want.stored.csr.dead == 0  # one layer
         layered += got.stored.csr.extra_entries > 0 and got.stored.csr.dead > 0
         for g, w in ((got.stored.csr, want.stored.csr), (got.graph, want.graph)):

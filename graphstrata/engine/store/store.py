@@ -111,6 +111,8 @@ class Store:
         self._leftovers = False
         #: The table segments this store wrote that a later merge may read.
         self._held = HeldSegments()
+        #: The manifest config and the fold policies read from it (``maintenance``).
+        self._maintenance: tuple[dict[str, Any], MaintenanceConfig] | None = None
 
     # creation and opening -------------------------------------------------------------------
     @classmethod
@@ -251,8 +253,12 @@ class Store:
     @property
     def maintenance(self) -> MaintenanceConfig:
         """The index's fold policies (``IndexConfig.maintenance``; the defaults for an index
-        created before the section existed)."""
-        return MaintenanceConfig.of_config(self.manifest["config"])
+        created before the section existed), read once per manifest config."""
+        config = self.manifest["config"]
+        held = self._maintenance
+        if held is None or held[0] is not config:
+            held = self._maintenance = (config, MaintenanceConfig.of_config(config))
+        return held[1]
 
     @property
     def vector_dtype(self) -> str:

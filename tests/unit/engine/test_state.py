@@ -20,7 +20,7 @@ def test_a_commit_advances_every_member_into_new_objects(make_index, sample_docs
     before: EngineState = index.engine.state
     parts = before.sparse.peek(T)
     assert parts is not None
-    for member in (before.doc_names, before.text_index, before.sparse):
+    for member in (before.doc_names, before.text_index, before.sparse, *before.members.values()):
         assert isinstance(member, Versioned)
     index.insert(sample_docs[8:10])
     after = index.engine.state
@@ -36,6 +36,10 @@ def test_a_commit_advances_every_member_into_new_objects(make_index, sample_docs
     # every view of the new version reads the new state's parts
     assert index.engine.state.views["bm25"].sparse.parts is after.sparse
     assert index.engine.state.views["graph"].sparse.parts is after.sparse
+    # the graph view reads the heterograph's member of the state, advanced by the commit
+    graph, was = after.members[HETEROGRAPH], before.members[HETEROGRAPH]
+    assert graph is not was and graph.snapshot is after.snapshot
+    assert after.views["graph"].names is graph.names and after.views["graph"].stored is graph.walk
 
 
 def test_what_a_write_leaves_for_the_next_is_carried_by_the_state(make_index, sample_docs):
