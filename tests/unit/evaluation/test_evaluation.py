@@ -27,6 +27,7 @@ from graphstrata.evaluation import (
     scored_answers,
     text_containment,
 )
+
 from tests.conftest import SAMPLE_QA
 
 
