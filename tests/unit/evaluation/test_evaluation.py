@@ -27,7 +27,6 @@ from graphstrata.evaluation import (
     scored_answers,
     text_containment,
 )
-
 from tests.conftest import SAMPLE_QA
 
 
