@@ -508,7 +508,7 @@ def swap_graph_view(index: Any) -> None:
         state.vectors,
         index.engine.config,
         state.doc_names,
-        sparse=getattr(old, "sparse", None),
+        sparse=old.sparse,
     )
 
 

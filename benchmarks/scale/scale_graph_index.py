@@ -6,7 +6,7 @@ hashing embeddings of the corpus' chunks, this makes one base:
 * **ours**: the kind's k-NN graph (``core.nndescent``), pruned into a search graph
   (``core.search_graph``) and loaded into usearch (``core.ann.hnsw_from_graph``), with the
   engine's settings (``engine.graph_bases.graph_base``, which it uses for a new base of
-  ``GRAPH_BUILD_MIN`` vectors or more);
+  ``MaintenanceConfig.vector_graph_build_min`` vectors or more);
 * **inserted, one thread**: usearch's own inserts as the engine made every base before
   (``ADD_THREADS`` 1: reproducible), hnswlib's and NodeRAG's way;
 * **inserted, every core**: usearch's inserts on its thread pool, the fastest way usearch

@@ -1,12 +1,13 @@
 """Making a vector base anew against copying it (``scale.py remake``), per kind of a kept index.
 
 Nothing is removed from a usearch base (``engine.vectors``): dead vectors stay in it,
-filtered, until more than ``removal_limit`` of it (one in eight) are dead, and then the
-write that passes the bound makes the base anew from its live vectors
-(``VectorIndex._remade``: inserts, or the k-NN graph from ``GRAPH_BUILD_MIN`` vectors).
+filtered, until more than ``removal_limit`` of it (``MaintenanceConfig.vector_removed``: one
+in eight) are dead, and then the write that passes the bound makes the base anew from its
+live vectors (``VectorIndex._remade``: inserts, or the k-NN graph from
+``vector_graph_build_min`` vectors).
 Until commit d66a5fe such a write copied the base and removed the dead ids from the copy
 (usearch ``copy`` then ``remove``), which usearch 2.25.3 corrupts. Per kind of at least
-``EXACT_BELOW`` vectors this times, on the kept index's own base:
+``vector_exact_below`` vectors this times, on the kept index's own base:
 
 * **copy**: usearch's ``copy`` of the base, the O(n) step of the old way, a memory copy
   (the machine's floor for rewriting a base);
@@ -30,18 +31,19 @@ def run(vectors: Any, max_vectors: int, load1: Callable[[], float]) -> list[dict
     ``max_vectors`` vectors (larger kinds are skipped: a million-vector base takes minutes)."""
     from graphstrata.engine.exact_vectors import read_out
     from graphstrata.engine.types import NodeKind
-    from graphstrata.engine.vectors import EXACT_BELOW, removal_limit
+
+    policy = vectors.maintenance  # the index's MaintenanceConfig
 
     rows = []
     for kind in vectors.kinds():
         base = vectors.by_kind[kind]
         n = len(base)
-        if n < EXACT_BELOW or n > max_vectors:
+        if n < policy.vector_exact_below or n > max_vectors:
             continue
         row: dict[str, Any] = {
             "kind": NodeKind(kind).name,
             "vectors": n,
-            "removal_limit": removal_limit(n),
+            "removal_limit": int(policy.vector_removed.limit(n)),
             "load1_before": load1(),
         }
         t = time.perf_counter()

@@ -16,24 +16,23 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from graphstrata.core import sets
-from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.config import IndexConfig, MaintenanceConfig
 from graphstrata.engine.graph_bases import NeighbourLists
 from graphstrata.engine.interfaces import LLM, Embedder, LLMError, LLMRequest, LLMResponse
 from graphstrata.engine.layered import LayeredDict
 from graphstrata.engine.params import ModeParams
 from graphstrata.engine.report import OperationReport
+from graphstrata.engine.sparse.index import SparseParts
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.store.arrow_numpy import numpy_of
 from graphstrata.engine.types import EMBEDDED_KINDS, NodeKind
 from graphstrata.engine.vectors import VectorIndex
-
-if TYPE_CHECKING:  # the search package imports this module
-    from graphstrata.engine.sparse.index import SparseIndex
+from graphstrata.engine.versioned import Versioned
 
 #: ``progress(stage, done, total)``: called as long operations advance.
 ProgressFn = Callable[[str, int, int], None]
@@ -198,8 +197,11 @@ class TextIndex:
                 return node
         return None
 
-    def advanced(self, snapshot: Snapshot, delta: Delta) -> TextIndex:
-        """This index (of the previous version) moved to ``snapshot``, which ``delta`` committed.
+    def advanced(
+        self, snapshot: Snapshot, delta: Delta, maintenance: MaintenanceConfig
+    ) -> TextIndex:
+        """This index (of the previous version) moved to ``snapshot``, which ``delta`` committed
+        (its mappings folded by ``maintenance.layered_dict``).
 
         The rows the delta replaced or deleted leave under their old texts; its live rows
         with a vector join under their new ones. Equal to a fresh index of ``snapshot``
@@ -219,13 +221,14 @@ class TextIndex:
         joining = row_ids[new_nodes.contains(row_ids)]
         joining = np.sort(joining[snapshot.vectors.has(joining)])
         join_kinds = new_nodes.kind[new_nodes.rows(joining)]
+        fold = maintenance.layered_dict
         for kind, index in self._by_kind.items():
             mine = old.kind[old_rows] == np.uint8(kind)
             gone = [
                 (text_key(t), int(i)) for t, i in zip(old.texts_at(old_rows[mine]), leaving[mine])
             ]
             # Copy on write of the changes only (``LayeredDict``): not every text key per write.
-            index, holders = index.changed(), dict(self._holders[kind])
+            index, holders = index.changed(fold), dict(self._holders[kind])
             for key, node in gone:
                 rest = holders.pop(key, frozenset((node,))) - {node}
                 if len(rest) > 1:
@@ -255,6 +258,10 @@ class UpdateContext:
     copying them (semantic edges above ``semantic_exact_below``); None reads the snapshot.
     ``views`` are the committed version's views by mode, whose read structures a component
     may reuse instead of rebuilding them (the heterograph reads the ``graph`` view's names).
+    ``carried`` is what the write that committed that version left for the next write, by
+    component name (``EngineState.carried``); a component puts what it leaves for the
+    next write into ``carry`` (the state of the version this operation commits holds it;
+    dropped with a failed operation).
     """
 
     snapshot: Snapshot
@@ -267,6 +274,8 @@ class UpdateContext:
     text_index: TextIndex | None = None
     vectors: VectorIndex | None = None
     views: Mapping[str, ComponentView] = field(default_factory=dict)
+    carried: Mapping[str, Any] = field(default_factory=dict)
+    carry: dict[str, Any] = field(default_factory=dict)
     #: Near neighbours of this operation's new vectors among themselves, when a stage found
     #: them anyway (the heterograph's semantic edges of a build): a new vector base made
     #: from its k-NN graph starts from them (``engine.graph_bases``).
@@ -423,12 +432,15 @@ class DocNames:
         names = self._mapping()
         return [names[k] for k in keys if k in names]
 
-    def advanced(self, snapshot: Snapshot, delta: Delta) -> DocNames:
+    def advanced(
+        self, snapshot: Snapshot, delta: Delta, maintenance: MaintenanceConfig
+    ) -> DocNames:
         """The names of ``snapshot``, which ``delta`` committed on this version: built from
-        this one's when it exists (its dead documents out, its new ones in), else lazily."""
+        this one's when it exists (its dead documents out, its new ones in; folded by
+        ``maintenance.layered_dict``), else lazily."""
         if self._names is None:
             return DocNames(snapshot)
-        names = self._names.changed()
+        names = self._names.changed(maintenance.layered_dict)
         for key in delta.dead_docs.tolist():
             names.pop(int(key), None)
         docs = delta.docs
@@ -476,33 +488,43 @@ class Query:
     report: dict[str, Any]
 
 
-class ComponentView(ABC):
-    """Per-version, read-only search structures of a component."""
+class VersionState(Protocol):
+    """What a component's view reads of one version's state (``engine.state.EngineState``,
+    which owns every structure that outlives a version)."""
 
-    #: The view's BM25 index, if it has one: writers save its kinds' postings in the
-    #: index's sparse cache (``engine.sparse.cache``), so a new process maps them.
-    sparse: SparseIndex | None = None
+    @property
+    def snapshot(self) -> Snapshot:
+        """The committed version's tables."""
+        ...
+
+    @property
+    def vectors(self) -> VectorIndex:
+        """Its vector indexes."""
+        ...
+
+    @property
+    def doc_names(self) -> DocNames:
+        """Its doc key -> doc_id names."""
+        ...
+
+    @property
+    def sparse(self) -> SparseParts:
+        """Its BM25 collections (``SparseParts.index`` gives a view its index)."""
+        ...
+
+    @property
+    def members(self) -> Mapping[str, Versioned]:
+        """The components' own per-version state by name (:meth:`Component.state_members`)."""
+        ...
+
+
+class ComponentView(ABC):
+    """Per-version, read-only search structures of a component, built from the version's
+    state (:class:`VersionState`: its BM25 parts, vectors, doc names)."""
 
     @abstractmethod
     def search(self, mode: str, query: Query) -> list[Hit]:
         """The hits of ``query`` in ``mode`` (one of the component's modes), best first."""
-
-    def carry_over(self, previous: ComponentView, delta: Delta) -> None:  # noqa: B027 (a hook)
-        """Take over, advanced by ``delta``, what the previous version's view has built.
-
-        Called by ``Component.advance`` right after this view was constructed for the
-        version committed after ``previous``'s, before any query sees it. Structures that
-        can be updated from a delta (e.g. ``engine.sparse.index.SparseIndex``) are
-        derived here instead of rebuilt; the default takes over nothing. ``previous`` is
-        still served to readers pinned to its version: it must not be modified.
-
-        Parameters
-        ----------
-        previous:
-            The view of the same component for the previous version (any class: check it).
-        delta:
-            What the commit between the two versions wrote (node rows, tombstones, ...).
-        """
 
 
 class Component(ABC):
@@ -514,10 +536,19 @@ class Component(ABC):
     modes: tuple[str, ...] = ()
     #: The typed parameters of each mode (``engine.params``); every mode has an entry.
     mode_params: ClassVar[dict[str, type[ModeParams]]] = {}
+    #: Node kinds the views search by BM25 (``EngineState.sparse``): the engine keeps
+    #: their postings in the index's sparse cache, so a new process maps them.
+    sparse_kinds: ClassVar[tuple[int, ...]] = ()
 
     def enabled(self, config: IndexConfig) -> bool:
         """Whether an index with ``config`` keeps this component (default: always)."""
         return True
+
+    def state_members(self, snapshot: Snapshot, config: IndexConfig) -> dict[str, Versioned]:
+        """The per-version structures this component's views read, built from ``snapshot``
+        and held by the engine's state (``VersionState.members``), which advances them with
+        each commit; names must be unique across components. Default: none."""
+        return {}
 
     def maintain(self, ctx: UpdateContext) -> bool:
         """Redo, over everything, the work that writes do locally or on a schedule.
@@ -532,47 +563,36 @@ class Component(ABC):
         """Apply a chunk change (inserts and deletes of one operation, together)."""
 
     def advance(
-        self,
-        previous: ComponentView,
-        snapshot: Snapshot,
-        vectors: VectorIndex,
-        config: IndexConfig,
-        doc_names: DocNames,
-        delta: Delta,
+        self, previous: ComponentView, state: VersionState, config: IndexConfig, delta: Delta
     ) -> ComponentView:
-        """The view of the version a commit just made, derived from the previous view.
+        """The view of the version a commit just made, which may reuse the previous view's
+        structures (advanced from them, never changing them: readers pinned to the previous
+        version still search it).
 
         The engine calls this after each of its own commits (``view`` on open, refresh and
-        compaction). The default builds ``view(...)`` and lets it ``carry_over`` from
-        ``previous``; a component may override either.
+        compaction). The default builds ``view(state, config)``: what advances with the
+        commits lives in the state.
 
         Parameters
         ----------
         previous:
             This component's view of the version the commit was written on.
-        snapshot, vectors, config, doc_names:
+        state, config:
             As for ``view``, of the new version.
         delta:
             The committed ``Delta``.
         """
-        view = self.view(snapshot, vectors, config, doc_names)
-        view.carry_over(previous, delta)
-        return view
+        return self.view(state, config)
 
     @abstractmethod
-    def view(
-        self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
-    ) -> ComponentView:
+    def view(self, state: VersionState, config: IndexConfig) -> ComponentView:
         """Build the in-memory structures of one committed version (called once per version).
 
         Parameters
         ----------
-        snapshot:
-            The committed version.
-        vectors:
-            Its vector index.
+        state:
+            The committed version's state (its snapshot, vector index, doc names and BM25
+            parts, shared by every view of the version; its views are being added).
         config:
             The index's configuration.
-        doc_names:
-            The version's doc key -> doc_id names, shared by every view of the version.
         """

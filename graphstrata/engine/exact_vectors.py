@@ -1,7 +1,7 @@
 """A kind's vectors searched exactly by one matrix product, shaped like usearch's results.
 
 ``engine.vectors`` searches a kind's fresh vectors this way, and a base below
-``EXACT_BELOW`` vectors too (its vectors read out of it once, ``read_out``).
+``MaintenanceConfig.vector_exact_below`` vectors too (its vectors read out of it once, ``read_out``).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class ExactVectors:
         and ``threads`` are usearch's parameters, accepted and unused."""
         sims = queries @ self.rows.T
         k = min(k, self.ids.size)
-        # The k best of up to 16k rows (FRESH_CAP), then only those sorted (ties by row).
+        # The k best of up to 16k rows (the ``vector_fresh`` cap), then only those sorted (ties by row).
         if k < self.ids.size:
             top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
         else:

@@ -3,7 +3,7 @@
 ``graph_base`` makes a usearch index of a kind's vectors from their k-NN graph
 (``core.nndescent``), pruned to a search graph (``core.search_graph``) and written in
 usearch's own layout (``core.ann.hnsw_from_graph``). ``engine.vectors`` uses it for a new
-base of at least ``GRAPH_BUILD_MIN`` vectors.
+base of at least ``MaintenanceConfig.vector_graph_build_min`` vectors.
 
 A build with the heterograph already has a k-NN graph of the same vectors: the semantic
 edges' joint graph over every new T/S/A/H node (``heterograph.enrich.semantic_edges``).
@@ -28,18 +28,6 @@ from usearch.index import Index as UsearchIndex
 
 from graphstrata.core.ann import BASE_DEGREE, hnsw_from_graph
 
-#: A new base of at least this many vectors is made from its k-NN graph
-#: (``core.search_graph``, written for usearch by ``core.ann.hnsw_from_graph``) instead of
-#: by usearch's inserts. An f16 index of 384-d vectors leaves the 32 MiB last-level cache
-#: between 20k and 40k vectors, after which an insert's distances read DRAM and its cost
-#: climbs (153 us at 20k, 497 us at 100k: the HNSW table of benchmarks/results/scale.md).
-#: Measured with this code, one run each, inserts in the same run (build/scratch/
-#: sg_eval.py, recall@10 of 1,000 rows at ef 64): 51,952 MiniLM vectors of MultiHop-RAG
-#: sentences 10.2 s wall (19.4 s CPU on 2 threads), recall 0.9957, against 10.9 s CPU (one
-#: thread) and 0.9938 inserted; ``scale.py graph-index`` (hashing vectors): 50k 10.1 s wall
-#: (19.7 s CPU), 0.812, against 12.7 s and 0.734; 400k 99.2 s (189.1 s CPU), 0.601,
-#: against 254.4 s and 0.524.
-GRAPH_BUILD_MIN = 32768
 #: The k-NN graph a base is made from: neighbours per row, candidates per NN-descent round
 #: (``core.nndescent``; lists of 3m). On the 51,952 MiniLM vectors (build/scratch/
 #: sg_eval.py, code 3e25972, one run each): lists of 2m with 32 candidates recall@10 0.992

@@ -2,8 +2,8 @@
 
 Writes are transactions: validate -> chunk -> embed -> components update -> commit. Any
 exception before the commit leaves the index at its last committed version. Reads use an
-immutable ``EngineState`` (snapshot + vector index + per-mode views) that is swapped
-atomically after a commit, so concurrent queries never see a half-applied change
+immutable ``EngineState`` (``engine.state``: snapshot, vector index, BM25 parts, per-mode
+views) that is advanced by each commit and swapped atomically after it, so concurrent queries never see a half-applied change
 (docs/architecture.md, "Write path" and "Query path").
 """
 
@@ -13,7 +13,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,31 +24,28 @@ from graphstrata.engine.answer import answer_result
 from graphstrata.engine.component import (
     Component,
     ComponentView,
-    DocNames,
     Hit,
     MeteredEmbedder,
     MeteredLLM,
     ProgressFn,
     Query,
-    TextIndex,
     UpdateContext,
 )
 from graphstrata.engine.config import ConfigError, IndexConfig, SearchConfig
 from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
 from graphstrata.engine.ingest import add_docs, doc_lookup, remove_docs
 from graphstrata.engine.interfaces import LLM, Embedder
-from graphstrata.engine.modes.naive import NaiveView
 from graphstrata.engine.modes.registry import default_components, served_params
 from graphstrata.engine.params import ModeParams, QueryError
 from graphstrata.engine.pinned import PinnedVersion
 from graphstrata.engine.prompts import ANSWER_MAX_TOKENS
 from graphstrata.engine.read_caches import open_vectors, save_caches
 from graphstrata.engine.report import OperationReport
-from graphstrata.engine.sparse.index import seed_parts
+from graphstrata.engine.sparse.index import KindIndex
+from graphstrata.engine.state import EngineState
 from graphstrata.engine.store import Delta, Snapshot, Store
 from graphstrata.engine.store.arrow_numpy import numpy_of
 from graphstrata.engine.types import NodeKind
-from graphstrata.engine.vectors import VectorIndex
 from graphstrata.engine.verified import recorded_config, verified_snapshot
 
 __all__ = [
@@ -108,26 +105,6 @@ def format_context(hits: Sequence[Hit]) -> str:
             ]
             parts.append(f"## {KIND_TITLES[kind]}\n" + "\n".join(lines))
     return "\n\n".join(parts)
-
-
-@dataclass
-class EngineState:
-    """One committed version as the engine serves it; never changed once published.
-
-    ``doc_names`` and ``text_index`` are built once per version and shared by every view
-    and every operation written on top of it.
-    """
-
-    snapshot: Snapshot
-    vectors: VectorIndex
-    doc_names: DocNames
-    text_index: TextIndex
-    views: dict[str, ComponentView] = field(default_factory=dict)
-
-    @property
-    def version(self) -> int:
-        """The committed version number."""
-        return self.snapshot.version
 
 
 class Engine:
@@ -215,36 +192,11 @@ class Engine:
 
     # ------------------------------------------------------------------ state
     def _load_state(
-        self,
-        snapshot: Snapshot,
-        vectors: VectorIndex | None = None,
-        previous: EngineState | None = None,
-        delta: Delta | None = None,
+        self, snapshot: Snapshot, seeded: dict[int, KindIndex] | None = None
     ) -> EngineState:
-        """The state of ``snapshot``; after a commit, views advance from ``previous``'s."""
-        if vectors is None:
-            vectors = open_vectors(self.store.root, snapshot, self.config)
-        doc_names = (
-            previous.doc_names.advanced(snapshot, delta)
-            if previous is not None and delta is not None
-            else DocNames(snapshot)
-        )
-        text_index = (
-            previous.text_index.advanced(snapshot, delta)
-            if previous is not None and delta is not None
-            else TextIndex(snapshot)
-        )
-        state = EngineState(snapshot, vectors, doc_names, text_index)
-        state.views["naive"] = NaiveView(snapshot, vectors, doc_names)
-        for comp in self.components:
-            before = previous.views.get(comp.modes[0]) if previous and comp.modes else None
-            if before is not None and delta is not None:
-                view = comp.advance(before, snapshot, vectors, self.config, doc_names, delta)
-            else:
-                view = comp.view(snapshot, vectors, self.config, doc_names)
-            for mode in comp.modes:
-                state.views[mode] = view
-        return state
+        """The state of ``snapshot`` built from it (its vector caches mapped)."""
+        vectors = open_vectors(self.store.root, snapshot, self.config)
+        return EngineState.opened(snapshot, vectors, self.config, self.components, seeded)
 
     @property
     def state(self) -> EngineState:
@@ -366,6 +318,7 @@ class Engine:
             text_index=state.text_index,
             vectors=state.vectors,
             views=state.views,
+            carried=state.carried,
         )
 
     def _commit(self, state: EngineState, ctx: UpdateContext, report: OperationReport) -> None:
@@ -376,8 +329,9 @@ class Engine:
                 add_ids, add_kinds, add_mat, delta.dead_nodes, delta.version, ctx.neighbour_lists
             )
         with report.stage("caches"):
-            views = state.views.values()
-            caches, parts = save_caches(self.store.root, state.snapshot, views, vectors, delta)
+            root = self.store.root
+            stale = self.config.maintenance.cache_stale
+            caches, parts = save_caches(root, state.snapshot, state.sparse, vectors, stale, delta)
         with report.stage("commit"):
             counts = _counts_after(state.snapshot, delta)
             result = self.store.commit(delta, counts=counts, caches=caches)
@@ -389,8 +343,9 @@ class Engine:
         report.edges_added = int(delta.edges.num_rows)
         with report.stage("reload"):
             snapshot = self.store.advance(state.snapshot, delta)
-            seed_parts(snapshot, parts)
-            new_state = self._load_state(snapshot, vectors, state, delta)
+            new_state = state.advanced(
+                snapshot, delta, vectors, self.config, self.components, ctx.carry, parts
+            )
         try:
             with report.stage("warm"):
                 # Before it serves: the previous version answers queries meanwhile.
@@ -443,18 +398,19 @@ class Engine:
         with self._write_lock, self.store.writer(wait=wait):
             state = self._verified_state("compact")
             before = self.store.size_bytes()
-            views = state.views.values()
-            caches, parts = save_caches(self.store.root, state.snapshot, views, state.vectors)
+            stale = self.config.maintenance.cache_stale
+            caches, parts = save_caches(
+                self.store.root, state.snapshot, state.sparse, state.vectors, stale
+            )
             result = self.store.rewrite(state.snapshot, caches=caches)
             report.version = result.version
             report.bytes_written = result.bytes_written
             report.notes.append(f"size {before} -> {self.store.size_bytes()} bytes")
             snapshot = self.store.load(verify=False)
-            seed_parts(snapshot, parts)
             # The usearch indexes are mapped from the files just written: the compacted
             # vector segment has the new version, so the in-memory bases' versions no
             # longer say which vectors are fresh.
-            self._state = self._load_state(snapshot)
+            self._state = self._load_state(snapshot, parts)
         report.seconds = time.perf_counter() - start
         return report
 
@@ -610,6 +566,7 @@ class Engine:
             "chunking": snap.config["chunking"],
             "hyperplanes": {k: v for k, v in snap.manifest["hyperplanes"].items() if k != "file"},
             "modes": sorted(state.views),
+            "maintenance": self.config.maintenance.policies(),
         }
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator, MutableMapping
 from typing import Generic, TypeVar
 
+from graphstrata.engine.config import FoldPolicy
+
 __all__ = ["LayeredDict"]
 
 
@@ -17,18 +19,16 @@ _REMOVED = _Removed()
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
-#: Changes kept on top of a shared base before ``changed`` folds them into a new base.
-FOLD_MIN = 4096
-
 
 class LayeredDict(MutableMapping[K, V], Generic[K, V]):
     """A mapping: a base dict shared with older versions and this version's changes.
 
     A version's mapping must not change under the readers of that version, and copying
     every entry per write is O(N) (a million chunk texts). ``changed`` gives the next
-    version a mapping that shares the base and copies only the changes; once they number
-    a quarter of the base (at least ``FOLD_MIN``) they are folded into a new base, so a
-    write costs O(its changes) amortized and a lookup at most two dict probes.
+    version a mapping that shares the base and copies only the changes; once they reach
+    the fold policy (``MaintenanceConfig.layered_dict``: a quarter of the base, at least
+    4,096) they are folded into a new base, so a write costs O(its changes) amortized and
+    a lookup at most two dict probes.
 
     Parameters
     ----------
@@ -75,10 +75,11 @@ class LayeredDict(MutableMapping[K, V], Generic[K, V]):
         self._size -= 1
         self._top[key] = _REMOVED
 
-    def changed(self) -> LayeredDict[K, V]:
-        """A mapping equal to this one that may be changed without changing this one."""
+    def changed(self, policy: FoldPolicy) -> LayeredDict[K, V]:
+        """A mapping equal to this one that may be changed without changing this one (its
+        changes folded into a new base when they reach ``policy``)."""
         out: LayeredDict[K, V] = LayeredDict.__new__(LayeredDict)
-        if len(self._top) >= max(FOLD_MIN, len(self._base) // 4):
+        if policy.should_fold(len(self._top), len(self._base)):
             out._base, out._top = dict(self.items()), {}
         else:
             out._base, out._top = self._base, dict(self._top)

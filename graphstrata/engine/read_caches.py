@@ -12,15 +12,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 from usearch.index import Index as UsearchIndex
 
-from graphstrata.engine.component import ComponentView
-from graphstrata.engine.config import IndexConfig
-from graphstrata.engine.sparse.index import save_committed_parts
+from graphstrata.engine.config import FoldPolicy, IndexConfig
+from graphstrata.engine.sparse.index import SparseParts, save_committed_parts
 from graphstrata.engine.sparse.postings import KindIndex
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.store.caches import (
@@ -78,29 +77,32 @@ def open_vectors(root: Path, snapshot: Snapshot, config: IndexConfig) -> VectorI
     snapshot:
         The version opened.
     config:
-        The index's configuration (vector dtype, search expansion).
+        The index's configuration (vector dtype, search expansion, maintenance policies).
     """
     dtype = config.vector_dtype
     ef = config.search.expansion_search
+    policy = config.maintenance
     cache = snapshot.manifest.get("vector_cache") or {}
     if "kinds" in cache:
         files = {k: CacheFile(root / f, v) for k, (f, v) in cache_kind_versions(cache).items()}
         if all(f.path.exists() for f in files.values()):
             try:
-                return VectorIndex.restore(files, snapshot.vectors, dtype, ef)
+                return VectorIndex.restore(files, snapshot.vectors, dtype, ef, policy)
             except (ValueError, RuntimeError, OSError) as exc:
                 _unreadable(root, [f.path for f in files.values()], exc)
     elif "file" in cache and (root / cache["file"]).exists():  # written before per kind
         try:
             return VectorIndex.restore_single_file(
-                root / cache["file"], snapshot.vectors, int(cache["version"]), dtype, ef
+                root / cache["file"], snapshot.vectors, int(cache["version"]), dtype, ef, policy
             )
         except (ValueError, RuntimeError, OSError) as exc:
             _unreadable(root, [root / cache["file"]], exc)
-    return VectorIndex.build(snapshot.vectors, dtype, ef)
+    return VectorIndex.build(snapshot.vectors, dtype, ef, policy)
 
 
-def stale_vector_kinds(snapshot: Snapshot, delta: Delta, vectors: VectorIndex) -> list[int]:
+def stale_vector_kinds(
+    snapshot: Snapshot, delta: Delta, vectors: VectorIndex, policy: FoldPolicy
+) -> list[int]:
     """Kinds whose usearch base should be written with the version ``delta`` commits.
 
     A kind whose base was rebuilt since its file (``VectorIndex.unsaved``) and whose vectors
@@ -111,7 +113,7 @@ def stale_vector_kinds(snapshot: Snapshot, delta: Delta, vectors: VectorIndex) -
     rewritten every 370 removals (the bound then: 1 in 256 of it, at most 1,024); a small base losing ~20-30 vectors a write, as those
     summaries did, would be rebuilt and written every few writes (inferred, not measured):
     bytes that grow with the kind, not with the change. A base made anew from its vectors
-    (``VectorIndex.made_unsaved``: past ``removal_limit``, one in eight of it dead) is
+    (``VectorIndex.made_unsaved``: past the ``vector_removed`` policy, one in eight of it dead) is
     written at once, as a reader would make it again (seconds, not a copy): once per
     eighth of the base dying, so its bytes per dead vector are constant. A kind never
     rebuilt is not written: its reader applies the fresh vectors and dead ids the writer
@@ -131,7 +133,7 @@ def stale_vector_kinds(snapshot: Snapshot, delta: Delta, vectors: VectorIndex) -
         if version not in since:
             since[version] = snapshot.vectors.rows_since(version)
         rows = int(since[version][kind]) + int(added[kind])
-        if kind in made or cache_is_stale(rows, vectors.count([kind])):
+        if kind in made or cache_is_stale(rows, vectors.count([kind]), policy):
             stale.append(kind)
     return stale
 
@@ -139,15 +141,16 @@ def stale_vector_kinds(snapshot: Snapshot, delta: Delta, vectors: VectorIndex) -
 def save_caches(
     root: Path,
     snapshot: Snapshot,
-    views: Iterable[ComponentView],
+    sparse: SparseParts,
     vectors: VectorIndex,
+    policy: FoldPolicy,
     delta: Delta | None = None,
 ) -> tuple[Caches, dict[int, KindIndex]]:
     """Write the caches of the next version that are stale, before it is committed.
 
     Both amortized: a cache is written again when a quarter of its rows are newer than it
-    (``engine.store.caches.cache_is_stale``), so small writes write little and opening
-    applies at most that quarter to the files it maps. The vector cache counts per kind
+    (``engine.store.caches.cache_is_stale``, the ``cache_stale`` policy), so small writes write
+    little and opening applies at most that quarter to the files it maps. The vector cache counts per kind
     (``stale_vector_kinds``) and writes a stale kind's base; the BM25 cache counts the node
     rows. A compaction writes both whole.
 
@@ -157,10 +160,12 @@ def save_caches(
         The index directory.
     snapshot:
         The version the commit is made on.
-    views:
-        Its views: the kinds their BM25 indexes cover are the sparse cache's.
+    sparse:
+        Its BM25 parts: their kinds (``Component.sparse_kinds``) are the sparse cache's.
     vectors:
         The usearch indexes of the next version.
+    policy:
+        When a cache is stale (``MaintenanceConfig.cache_stale``).
     delta:
         What the commit writes; None for a compaction, which writes every cache.
 
@@ -168,10 +173,10 @@ def save_caches(
     -------
     tuple
         The files to record in the commit, and the BM25 collections saved (to share with
-        the committed snapshot: ``sparse_index.seed_parts``).
+        the committed version: ``SparseParts.advanced``).
     """
     with _removed_on_failure(root, snapshot.version) as track:
-        return _save_caches(root, snapshot, views, vectors, delta, track)
+        return _save_caches(root, snapshot, sparse, vectors, policy, delta, track)
 
 
 @contextlib.contextmanager
@@ -210,8 +215,9 @@ def _removed_on_failure(root: Path, version: int) -> Iterator[Callable[[Path], P
 def _save_caches(
     root: Path,
     snapshot: Snapshot,
-    views: Iterable[ComponentView],
+    sparse: SparseParts,
     vectors: VectorIndex,
+    policy: FoldPolicy,
     delta: Delta | None,
     track: Callable[[Path], Path],
 ) -> tuple[Caches, dict[int, KindIndex]]:
@@ -225,16 +231,16 @@ def _save_caches(
     if delta is None:
         caches["vector_cache"] = vectors.save_merged(vector_file, version)
     else:
-        stale_kinds = stale_vector_kinds(snapshot, delta, vectors)
+        stale_kinds = stale_vector_kinds(snapshot, delta, vectors, policy)
         if stale_kinds:
             caches["vector_cache"] = vectors.save_bases(vector_file, stale_kinds)
-    kinds = sorted({k for view in views if view.sparse is not None for k in view.sparse.kinds})
+    kinds = list(sparse.kinds)
     changed_nodes = int(delta.nodes.num_rows) if delta is not None else 0
     stale = cache_rows_since(manifest, "sparse_cache") + changed_nodes
     parts: dict[int, KindIndex] = {}
-    if kinds and (delta is None or cache_is_stale(stale, len(snapshot.nodes))):
+    if kinds and (delta is None or cache_is_stale(stale, len(snapshot.nodes), policy)):
         files, parts = save_committed_parts(
-            snapshot,
+            sparse,
             delta,
             kinds,
             lambda kind: track(cache_path(root, "sparse_cache", version, kind, "postings")),

@@ -6,10 +6,11 @@ while a writer adds and removes the changed nodes only. A kind is a *base* HNSW 
 by versions, plus the version's own *fresh* vectors (added since the base, searched exactly)
 and the *dead* ids of the base (removed since it was made: filtered out of its results): a
 write copies only the fresh part, O(change), not the whole index. When the fresh vectors
-outgrow ``FRESH_SHARE`` of the base (at least ``FRESH_MIN``), they are merged into a new
+outgrow the ``vector_fresh`` policy (``MaintenanceConfig``), they are merged into a new
 base (usearch's ``copy`` of the base and their inserts: one O(n) copy, amortized over the
 writes before it); the dead ids stay in it, still filtered. When more of a base is dead
-than ``removal_limit`` allows, the base is made anew from its live and fresh vectors.
+than the ``vector_removed`` policy allows, the base is made anew from its live and fresh
+vectors.
 
 No usearch index is ever removed from (``Index.remove``): usearch 2.25.3 reuses a removed
 slot for a later insert, and in an index that was copied or loaded that reuse loses keys
@@ -39,16 +40,14 @@ from graphstrata.core import sets
 from graphstrata.core.ann import has_removed_slots, hnsw_index, match_arrays
 from graphstrata.core.ids import contains as sorted_contains
 from graphstrata.core.knn import best_per_query
-from graphstrata.engine.config import SearchConfig
+from graphstrata.engine.config import MaintenanceConfig, SearchConfig
 from graphstrata.engine.exact_vectors import ExactVectors, read_out, widened
-from graphstrata.engine.graph_bases import GRAPH_BUILD_MIN, NeighbourLists, graph_base
+from graphstrata.engine.graph_bases import NeighbourLists, graph_base
 from graphstrata.engine.store import VectorTable
 from graphstrata.engine.store.caches import CacheFile
 
 #: The HNSW query-time expansion of a VectorIndex made without one (the config's default).
 DEFAULT_EXPANSION = SearchConfig.expansion_search
-#: Below this many vectors a kind is searched exactly (brute force is faster and exact).
-EXACT_BELOW = 4096
 #: usearch threads that insert into an HNSW graph. One: a multi-threaded insert links the
 #: graph in an order that varies from run to run, so two builds of the same corpus (or a Ray
 #: build and a one-process build) answered ``graph`` queries differently (issue #14). On the
@@ -61,54 +60,31 @@ ADD_THREADS = 1
 #: ``PARALLEL_KINDS_MIN`` vectors uses the pool (a small write would pay its start-up).
 KIND_THREADS = max(1, min(4, os.cpu_count() or 1))
 PARALLEL_KINDS_MIN = 4096
-#: Fresh vectors a kind keeps apart from its base before they are merged into a new base.
-FRESH_SHARE = 0.125
-FRESH_MIN = 4096
-#: ... and at most this many (they are searched by a matrix product: 16k x 384 is ~2 ms).
-FRESH_CAP = 16384
-#: Dead ids a base keeps (filtered out of its results) before it is made anew from its live
-#: vectors: ``REMOVED_MAX``, or one in ``REMOVED_SHARE`` of the base if more. Making a base
-#: costs O(n) inserts or an O(n log n) k-NN graph, so it waits for a share of the base to die
-#: (amortized: a constant per removed vector). Dead vectors spread evenly leave a top-k
-#: search ~k/8 dead matches to skip, within ``OVERSAMPLE`` for the engine's vector k (10 to
-#: 50: ``entry_top_k``, ``top_k``); clustered ones (a rewritten summary's old versions) are
-#: found by asking again (``WIDEN``).
-REMOVED_MAX = 64
-REMOVED_SHARE = 8
 #: Matches a warming search asks each base for (``VectorIndex.warm``).
 WARM_K = 10
-#: A search asks a base for this many matches more than k (at most as many as it has dead
-#: ids) and asks again, ``WIDEN`` times as many each time up to k + all its dead ids, only
-#: for a query whose top matches held more dead ids than that (a rewritten document's old
-#: chunks lie where the query looks). For an exact search (small bases) that is the result
-#: of always asking for k + all (tested); an HNSW search asked for another count may return
-#: slightly different neighbours (not measured).
-OVERSAMPLE = 16
-WIDEN = 4
 
 _EMPTY_IDS = np.zeros(0, np.int64)
 
 
-def removal_limit(base_size: int) -> int:
-    """Dead ids a base of ``base_size`` vectors keeps before it is made anew."""
-    return max(REMOVED_MAX, base_size // REMOVED_SHARE)
-
-
 def _search_without(
-    index: Any, queries: np.ndarray, k: int, dropped: np.ndarray
+    index: Any, queries: np.ndarray, k: int, dropped: np.ndarray, policy: MaintenanceConfig
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``match_arrays`` of the top matches of ``index`` with the ``dropped`` ids (sorted)
     marked invalid, at least k valid per query where the index holds that many others
-    (``OVERSAMPLE``, ``WIDEN``)."""
+    (``policy.vector_oversample``, ``vector_widen``): evenly spread dead ids leave a top-k
+    search ~k/8 dead matches to skip, within the oversample for the engine's vector k (10
+    to 50: ``entry_top_k``, ``top_k``); clustered ones (a rewritten summary's old versions)
+    are found by asking again."""
     nq, n = queries.shape[0], len(index)
-    kk = min(k + min(dropped.size, OVERSAMPLE), n)
+    exact = n < policy.vector_exact_below
+    kk = min(k + min(dropped.size, policy.vector_oversample), n)
     # One query (a retrieval) is searched on the calling thread: usearch's pool (threads=0)
     # took 1.5-2.7 ms per query against 1.1 ms on the 100k-chunk T index, beside a busy core
     # (build/scratch/search_threads.py), and a server's concurrent requests each keep
     # their own thread. A write's batch of new nodes uses every core.
     threads = 1 if nq == 1 else 0
     keys, sims, valid = match_arrays(
-        index.search(queries, kk, exact=n < EXACT_BELOW, threads=threads), nq, kk
+        index.search(queries, kk, exact=exact, threads=threads), nq, kk
     )
     if not dropped.size:
         return keys, sims, valid
@@ -117,9 +93,9 @@ def _search_without(
     full = min(k + dropped.size, n)
     short = np.flatnonzero(valid.sum(axis=1) < min(k, kk))
     while short.size and kk < full:  # those queries' top matches were mostly dead ids
-        kk = min(full, WIDEN * kk)
+        kk = min(full, policy.vector_widen * kk)
         k2, s2, v2 = match_arrays(
-            index.search(queries[short], kk, exact=n < EXACT_BELOW, threads=threads),
+            index.search(queries[short], kk, exact=exact, threads=threads),
             short.size,
             kk,
         )
@@ -161,12 +137,13 @@ def _new_base(
     matrix: np.ndarray,
     dtype: str,
     expansion_search: int,
+    graph_build_min: int,
     neighbours: NeighbourLists | None = None,
 ) -> UsearchIndex:
     """An index of these vectors: made from their k-NN graph (seeded from ``neighbours``)
-    when they are at least ``GRAPH_BUILD_MIN`` (and usearch's layout is the one written),
-    else by inserts."""
-    if ids.size >= GRAPH_BUILD_MIN:
+    when they are at least ``graph_build_min`` (``MaintenanceConfig.vector_graph_build_min``,
+    and usearch's layout is the one written), else by inserts."""
+    if ids.size >= graph_build_min:
         index = graph_base(ids, matrix, dtype, expansion_search, neighbours)
         if index is not None:
             return index
@@ -177,19 +154,30 @@ def _new_base(
 
 
 class VectorIndex:
-    """usearch indexes keyed by node kind; vectors are L2-normalized so inner product = cosine."""
+    """usearch indexes keyed by node kind; vectors are L2-normalized so inner product = cosine.
 
-    def __init__(self, dim: int, dtype: str = "f32", expansion_search: int = DEFAULT_EXPANSION):
+    ``maintenance`` holds the fold policies of the fresh and dead parts and the search
+    tunables (``MaintenanceConfig``: ``vector_*``; the defaults when None).
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        dtype: str = "f32",
+        expansion_search: int = DEFAULT_EXPANSION,
+        maintenance: MaintenanceConfig | None = None,
+    ):
         self.dim = dim
         self.dtype = dtype
         self.expansion_search = expansion_search
+        self.maintenance = maintenance if maintenance is not None else MaintenanceConfig()
         #: Base HNSW index per kind (never changed once a version shares it).
         self.by_kind: dict[int, UsearchIndex] = {}
         #: Per kind: vectors added since the base (ids, float32 rows), this version's own.
         self.fresh: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         #: Per kind: sorted ids removed from the base since it was built.
         self.removed: dict[int, np.ndarray] = {}
-        #: Per kind: a base below ``EXACT_BELOW`` vectors and its vectors in one matrix
+        #: Per kind: a base below ``vector_exact_below`` vectors and its vectors in one matrix
         #: (``_small_base``), carried to the next versions while they share the base.
         self._exact_bases: dict[int, tuple[UsearchIndex, ExactVectors]] = {}
         #: Per kind: the version whose vectors the base holds (those written later are fresh).
@@ -203,10 +191,15 @@ class VectorIndex:
     # construction ---------------------------------------------------------------------------
     @classmethod
     def build(
-        cls, vectors: VectorTable, dtype: str = "f32", expansion_search: int = DEFAULT_EXPANSION
+        cls,
+        vectors: VectorTable,
+        dtype: str = "f32",
+        expansion_search: int = DEFAULT_EXPANSION,
+        maintenance: MaintenanceConfig | None = None,
     ) -> VectorIndex:
         """Index every live vector of a version from scratch (no base is in a cache file)."""
-        vi = cls(vectors.dim, dtype, expansion_search)
+        vi = cls(vectors.dim, dtype, expansion_search, maintenance)
+        graph_min = vi.maintenance.vector_graph_build_min
         kinds = [int(k) for k in sets.unique(vectors.kinds)]
         vi.base_versions = dict.fromkeys(kinds, vectors.version)
         sizes = np.bincount(
@@ -216,9 +209,9 @@ class VectorIndex:
         def add(j: int) -> None:
             ids, mat = vectors.of_kind(kinds[j])
             mat = np.ascontiguousarray(mat, dtype=np.float32)
-            vi.by_kind[kinds[j]] = _new_base(ids, mat, dtype, expansion_search)
+            vi.by_kind[kinds[j]] = _new_base(ids, mat, dtype, expansion_search, graph_min)
 
-        _for_each_kind(add, len(kinds), True, [sizes[kind] >= GRAPH_BUILD_MIN for kind in kinds])
+        _for_each_kind(add, len(kinds), True, [sizes[kind] >= graph_min for kind in kinds])
         return vi
 
     @classmethod
@@ -228,6 +221,7 @@ class VectorIndex:
         vectors: VectorTable,
         dtype: str = "f32",
         expansion_search: int = DEFAULT_EXPANSION,
+        maintenance: MaintenanceConfig | None = None,
     ) -> VectorIndex:
         """Map each kind's cache file and bring it to ``vectors``.
 
@@ -244,7 +238,7 @@ class VectorIndex:
             ``save_bases`` or ``save_merged`` wrote them and the manifest records them).
         vectors:
             The vector table of the version opened.
-        dtype, expansion_search:
+        dtype, expansion_search, maintenance:
             As for ``build``.
 
         Raises
@@ -252,7 +246,7 @@ class VectorIndex:
         ValueError
             A file is not a usearch index.
         """
-        vi = cls(vectors.dim, dtype, expansion_search)
+        vi = cls(vectors.dim, dtype, expansion_search, maintenance)
         for kind, file in sorted(files.items()):
             vi._set_base(int(kind), UsearchIndex.restore(str(file.path), view=True), file.path)
         vi.cached = dict(vi.by_kind)
@@ -266,12 +260,13 @@ class VectorIndex:
         cache_version: int,
         dtype: str = "f32",
         expansion_search: int = DEFAULT_EXPANSION,
+        maintenance: MaintenanceConfig | None = None,
     ) -> VectorIndex:
         """As :meth:`restore`, from the one ``.npz`` of every kind that indexes written
         before the per-kind files keep until their cache is next written (read into memory:
         an ``.npz`` member cannot be mapped). No kind counts as saved: the next commit writes
         each into its own file."""
-        vi = cls(vectors.dim, dtype, expansion_search)
+        vi = cls(vectors.dim, dtype, expansion_search, maintenance)
         with np.load(path) as blobs:
             for name in blobs.files:
                 vi._set_base(
@@ -312,14 +307,15 @@ class VectorIndex:
 
     def made_unsaved(self) -> list[int]:
         """Unsaved kinds whose base was made anew from its vectors and is searched by HNSW
-        (at least ``EXACT_BELOW`` vectors): a reader of the older file would make it again
+        (at least ``vector_exact_below`` vectors): a reader of the older file would make it again
         at its open (21 s for the 100,691 chunks of the 100k-chunk scale index, 1.1 s for
         its 9,850 summaries; issue 17), so a commit writes it at once (its bytes: once per
-        ``removal_limit`` dead vectors)."""
+        ``vector_removed`` dead vectors)."""
+        exact_below = self.maintenance.vector_exact_below
         return [
             k
             for k in self.unsaved()
-            if self.made.get(k) is self.by_kind[k] and len(self.by_kind[k]) >= EXACT_BELOW
+            if self.made.get(k) is self.by_kind[k] and len(self.by_kind[k]) >= exact_below
         ]
 
     def save_bases(
@@ -353,7 +349,7 @@ class VectorIndex:
         compaction: a reader then has only the dead ids to filter, which every open finds
         from the live vectors).
 
-        Dead vectors stay in the file (at most ``removal_limit`` of a base: past it the
+        Dead vectors stay in the file (at most ``vector_removed`` of a base: past it the
         writer has made the base anew): dropping them would make every base with one anew,
         minutes for a million vectors, where a compaction otherwise copies.
 
@@ -411,7 +407,8 @@ class VectorIndex:
 
     def _remade(self, kind: int) -> UsearchIndex:
         """``kind``'s base made anew from its live vectors and its fresh ones (``_new_base``:
-        inserts, or the k-NN graph of at least ``GRAPH_BUILD_MIN``), holding no dead id."""
+        inserts, or the k-NN graph of at least ``vector_graph_build_min``), holding no dead
+        id."""
         base = self.by_kind[kind]
         held = self._small_base(kind, base) if len(base) else None
         ids, rows = (held.ids, held.rows) if isinstance(held, ExactVectors) else read_out(base)
@@ -423,7 +420,11 @@ class VectorIndex:
         if fresh is not None and fresh[0].size:
             ids, rows = np.concatenate([ids, fresh[0]]), np.concatenate([rows, fresh[1]])
         made = _new_base(
-            ids, np.ascontiguousarray(rows, np.float32), self.dtype, self.expansion_search
+            ids,
+            np.ascontiguousarray(rows, np.float32),
+            self.dtype,
+            self.expansion_search,
+            self.maintenance.vector_graph_build_min,
         )
         self.made[kind] = made
         return made
@@ -442,7 +443,7 @@ class VectorIndex:
         shared, not copied, and a touched kind copies only its fresh part (module
         docstring). A new kind's base made from its k-NN graph starts that graph from
         ``neighbours`` (``graph_bases``)."""
-        out = VectorIndex(self.dim, self.dtype, self.expansion_search)
+        out = VectorIndex(self.dim, self.dtype, self.expansion_search, self.maintenance)
         out.by_kind, out.fresh, out.removed, out._exact_bases = (
             dict(self.by_kind),
             dict(self.fresh),
@@ -464,7 +465,8 @@ class VectorIndex:
         # Each kind's update writes only its own entries of ``out``'s dicts. A new kind made
         # from its k-NN graph runs alone (its kernels use every core).
         per_kind = np.bincount(np.asarray(add_kinds, np.int64), minlength=max(kinds, default=0) + 1)
-        alone = [kind not in self.by_kind and per_kind[kind] >= GRAPH_BUILD_MIN for kind in kinds]
+        graph_min = self.maintenance.vector_graph_build_min
+        alone = [kind not in self.by_kind and per_kind[kind] >= graph_min for kind in kinds]
         _for_each_kind(apply, len(kinds), add_ids.size >= PARALLEL_KINDS_MIN, alone)
         return out
 
@@ -482,7 +484,14 @@ class VectorIndex:
         matrix = np.ascontiguousarray(add_matrix, dtype=np.float32)
         base = self.by_kind.get(kind)
         if base is None:  # a new kind: its base is built directly
-            index = _new_base(add_ids, matrix, self.dtype, self.expansion_search, neighbours)
+            index = _new_base(
+                add_ids,
+                matrix,
+                self.dtype,
+                self.expansion_search,
+                self.maintenance.vector_graph_build_min,
+                neighbours,
+            )
             self.by_kind[kind], self.base_versions[kind] = index, version
             return
         ids, rows = self.fresh.get(kind, (_EMPTY_IDS, np.zeros((0, self.dim), np.float32)))
@@ -493,11 +502,11 @@ class VectorIndex:
             in_base = remove_ids[np.asarray(base.contains(remove_ids), dtype=bool)]
             removed = sets.union(removed, in_base)
         ids, rows = np.concatenate([ids, add_ids]), np.concatenate([rows, matrix])
-        big = min(max(FRESH_MIN, FRESH_SHARE * len(base)), FRESH_CAP)
         self.fresh[kind], self.removed[kind] = (ids, rows), removed
-        if removed.size > removal_limit(len(base)):
+        policy = self.maintenance
+        if policy.vector_removed.should_fold(removed.size, len(base)):
             index, dead = self._remade(kind), _EMPTY_IDS
-        elif ids.size > big:
+        elif policy.vector_fresh.should_fold(ids.size, len(base)):
             index, dead = self._merged(kind)
         else:
             return
@@ -536,7 +545,7 @@ class VectorIndex:
         return parts
 
     def _small_base(self, kind: int, base: UsearchIndex) -> UsearchIndex | ExactVectors:
-        """``base``, or below ``EXACT_BELOW`` vectors the same vectors searched by one
+        """``base``, or below ``vector_exact_below`` vectors the same vectors searched by one
         matrix product: usearch's exact search took 3.0 ms for 13 queries over 2,660
         vectors where the product and selection took 0.7 ms (a microbenchmark), and every
         write's semantic edges search the attributes' kind (issue 17). The matrix is read
@@ -544,7 +553,7 @@ class VectorIndex:
         stored values widened to float32, so the product scores what usearch's exact search
         scores (at 100k chunks its 2.9k attributes took 4.3 ms a write's search by usearch,
         build/scratch/sem_insert.py)."""
-        if not 0 < len(base) < EXACT_BELOW:
+        if not 0 < len(base) < self.maintenance.vector_exact_below:
             return base
         held = self._exact_bases.get(kind)
         if held is None or held[0] is not base:
@@ -583,7 +592,7 @@ class VectorIndex:
         """
         probe = np.ascontiguousarray(np.atleast_2d(probe), dtype=np.float32)
         for base in self.by_kind.values():
-            if len(base) >= EXACT_BELOW:
+            if len(base) >= self.maintenance.vector_exact_below:
                 base.search(probe, WARM_K, threads=1)
 
     def neighbours(
@@ -598,7 +607,7 @@ class VectorIndex:
 
         The heterograph's semantic edges query the committed index with the new nodes only
         (``O(new log n)``, no vector copied out of the store). A kind's index is searched
-        exactly below ``EXACT_BELOW`` vectors, by HNSW above.
+        exactly below ``vector_exact_below`` vectors, by HNSW above.
 
         Parameters
         ----------
@@ -628,10 +637,10 @@ class VectorIndex:
             if len(index) == 0 or m <= 0 or nq == 0:
                 continue
             # The excluded ids the index still holds are filtered out of its matches with
-            # its dead ids, asked for as ``_search_without`` does (``OVERSAMPLE`` more, then
-            # ``WIDEN`` times as many for a query short of m): asking every query for m + all
-            # of them would ask a base holding up to an eighth of dead ids
-            # (``removal_limit``) for that many more matches on every write. The dead ids
+            # its dead ids, asked for as ``_search_without`` does (``vector_oversample`` more,
+            # then ``vector_widen`` times as many for a query short of m): asking every query
+            # for m + all of them would ask a base holding up to an eighth of dead ids
+            # (``vector_removed``) for that many more matches on every write. The dead ids
             # are the index's own; only the excluded ones are looked up. One more match for
             # the query itself, where the index holds it.
             mine = (
@@ -641,7 +650,9 @@ class VectorIndex:
             )
             held = sets.union(dropped, mine) if mine.size else dropped
             selves = bool(np.any(index.contains(query_ids)))
-            keys, sim, valid = _search_without(index, queries, m + int(selves), held)
+            keys, sim, valid = _search_without(
+                index, queries, m + int(selves), held, self.maintenance
+            )
             valid &= keys != query_ids[:, None]
             k = keys.shape[1]
             srcs.append(np.repeat(query_ids, k).reshape(nq, k)[valid])
@@ -666,7 +677,7 @@ class VectorIndex:
         for index, dropped in parts:
             if len(index) == 0 or k <= 0:
                 continue
-            keys, sims, valid = _search_without(index, queries, k, dropped)
+            keys, sims, valid = _search_without(index, queries, k, dropped, self.maintenance)
             for q in range(nq):
                 per_ids[q].append(keys[q][valid[q]])
                 per_scores[q].append(sims[q][valid[q]])

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from graphstrata.engine.config import MaintenanceConfig
 from tests.helpers import REPO
 from tests.helpers.cli import run
 
@@ -40,6 +41,7 @@ def test_index_query_stats_insert_delete(tmp_path):
 
     stats = json.loads(run("stats", str(out), "--json").stdout)
     assert stats["documents"] == 30 and stats["embedder"]["name"] == "hashing-64"
+    assert stats["maintenance"] == MaintenanceConfig().policies()  # the fold policies
 
     extra = tmp_path / "extra.jsonl"
     extra.write_text(

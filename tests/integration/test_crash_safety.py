@@ -87,10 +87,10 @@ def test_sigkill_at_each_commit_point(tmp_path, sample_docs, point):
 
 
 def test_sigkill_after_merging_segments_keeps_the_last_version(tmp_path, sample_docs):
-    """A commit that merges the last ``MERGE_FANIN`` segments of its tables (``merging``),
+    """A commit that merges the last ``store_merge_fanin`` segments of its tables (``merging``),
     killed after writing the merged segments and before its manifest: the index stays at its
     last version, and the next writer commits and merges."""
-    from graphstrata.engine.store.merging import MERGE_FANIN, tier
+    from graphstrata.engine.store.merging import tier
 
     path, before, batch = _base_index(tmp_path, sample_docs)
     index = Index.open(path, embedder=HashingEmbedder(64))
@@ -99,7 +99,7 @@ def test_sigkill_after_merging_segments_keeps_the_last_version(tmp_path, sample_
         entries = index.engine.store.manifest["segments"]["nodes"]
         return len(entries) - max((i + 1 for i, e in enumerate(entries) if tier(e) != 0), default=0)
 
-    while trailing_commits() < MERGE_FANIN - 1:
+    while trailing_commits() < index.engine.store.maintenance.store_merge_fanin - 1:
         n = len(before)
         doc = {"doc_id": f"extra-{n}", "text": f"Extra note {n} on the Halvorsen Observatory."}
         index.insert([doc])

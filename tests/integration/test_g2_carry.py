@@ -4,6 +4,8 @@ writes that start from it must commit what writes reading the tables commit."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -13,15 +15,16 @@ from graphstrata.core.layered import flatten
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.heterograph.build import communities as communities_module
 from graphstrata.engine.heterograph.build.work import Work
-from graphstrata.engine.heterograph.component import HeterographComponent
-from graphstrata.engine.heterograph.schema import G2_KINDS, ST_GROUP_OF, ST_LEIDEN
-from graphstrata.engine.heterograph.state import g2, walk_graph
+from graphstrata.engine.heterograph.schema import G2_KINDS, NAME, ST_GROUP_OF, ST_LEIDEN
+from graphstrata.engine.heterograph.state import g2
 from graphstrata.engine.store import Store
+from tests.helpers.maintenance import maintenance
 from tests.helpers.snapshots import assert_same_snapshot
 
 
-def _component(index: Index) -> HeterographComponent:
-    return next(c for c in index.engine.components if isinstance(c, HeterographComponent))
+def _carried(index: Index) -> g2.G2Graph | None:
+    """G2 as the write that committed the served version left it for the next write."""
+    return index.engine.state.carried.get(NAME)
 
 
 def _steps(docs: list[dict]) -> list[tuple[str, list]]:
@@ -64,28 +67,32 @@ def local_runs(monkeypatch):
 def test_the_carried_g2_equals_g2_read_from_the_tables(
     tmp_path, sample_docs, monkeypatch, local_runs, compact
 ):
+    config = IndexConfig()
     if compact == "never":
-        monkeypatch.setattr(g2, "MIN_EXTRA_ENTRIES", 10**9)
-        monkeypatch.setattr(walk_graph, "COMPACT_DEAD_SHARE", 10.0)
-    elif compact == "always":
-        monkeypatch.setattr(walk_graph, "COMPACT_DEAD_SHARE", -1.0)
+        never = {"share": 10.0}
+        config.maintenance = maintenance(
+            g2_extra={"minimum": 10**9}, g2_dead=never, walk_graph_dead=never
+        )
+    elif compact == "always":  # the dead slots (none or more) always reach the limit
+        always = {"share": 0.0, "inclusive": True}
+        config.maintenance = maintenance(g2_dead=always, walk_graph_dead=always)
     steps_taken = 0
     step = g2.G2Graph.step
 
-    def counted(self, work):
+    def counted(self, work, policy):
         nonlocal steps_taken
-        got = step(self, work)
+        got = step(self, work, policy)
         steps_taken += got is not None
         return got
 
     monkeypatch.setattr(g2.G2Graph, "step", counted)
-    index = Index.create(tmp_path / "ix", IndexConfig(), embedder=HashingEmbedder(64))
+    index = Index.create(tmp_path / "ix", config, embedder=HashingEmbedder(64))
     docs = list(sample_docs)
     index.insert(docs[:10])
     layered = dead = 0
     for action, arg in _steps(docs):
         _write(index, action, arg)
-        carried = _component(index)._carried(index.engine.state.snapshot)
+        carried = _carried(index)
         assert carried is not None
         want = _from_tables(index)
         layered += carried.csr.extra_entries > 0
@@ -125,8 +132,9 @@ def test_writes_from_the_carried_g2_commit_what_writes_from_the_tables_commit(
         index = Index.create(tmp_path / name, IndexConfig(), embedder=HashingEmbedder(64))
         index.insert(docs[:10])
         indexes.append(index)
-    tables = _component(indexes[1])
-    monkeypatch.setattr(tables, "_carried", lambda snapshot: None)
+    engine = indexes[1].engine
+    context = engine._context  # every operation of this one starts with nothing carried
+    monkeypatch.setattr(engine, "_context", lambda *a: dataclasses.replace(context(*a), carried={}))
     for action, arg in _steps(docs):
         for index in indexes:
             _write(index, action, arg)
@@ -144,9 +152,8 @@ def test_a_failed_write_leaves_no_carried_g2(tmp_path, sample_docs, local_runs):
     docs = list(sample_docs)
     index.insert(docs[:10])
     index.insert(docs[10:12])
-    component = _component(index)
     before = index.engine.state.snapshot
-    held = component._carried(before)
+    held = _carried(index)
     assert held is not None
     original = index.engine.store.commit
 
@@ -158,8 +165,8 @@ def test_a_failed_write_leaves_no_carried_g2(tmp_path, sample_docs, local_runs):
         index.insert(docs[12:14])
     index.engine.store.commit = original  # type: ignore[method-assign]
     assert index.engine.state.snapshot is before
-    assert component._carried(before) is held
+    assert _carried(index) is held
     index.insert(docs[12:14])
-    carried = component._carried(index.engine.state.snapshot)
+    carried = _carried(index)
     assert carried is not None
     np.testing.assert_array_equal(carried.labels, _from_tables(index).labels)

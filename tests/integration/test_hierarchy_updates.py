@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -10,6 +13,7 @@ from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.hierarchy import HierarchyTree
 from graphstrata.engine.types import NodeKind
 from tests.helpers.hierarchy import check_hierarchy, new_index, signature, small_config
+from tests.helpers.maintenance import maintenance
 
 pytestmark = pytest.mark.integration
 
@@ -61,15 +65,21 @@ def test_vector_index_follows_changed_summaries_only(tmp_path, hashing_embedder,
     assert not {h.id for h in result.nodes} & removed
 
 
-def _remake_past_one_dead(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A vector base is made anew once it holds two dead ids, and a cache's staleness has
-    no floor of rows (``CACHE_STALE_SHARE`` alone decides)."""
-    import graphstrata.engine.vectors as vectors
-    from graphstrata.engine.store import caches
+def _remake_past_one_dead(**changes: Any) -> IndexConfig:
+    """A config whose vector bases are made anew once they hold two dead ids, and whose
+    caches' staleness has no floor of rows (the ``cache_stale`` share alone decides)."""
+    config = small_config()
+    config.maintenance = maintenance(
+        vector_removed={"minimum": 1, "share": 0.0}, cache_stale={"minimum": 0}, **changes
+    )
+    return config
 
-    monkeypatch.setattr(vectors, "REMOVED_MAX", 1)
-    monkeypatch.setattr(vectors, "REMOVED_SHARE", 10**9)
-    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
+
+def _stale_share(index: Index, share: float) -> None:
+    """The writer's ``cache_stale`` share from now on."""
+    policy = index.engine.config.maintenance
+    stale = dataclasses.replace(policy.cache_stale, share=share)
+    index.engine.config.maintenance = dataclasses.replace(policy, cache_stale=stale)
 
 
 def _answers_alike(index: Index, reopened: Index, docs: list, modes: tuple[str, ...]) -> None:
@@ -88,17 +98,14 @@ def test_a_rebuilt_summary_base_is_cached_alone_once_stale(
     stays and a reader makes the base anew at its open; once they reach it, that commit
     writes the summaries' file only (the chunks' entry stays), with the version the base
     holds, and a reader opens it without making it again and answers as the writer does."""
-    from graphstrata.engine.store import caches
-
-    _remake_past_one_dead(monkeypatch)
     path = tmp_path / "idx"
-    index = new_index(path, hashing_embedder)
+    index = new_index(path, hashing_embedder, _remake_past_one_dead())
     index.insert(sample_docs[:25])
     before = index.engine.store.manifest["vector_cache"]["kinds"]
     T = str(int(NodeKind.T))
     modes = ("collapsed", "summarized", "naive")
 
-    monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.9)
+    _stale_share(index, 0.9)
     index.insert(sample_docs[25:26])
     assert index.engine.state.vectors.unsaved() == [L]
     assert index.engine.store.manifest["vector_cache"]["kinds"] == before
@@ -106,7 +113,7 @@ def test_a_rebuilt_summary_base_is_cached_alone_once_stale(
     assert reopened.engine.state.vectors.unsaved() == [L]  # made anew at the open
     _answers_alike(index, reopened, sample_docs[20:27], modes)
 
-    monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.01)
+    _stale_share(index, 0.01)
     index.insert(sample_docs[26:27])
     vi = index.engine.state.vectors
     after = index.engine.store.manifest["vector_cache"]["kinds"]
@@ -128,14 +135,11 @@ def test_a_summary_base_made_anew_is_written_by_its_commit(
     """A base searched by HNSW that a write makes anew (its dead ids past the limit) is
     written by that write's commit although few of its rows are new (a reader would make it
     again at its open: seconds at scale), and a reader maps it without making anything."""
-    import graphstrata.engine.vectors as vectors
-    from graphstrata.engine.store import caches
-
-    monkeypatch.setattr(vectors, "EXACT_BELOW", 1)  # every kind counts as an HNSW base
-    _remake_past_one_dead(monkeypatch)
-    monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.9)
+    # Every kind counts as an HNSW base.
+    config = _remake_past_one_dead(vector_exact_below=1)
+    config.maintenance.cache_stale = dataclasses.replace(config.maintenance.cache_stale, share=0.9)
     path = tmp_path / "idx"
-    index = new_index(path, hashing_embedder)
+    index = new_index(path, hashing_embedder, config)
     index.insert(sample_docs[:25])
     before = index.engine.store.manifest["vector_cache"]["kinds"]
     index.insert(sample_docs[25:26])
@@ -155,12 +159,10 @@ def test_a_base_rebuilt_after_a_compaction_reopens_with_every_vector(
     """A compaction rewrites every vector at its own version; a base rebuilt by a later
     write is cached with a version from after it, so a reader takes none of the compacted
     vectors as new and misses none of the fresh ones."""
-    from graphstrata.engine.store import caches
-
-    _remake_past_one_dead(monkeypatch)
-    monkeypatch.setattr(caches, "CACHE_STALE_SHARE", 0.01)
+    config = _remake_past_one_dead()
+    config.maintenance.cache_stale = dataclasses.replace(config.maintenance.cache_stale, share=0.01)
     path = tmp_path / "idx"
-    index = new_index(path, hashing_embedder)
+    index = new_index(path, hashing_embedder, config)
     index.insert(sample_docs[:20])
     index.insert(sample_docs[20:23])  # fresh vectors and removals kept apart
     index.compact()

@@ -120,7 +120,7 @@ class SummarizeNewChunks(Component):
         requests = [summarize_request([t], 40) for t in change.added_chunk_texts]
         ctx.llm.complete("probe", requests)
 
-    def view(self, snapshot, vectors, config, doc_names) -> ComponentView:
+    def view(self, state, config) -> ComponentView:
         return _NoSearch()
 
 

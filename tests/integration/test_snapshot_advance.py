@@ -13,6 +13,7 @@ from graphstrata.bindings.api import Index
 from graphstrata.bindings.embed.models import HashingEmbedder
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.store import Store
+from tests.helpers.maintenance import maintenance
 from tests.helpers.snapshots import assert_same_snapshot
 
 
@@ -120,14 +121,19 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
     graph built from the snapshot on every write ('rebuild': new edges past the extra
     share), and at the default shares."""
     from graphstrata.core.layered import flatten, row_weights
-    from graphstrata.engine.heterograph.component import HeterographComponent
+    from graphstrata.engine.heterograph.query.search import SPARSE_KINDS, HeterographView
     from graphstrata.engine.heterograph.state import walk_graph
 
-    shares = {"never": (1e9, 1e9), "always": (1e9, -1.0), "rebuild": (0.0, 1e9)}
+    never, always = {"share": 1e9}, {"share": 0.0, "inclusive": True}
+    shares = {
+        "never": (never, never),
+        "always": (never, always),
+        "rebuild": ({"share": 0.0}, never),
+    }
+    config = IndexConfig()
     if compact in shares:
-        extra_share, dead_share = shares[compact]
-        monkeypatch.setattr(walk_graph, "COMPACT_EXTRA_SHARE", extra_share)
-        monkeypatch.setattr(walk_graph, "COMPACT_DEAD_SHARE", dead_share)
+        extra, dead = shares[compact]
+        config.maintenance = maintenance(walk_graph_extra=extra, walk_graph_dead=dead)
     built = 0
     build = walk_graph.WalkEdges.build.__func__
 
@@ -137,7 +143,7 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
         return build(cls, *args)
 
     monkeypatch.setattr(walk_graph.WalkEdges, "build", classmethod(counted_build))
-    index = Index.create(tmp_path / "ix", IndexConfig(), embedder=HashingEmbedder(64))
+    index = Index.create(tmp_path / "ix", config, embedder=HashingEmbedder(64))
     docs = list(sample_docs)
     index.insert(docs[:10])
     steps = [
@@ -153,8 +159,10 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
         index.insert(arg) if action == "insert" else index.delete(arg)
         state = engine.state
         got = state.views["graph"]
-        want = HeterographComponent().view(
-            state.snapshot, state.vectors, engine.config, state.doc_names
+        # built from the snapshot, not from the state's advanced names and walked edges
+        sparse = state.sparse.index(SPARSE_KINDS)
+        want = HeterographView(
+            state.snapshot, state.vectors, engine.config, state.doc_names, sparse
         )
         assert want.stored.csr.extra_entries == 0 and want.stored.csr.dead == 0  # one layer
         layered += got.stored.csr.extra_entries > 0 and got.stored.csr.dead > 0

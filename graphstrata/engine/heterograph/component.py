@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from graphstrata.engine.component import ChangeSet, Component, ComponentView, UpdateContext
+from graphstrata.engine.component import (
+    ChangeSet,
+    Component,
+    UpdateContext,
+    VersionState,
+)
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.heterograph.build.attributes import attributes
 from graphstrata.engine.heterograph.build.communities import communities
@@ -22,13 +27,13 @@ from graphstrata.engine.heterograph.build.enrich import (
 from graphstrata.engine.heterograph.build.settle import settle
 from graphstrata.engine.heterograph.build.work import EMPTY, Work
 from graphstrata.engine.heterograph.build.write import write, write_state
-from graphstrata.engine.heterograph.query.search import GraphParams, HeterographView
+from graphstrata.engine.heterograph.query.search import SPARSE_KINDS, GraphParams, HeterographView
 from graphstrata.engine.heterograph.schema import G2_KINDS, NAME
 from graphstrata.engine.heterograph.state.g2 import G2Graph
-from graphstrata.engine.modes import DocNames
+from graphstrata.engine.heterograph.state.graph_state import GraphState
 from graphstrata.engine.params import ModeParams
-from graphstrata.engine.store import Delta, Snapshot
-from graphstrata.engine.vectors import VectorIndex
+from graphstrata.engine.store import Snapshot
+from graphstrata.engine.versioned import Versioned
 
 
 def run_operation(
@@ -85,7 +90,9 @@ def run_operation(
         attr_stats = attributes(ctx.llm, work, names, touched, selected_at)
     with report.stage("heterograph:communities"):
         next_key = int(meta.get("next_group_key", 0))
-        comm = communities(ctx.llm, work, change, next_key, whole_graph, carried)
+        comm = communities(
+            ctx.llm, work, change, next_key, ctx.config.maintenance, whole_graph, carried
+        )
     with report.stage("heterograph:embed"):
         embedded = embed_new_nodes(ctx, work)
     with report.stage("heterograph:clusters"):
@@ -110,29 +117,21 @@ class HeterographComponent(Component):
 
     name = NAME
     modes = ("graph",)
+    sparse_kinds = SPARSE_KINDS
     mode_params: ClassVar[dict[str, type[ModeParams]]] = {"graph": GraphParams}
 
     def enabled(self, config: IndexConfig) -> bool:
         return bool(config.heterograph.enabled)
 
-    def __init__(self) -> None:
-        super().__init__()
-        #: G2 as the served version holds it (``g2``), and that version's snapshot: a
-        #: write starts from it when it writes on that snapshot.
-        self._g2: tuple[Snapshot, G2Graph] | None = None
-        #: G2 as the running write leaves it, and its delta: it becomes ``_g2`` when that
-        #: delta is committed (:meth:`advance`), and is dropped with a failed write.
-        self._pending: tuple[Delta, G2Graph] | None = None
-
-    def _carried(self, snapshot: Snapshot) -> G2Graph | None:
-        held = self._g2
-        return held[1] if held is not None and held[0] is snapshot else None
-
     def update(self, ctx: UpdateContext, change: ChangeSet) -> None:
+        """One operation's heterograph part (:func:`run_operation`), starting from G2 as
+        the write that committed ``ctx.snapshot`` left it, and leaving G2 as this write
+        commits it to the next write (``UpdateContext.carry``)."""
         if change.empty:
             return
-        graph = run_operation(ctx, change, carried=self._carried(ctx.snapshot))
-        self._pending = (ctx.delta, graph)
+        carried = ctx.carried.get(self.name)
+        graph = run_operation(ctx, change, carried=carried)
+        ctx.carry[self.name] = graph
 
     def maintain(self, ctx: UpdateContext) -> bool:
         """Important entities selected again and Leiden over the whole graph (see
@@ -140,47 +139,23 @@ class HeterographComponent(Component):
         if not ctx.snapshot.nodes.ids_of_kind(*G2_KINDS).size:
             return False
         graph = run_operation(ctx, ChangeSet.nothing(ctx.delta.dim), whole_graph=True)
-        self._pending = (ctx.delta, graph)
+        ctx.carry[self.name] = graph
         return True
 
-    def view(
-        self,
-        snapshot: Snapshot,
-        vectors: VectorIndex,
-        config: IndexConfig,
-        doc_names: DocNames,
-    ) -> HeterographView:
-        self._g2 = None  # a version not advanced by a write here: G2 is read from it
-        return HeterographView(snapshot, vectors, config, doc_names)
+    def state_members(self, snapshot: Snapshot, config: IndexConfig) -> dict[str, Versioned]:
+        """The names and walked edges the ``graph`` view reads (``GraphState``)."""
+        return {NAME: GraphState.build(snapshot, config.heterograph)}
 
-    def advance(
-        self,
-        previous: ComponentView,
-        snapshot: Snapshot,
-        vectors: VectorIndex,
-        config: IndexConfig,
-        doc_names: DocNames,
-        delta: Delta,
-    ) -> HeterographView:
-        """The new version's view; its names, walked edges and BM25 parts advanced.
-
-        A view of an empty version (a build's first commit) is not advanced: the new
-        version is built. At 50k chunks (another job sharing the cores) the advance took
-        1.65 s: 1.24 s for the walk graph, of which 0.3 s filtered the delta's edges before
-        ``WalkEdges.advanced`` rebuilt it, and 0.40 s for the names; the built view took
-        0.67 s (build/scratch/prof_reload.py).
-        """
-        pending, self._pending = self._pending, None
-        names = stored = None
-        if isinstance(previous, HeterographView) and not previous.ids.size:
-            view = self.view(snapshot, vectors, config, doc_names)
-        else:
-            if isinstance(previous, HeterographView):
-                names = previous.names.advanced(previous.snapshot, snapshot, delta)
-                stored = previous.stored.advanced(previous.ids, snapshot, delta, config.heterograph)
-            view = HeterographView(snapshot, vectors, config, doc_names, names=names, stored=stored)
-            view.carry_over(previous, delta)
-        # The write that committed ``delta`` left G2 as this version holds it.
-        if pending is not None and pending[0] is delta:
-            self._g2 = (snapshot, pending[1])
-        return view
+    def view(self, state: VersionState, config: IndexConfig) -> HeterographView:
+        """The search view of one version, on the state's names and walked edges."""
+        graph = state.members[NAME]
+        assert isinstance(graph, GraphState)
+        return HeterographView(
+            state.snapshot,
+            state.vectors,
+            config,
+            state.doc_names,
+            state.sparse.index(SPARSE_KINDS),
+            names=graph.names,
+            stored=graph.walk,
+        )

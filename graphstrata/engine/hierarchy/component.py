@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from graphstrata.engine.component import ChangeSet, Component, DocNames, UpdateContext
+from graphstrata.engine.component import ChangeSet, Component, UpdateContext, VersionState
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.hierarchy.keys import ItemKeys
 from graphstrata.engine.hierarchy.update import (
@@ -13,10 +13,13 @@ from graphstrata.engine.hierarchy.update import (
     Update,
     stored_direction,
 )
-from graphstrata.engine.hierarchy.view import CollapsedParams, HierarchyParams, HierarchyView
+from graphstrata.engine.hierarchy.view import (
+    SPARSE_KINDS,
+    CollapsedParams,
+    HierarchyParams,
+    HierarchyView,
+)
 from graphstrata.engine.params import ModeParams
-from graphstrata.engine.store import Snapshot
-from graphstrata.engine.vectors import VectorIndex
 
 
 class HierarchyComponent(Component):
@@ -30,6 +33,7 @@ class HierarchyComponent(Component):
 
     name = COMPONENT
     modes = ("collapsed", "detailed", "summarized")
+    sparse_kinds = SPARSE_KINDS
     mode_params: ClassVar[dict[str, type[ModeParams]]] = {
         "collapsed": CollapsedParams,
         "detailed": HierarchyParams,
@@ -50,15 +54,19 @@ class HierarchyComponent(Component):
 
     def update(self, ctx: UpdateContext, change: ChangeSet) -> None:
         """Re-partition and re-summarize what the chunk change touches (package docstring)."""
+        held = ctx.carried.get(self.name)
         if change.empty:
+            if held is not None:
+                ctx.carry[self.name] = held
             return
         direction = stored_direction(ctx)
-        view = ctx.views.get(self.modes[0])
-        keys = (
-            view.item_keys(ctx.hyperplanes, direction)
-            if isinstance(view, HierarchyView)
-            else ItemKeys(ctx.hyperplanes, direction)
-        )
+        # The writers' memo of item keys, handed from write to write through the state
+        # (``keys.ItemKeys``; ids' keys never change, so every version may share it).
+        if isinstance(held, ItemKeys) and held.matches(ctx.hyperplanes, direction):
+            keys = held
+        else:
+            keys = ItemKeys(ctx.hyperplanes, direction)
+        ctx.carry[self.name] = keys
         update = Update(
             ctx=ctx,
             cfg=ctx.config.hierarchy,
@@ -73,8 +81,7 @@ class HierarchyComponent(Component):
         )
         update.run(change)
 
-    def view(
-        self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
-    ) -> HierarchyView:
+    def view(self, state: VersionState, config: IndexConfig) -> HierarchyView:
         """The search view of one version."""
-        return HierarchyView(snapshot, vectors, config, doc_names)
+        sparse = state.sparse.index(SPARSE_KINDS)
+        return HierarchyView(state.snapshot, state.vectors, config, state.doc_names, sparse)

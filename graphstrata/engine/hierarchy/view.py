@@ -21,21 +21,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from graphstrata.engine.component import ComponentView, DocNames, Hit, Query
 from graphstrata.engine.config import FusionConfig, HierarchyConfig, IndexConfig
-from graphstrata.engine.hierarchy.keys import ItemKeys
 from graphstrata.engine.modes.hybrid import fused_candidates, fusion_config
 from graphstrata.engine.modes.packing import pack_distinct_hits
 from graphstrata.engine.params import params_from
 from graphstrata.engine.sparse.index import SparseIndex
-from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
 _T = int(NodeKind.T)
 _L = int(NodeKind.L)
+#: The kinds the hierarchy modes search by BM25: chunks and summaries.
+SPARSE_KINDS = (_T, _L)
 
 #: Parameters of ``collapsed``: the query fields of ``FusionConfig``.
 CollapsedParams = params_from(
@@ -59,29 +58,23 @@ class HierarchyView(ComponentView):
     snapshot, vectors, config, doc_names:
         The version searched, its vector index, the index's config (its ``fusion`` and
         ``hierarchy`` sections are read at query time) and the doc names.
+    sparse:
+        The version's BM25 index over chunks and summaries (``EngineState.sparse``).
     """
 
-    sparse: SparseIndex
-
     def __init__(
-        self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
+        self,
+        snapshot: Snapshot,
+        vectors: VectorIndex,
+        config: IndexConfig,
+        doc_names: DocNames,
+        sparse: SparseIndex,
     ):
         self.snapshot = snapshot
         self.vectors = vectors
         self.config = config
         self.doc_names = doc_names
-        self.sparse = SparseIndex(snapshot, [_T, _L])
-        # Not read state: the writer's memo of item keys, handed from version to version
-        # (``keys.ItemKeys``; ids' keys never change, so every version may share it).
-        self._item_keys: ItemKeys | None = None
-
-    def item_keys(self, hyperplanes: np.ndarray, direction: np.ndarray) -> ItemKeys:
-        """The writers' memo of item keys for ``hyperplanes`` and ``direction`` (made on
-        first use; shared with the views of the following versions)."""
-        keys = self._item_keys
-        if keys is None or not keys.matches(hyperplanes, direction):
-            keys = self._item_keys = ItemKeys(hyperplanes, direction)
-        return keys
+        self.sparse = sparse
 
     def search(self, mode: str, query: Query) -> list[Hit]:
         """``collapsed``: fused chunks and summaries packed; the others: see ``_biased``."""
@@ -132,9 +125,3 @@ class HierarchyView(ComponentView):
         )
         info["duplicates"] += duplicates
         return hits, sum(h.tokens for h in hits)
-
-    def carry_over(self, previous: ComponentView, delta: Delta) -> None:
-        """Advance the previous version's chunk and summary postings by ``delta``."""
-        if isinstance(previous, HierarchyView):
-            self.sparse = previous.sparse.advanced(self.snapshot, delta)
-            self._item_keys = previous._item_keys

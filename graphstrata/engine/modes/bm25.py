@@ -20,7 +20,8 @@ side, so the sparse row must be an honest, standard BM25 and not a strawman:
 The component keeps no state on disk (``update`` does nothing). The chunk postings of a
 version are built in memory on its first sparse query (~1 s per 10k chunks on one core) and
 shared with every other view of the version; after a commit the engine advances them from
-the committed delta (``ComponentView.carry_over``), tokenizing only the new texts. The query
+the committed delta (``EngineState.advanced``: ``SparseParts.advanced``), tokenizing only
+the new texts. The query
 embedding the engine computes is not used (docs/architecture.md, "Search modes and
 parameters").
 """
@@ -40,6 +41,7 @@ from graphstrata.engine.component import (
     Hit,
     Query,
     UpdateContext,
+    VersionState,
 )
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.modes.packing import pack_hits
@@ -52,9 +54,8 @@ from graphstrata.engine.sparse.index import (
     KindIndex,
     SparseIndex,
 )
-from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
-from graphstrata.engine.vectors import VectorIndex
 
 if TYPE_CHECKING:
     from bm25s.tokenization import Tokenizer
@@ -113,15 +114,13 @@ class SparseView(ComponentView):
     snapshot, doc_names:
         The version searched and its doc names.
     sparse:
-        The version's sparse index over chunks; default: a lazily built one.
+        The version's sparse index over chunks (``EngineState.sparse``: built on first use).
     """
 
-    sparse: SparseIndex
-
-    def __init__(self, snapshot: Snapshot, doc_names: DocNames, sparse: SparseIndex | None = None):
+    def __init__(self, snapshot: Snapshot, doc_names: DocNames, sparse: SparseIndex):
         self.snapshot = snapshot
         self.doc_names = doc_names
-        self.sparse = sparse if sparse is not None else SparseIndex(snapshot, [_T])
+        self.sparse = sparse
 
     def search(self, mode: str, query: Query) -> list[Hit]:
         """The packed best-scoring chunks (``mode`` must be ``"bm25"``)."""
@@ -130,24 +129,18 @@ class SparseView(ComponentView):
         ids, scores = self.sparse.search(query.text, [_T], query.top_k)
         return pack_hits(self.snapshot, self.doc_names, ids, scores, query.budget_tokens)
 
-    def carry_over(self, previous: ComponentView, delta: Delta) -> None:
-        """Advance the previous version's chunk postings by the committed ``delta``."""
-        if isinstance(previous, SparseView):
-            self.sparse = previous.sparse.advanced(self.snapshot, delta)
-
 
 class SparseComponent(Component):
     """The ``bm25`` baseline: no stored state, an in-memory BM25 index per version."""
 
     name = "sparse"
     modes = ("bm25",)
+    sparse_kinds = (_T,)
     mode_params: ClassVar[dict[str, type[ModeParams]]] = {"bm25": NoParams}
 
     def update(self, ctx: UpdateContext, change: ChangeSet) -> None:
         """Nothing to store: the view reads the live chunk texts of each version."""
 
-    def view(
-        self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
-    ) -> SparseView:
-        """A lazily built BM25 view of ``snapshot`` (the vectors are not used)."""
-        return SparseView(snapshot, doc_names)
+    def view(self, state: VersionState, config: IndexConfig) -> SparseView:
+        """The BM25 view of one version (the vectors are not used)."""
+        return SparseView(state.snapshot, state.doc_names, state.sparse.index([_T]))

@@ -38,12 +38,13 @@ from graphstrata.engine.component import (
     Hit,
     Query,
     UpdateContext,
+    VersionState,
 )
 from graphstrata.engine.config import FusionConfig, IndexConfig
 from graphstrata.engine.modes.packing import pack_distinct_hits, vector_candidates
 from graphstrata.engine.params import ModeParams, params_from
 from graphstrata.engine.sparse.index import SparseIndex
-from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
@@ -253,16 +254,19 @@ class HybridView(ComponentView):
         is read at query time) and the doc names.
     """
 
-    sparse: SparseIndex
-
     def __init__(
-        self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
+        self,
+        snapshot: Snapshot,
+        vectors: VectorIndex,
+        config: IndexConfig,
+        doc_names: DocNames,
+        sparse: SparseIndex,
     ):
         self.snapshot = snapshot
         self.vectors = vectors
         self.config = config
         self.doc_names = doc_names
-        self.sparse = SparseIndex(snapshot, [_T])
+        self.sparse = sparse
 
     def search(self, mode: str, query: Query) -> list[Hit]:
         """The packed fused chunks (``mode`` must be ``"hybrid"``)."""
@@ -285,24 +289,19 @@ class HybridView(ComponentView):
         query.report["fusion"] = info
         return hits
 
-    def carry_over(self, previous: ComponentView, delta: Delta) -> None:
-        """Advance the previous version's chunk postings by the committed ``delta``."""
-        if isinstance(previous, HybridView):
-            self.sparse = previous.sparse.advanced(self.snapshot, delta)
-
 
 class HybridComponent(Component):
     """``hybrid``: no stored state; dense + BM25 over the chunks of each version."""
 
     name = "hybrid"
     modes = ("hybrid",)
+    sparse_kinds = (_T,)
     mode_params: ClassVar[dict[str, type[ModeParams]]] = {"hybrid": HybridParams}
 
     def update(self, ctx: UpdateContext, change: ChangeSet) -> None:
         """Nothing to store: the view reads the chunks and vectors of each version."""
 
-    def view(
-        self, snapshot: Snapshot, vectors: VectorIndex, config: IndexConfig, doc_names: DocNames
-    ) -> HybridView:
+    def view(self, state: VersionState, config: IndexConfig) -> HybridView:
         """The search view of one version (its sparse postings are built on first use)."""
-        return HybridView(snapshot, vectors, config, doc_names)
+        sparse = state.sparse.index([_T])
+        return HybridView(state.snapshot, state.vectors, config, state.doc_names, sparse)

@@ -31,7 +31,8 @@ Tokenization
 
 Incremental updates
     A kind's postings (``engine/sparse/postings.py``, ``KindIndex``) live in immutable
-    *segments* (CSR by term, with a forward index by document for the deletes). ``SparseIndex.advanced(snapshot, delta)`` derives the index
+    *segments* (CSR by term, with a forward index by document for the deletes).
+    ``SparseParts.advanced(snapshot, delta, maintenance)`` derives the parts
     of the next version from this one and the committed ``Delta`` without re-tokenizing any
     unchanged text: deleted nodes become tombstones (their document frequencies and lengths
     leave the statistics), new or re-written texts form a new small segment, and a node row
@@ -39,7 +40,7 @@ Incremental updates
     are joined while the last holds at least half as many slots as the one before it (a
     binary counter, ``postings._joined_tail``: ``O(log n)`` segments, each posting copied
     ``O(log n)`` times). When tombstones exceed a quarter of the slots or there are more
-    than ``MAX_SEGMENTS`` segments, the kind is compacted into one segment (from the
+    than ``MaintenanceConfig.postings_segments`` allows, the kind is compacted into one segment (from the
     postings, still without re-tokenizing).
     Term ids are never reused (a term of deleted texts stays in the vocabulary). Versions
     share unchanged arrays; nothing of an older version is modified, so readers pinned to it
@@ -47,8 +48,9 @@ Incremental updates
 
 Sharing
     The per-kind parts are built lazily, on the first search that needs them, and shared by
-    every ``SparseIndex`` of the same ``Snapshot`` object (bm25, hybrid, hierarchy and graph
-    views of one version hold one copy of the chunk postings).
+    every ``SparseIndex`` of the same version through its ``SparseParts``, which the
+    engine's state holds (bm25, hybrid, hierarchy and graph views of one version hold one
+    copy of the chunk postings) and advances with each commit.
 
 (docs/architecture.md, "Search modes and parameters".)
 """
@@ -56,17 +58,16 @@ Sharing
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.sparse.analysis import (
     STEMMER_LANGUAGE,
     STOPWORDS_EN,
@@ -87,62 +88,124 @@ __all__ = [
     "TOKEN_PATTERN",
     "KindIndex",
     "SparseIndex",
+    "SparseParts",
     "analyze",
     "save_committed_parts",
-    "seed_parts",
 ]
 
 
-# ---------------------------------------------------------------------- sharing per snapshot
-_shared_lock = threading.Lock()
-_shared: dict[int, dict[int, KindIndex]] = {}
-_building: dict[tuple[int, int], threading.Lock] = {}
-
-
-def _forget(key: int) -> None:
-    with _shared_lock:
-        _shared.pop(key, None)
-        for k in [k for k in _building if k[0] == key]:
-            del _building[k]
-
-
-def _peek(snapshot: Snapshot | None, kind: int) -> KindIndex | None:
-    """The shared part of ``kind`` for ``snapshot`` if one was built already, else None."""
-    if snapshot is None:
-        return None
-    with _shared_lock:
-        return _shared.get(id(snapshot), {}).get(int(kind))
-
-
-def _shared_part(snapshot: Snapshot, kind: int, make: Callable[[], KindIndex]) -> KindIndex:
-    """The part of ``kind`` for ``snapshot``: made once and shared while the snapshot lives."""
-    key = id(snapshot)
-    with _shared_lock:
-        if key not in _shared:
-            _shared[key] = {}
-            weakref.finalize(snapshot, _forget, key)
-        part = _shared[key].get(kind)
-        if part is not None:
-            return part
-        lock = _building.setdefault((key, kind), threading.Lock())
-    with lock:  # one builder per (snapshot, kind); the others wait for its result
-        with _shared_lock:
-            part = _shared.get(key, {}).get(kind)
-        if part is None:
-            part = make()
-            with _shared_lock:
-                _shared.setdefault(key, {})[kind] = part
-        return part
-
-
-# ---------------------------------------------------------------------- the index
-class SparseIndex:
-    """BM25 over the live nodes of ``kinds`` of one snapshot (see the module docstring).
+# ---------------------------------------------------------------------- one version's parts
+class SparseParts:
+    """The BM25 collections of one version, one per node kind: each built on first use and
+    shared by every :class:`SparseIndex` of the version (``engine.state.EngineState``
+    holds it; the views take their indexes from it with :meth:`index`).
 
     Parameters
     ----------
     snapshot:
-        The version indexed. ``None`` only for an index made by ``from_texts``.
+        The version. ``None`` only for collections given whole (``SparseIndex.from_texts``).
+    maintenance:
+        Its ``postings_*`` policies compact a kind as versions advance it.
+    kinds:
+        The kinds the version's components search (the sparse cache saves them).
+    parts:
+        Collections already made for this version (each must hold its live ids).
+    """
+
+    def __init__(
+        self,
+        snapshot: Snapshot | None,
+        maintenance: MaintenanceConfig,
+        kinds: Sequence[int] = (),
+        parts: dict[int, KindIndex] | None = None,
+    ):
+        self.snapshot = snapshot
+        self.maintenance = maintenance
+        self.kinds = tuple(sorted({int(k) for k in kinds}))
+        self._parts: dict[int, KindIndex] = dict(parts or {})
+        self._lock = threading.Lock()
+        self._building: dict[int, threading.Lock] = {}
+
+    @classmethod
+    def seeded(
+        cls,
+        snapshot: Snapshot,
+        maintenance: MaintenanceConfig,
+        kinds: Sequence[int],
+        parts: dict[int, KindIndex],
+    ) -> SparseParts:
+        """The parts of ``snapshot`` starting from ``parts`` (as :func:`save_committed_parts`
+        makes them for the version committed), each that has the snapshot's live ids."""
+        kept = {
+            int(kind): part
+            for kind, part in parts.items()
+            if np.array_equal(part.live_ids(), snapshot.nodes.ids_of_kind(kind))
+        }
+        return cls(snapshot, maintenance, kinds, kept)
+
+    def index(self, kinds: Sequence[int], k1: float = BM25_K1, b: float = BM25_B) -> SparseIndex:
+        """A BM25 index over ``kinds`` of this version, sharing these parts."""
+        return SparseIndex(self, kinds, k1, b)
+
+    def peek(self, kind: int) -> KindIndex | None:
+        """The part of ``kind`` if it was built already, else None (nothing is built)."""
+        return self._parts.get(int(kind))
+
+    def get(self, kind: int) -> KindIndex:
+        """The part of ``kind``: built once (from the sparse cache or the texts), the other
+        callers waiting for it."""
+        kind = int(kind)
+        part = self._parts.get(kind)
+        if part is not None:
+            return part
+        with self._lock:
+            lock = self._building.setdefault(kind, threading.Lock())
+        with lock:  # one builder per kind; the others wait for its result
+            part = self._parts.get(kind)
+            if part is None:
+                snapshot = self.snapshot
+                if snapshot is None:
+                    part = KindIndex.build(np.zeros(0, np.int64), [])
+                else:
+                    part = _build_part(snapshot, kind, self.maintenance)
+                self._parts[kind] = part  # one assignment: readers see it whole
+            return part
+
+    def advanced(
+        self,
+        snapshot: Snapshot,
+        delta: Delta | None,
+        maintenance: MaintenanceConfig,
+        *,
+        seeded: dict[int, KindIndex] | None = None,
+    ) -> SparseParts:
+        """The parts of ``snapshot``, the version committed after this one's.
+
+        Parts built here are advanced now from ``delta`` (the committed ``Delta``: its node
+        rows and tombstones), re-tokenizing only new or changed texts; the others stay lazy.
+        Without a delta the changes are read from ``snapshot`` (rows newer than this
+        version, ids no longer live). An advanced part that disagrees with ``snapshot`` on
+        which nodes are live is rebuilt from ``snapshot`` (never expected; a safety net).
+        ``seeded``: parts the commit made already (``save_committed_parts``), taken as they
+        are (``seeded``).
+        """
+        out = SparseParts.seeded(snapshot, maintenance, self.kinds, seeded or {})
+        built = {k: p for k, p in list(self._parts.items()) if out.peek(k) is None}
+        if built:
+            change = _Change.of(self.snapshot, snapshot, delta)
+            for kind, part in built.items():
+                out._parts[kind] = _advance_part(part, kind, snapshot, change, maintenance)
+        return out
+
+
+# ---------------------------------------------------------------------- the index
+class SparseIndex:
+    """BM25 over the live nodes of ``kinds`` of one version (see the module docstring).
+
+    Parameters
+    ----------
+    parts:
+        The version's collections (:class:`SparseParts`), shared with its other indexes.
     kinds:
         Node kinds indexed (``engine.types.NodeKind`` values).
     k1, b:
@@ -150,24 +213,21 @@ class SparseIndex:
     """
 
     def __init__(
-        self,
-        snapshot: Snapshot | None,
-        kinds: Sequence[int],
-        k1: float = BM25_K1,
-        b: float = BM25_B,
-        *,
-        parts: dict[int, KindIndex] | None = None,
+        self, parts: SparseParts, kinds: Sequence[int], k1: float = BM25_K1, b: float = BM25_B
     ):
-        self.snapshot = snapshot
+        self.parts = parts
         self.kinds = tuple(dict.fromkeys(int(k) for k in kinds))
         self.k1 = float(k1)
         self.b = float(b)
-        self._parts: dict[int, KindIndex] = dict(parts or {})
-        self._lock = threading.Lock()
 
     @classmethod
     def from_texts(
-        cls, ids: Sequence[int], kinds: Sequence[int], texts: Sequence[str], **bm25: float
+        cls,
+        ids: Sequence[int],
+        kinds: Sequence[int],
+        texts: Sequence[str],
+        k1: float = BM25_K1,
+        b: float = BM25_B,
     ) -> SparseIndex:
         """An index over given texts (no snapshot): node ``ids`` of ``kinds``, one per text."""
         ids_a = np.asarray(ids, np.int64)
@@ -178,31 +238,20 @@ class SparseIndex:
         for kind in dict.fromkeys(kinds_a.tolist()):
             rows = np.flatnonzero(kinds_a == kind)
             parts[int(kind)] = KindIndex.build(ids_a[rows], [texts[i] for i in rows.tolist()])
-        return cls(None, list(parts), parts=parts, **bm25)
+        given = SparseParts(None, MaintenanceConfig(), list(parts), parts)
+        return cls(given, list(parts), k1, b)
 
     # ------------------------------------------------------------------ parts
     def part(self, kind: int) -> KindIndex:
-        """The collection of one indexed kind, built on first use (shared per snapshot)."""
+        """The collection of one indexed kind, built on first use (shared per version)."""
         kind = int(kind)
         if kind not in self.kinds:
             raise ValueError(f"kind {kind} is not in this sparse index (kinds {self.kinds})")
-        part = self._parts.get(kind)
-        if part is not None:
-            return part
-        with self._lock:
-            if kind not in self._parts:
-                snapshot = self.snapshot
-                if snapshot is None:
-                    self._parts[kind] = KindIndex.build(np.zeros(0, np.int64), [])
-                else:
-                    self._parts[kind] = _shared_part(
-                        snapshot, kind, lambda: _build_part(snapshot, kind)
-                    )
-            return self._parts[kind]
+        return self.parts.get(kind)
 
     def built(self, kind: int) -> bool:
         """Whether the part of ``kind`` exists already (no build is triggered)."""
-        return int(kind) in self._parts
+        return self.parts.peek(kind) is not None
 
     # ------------------------------------------------------------------ search
     def search(self, text: str, kinds: Sequence[int], k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -281,38 +330,6 @@ class SparseIndex:
             out += self.part(kind).term_scores(terms, ids, self.k1, self.b)
         return out * np.asarray([counts[t] for t in terms], np.float64)[:, None]
 
-    # ------------------------------------------------------------------ versions
-    def advanced(self, snapshot: Snapshot, delta: Delta | None = None) -> SparseIndex:
-        """The index of ``snapshot``, the version committed after this one's.
-
-        Parts built here are advanced now from ``delta`` (the committed ``Delta``: its node
-        rows and tombstones), re-tokenizing only new or changed texts; the others stay lazy.
-        Without a delta the changes are read from ``snapshot`` (rows newer than this
-        version, ids no longer live). An advanced part that disagrees with ``snapshot`` on
-        which nodes are live is rebuilt from ``snapshot`` (never expected; a safety net).
-
-        Parameters
-        ----------
-        snapshot:
-            The next version.
-        delta:
-            What was committed between the two versions, or None.
-        """
-        parts: dict[int, KindIndex] = {}
-        change: list[_Change] = []  # computed once, on first need
-
-        def get_change() -> _Change:
-            if not change:
-                change.append(_Change.of(self.snapshot, snapshot, delta))
-            return change[0]
-
-        for kind in self.kinds:
-            part = self._parts.get(kind) or _peek(self.snapshot, kind)
-            if part is None:
-                continue  # never built: stays lazy
-            parts[kind] = _shared_part(snapshot, kind, _advancer(part, kind, snapshot, get_change))
-        return SparseIndex(snapshot, self.kinds, self.k1, self.b, parts=parts)
-
 
 @dataclass(frozen=True)
 class _Change:
@@ -345,25 +362,18 @@ class _Change:
         return cls(rows.select(["id", "kind", "text"]), dead)
 
 
-def _advancer(
-    part: KindIndex, kind: int, snapshot: Snapshot, change: Callable[[], _Change]
-) -> Callable[[], KindIndex]:
-    """A deferred ``_advance_part`` (run only when the shared cache lacks the result)."""
-    return lambda: _advance_part(part, kind, snapshot, change())
-
-
-def _build_part(snapshot: Snapshot, kind: int) -> KindIndex:
+def _build_part(snapshot: Snapshot, kind: int, maintenance: MaintenanceConfig) -> KindIndex:
     """``kind``'s collection for ``snapshot``: from the sparse cache when the manifest has
     one (brought to the snapshot's version), else tokenized from every text."""
     cached = cached_part(snapshot, kind)
     if cached is not None:
         part, version = cached
         change = _Change.since(version, part.live_ids(), snapshot)
-        return _advance_part(part, kind, snapshot, change, rebuild=_texts_part)
-    return _texts_part(snapshot, kind)
+        return _advance_part(part, kind, snapshot, change, maintenance, rebuild=_texts_part)
+    return _texts_part(snapshot, kind, maintenance)
 
 
-def _texts_part(snapshot: Snapshot, kind: int) -> KindIndex:
+def _texts_part(snapshot: Snapshot, kind: int, maintenance: MaintenanceConfig) -> KindIndex:
     nodes = snapshot.nodes
     ids = nodes.ids_of_kind(kind)
     return KindIndex.build(ids, nodes.text_of(ids))
@@ -374,7 +384,8 @@ def _advance_part(
     kind: int,
     snapshot: Snapshot | None,
     change: _Change,
-    rebuild: Callable[[Snapshot, int], KindIndex] = _build_part,
+    maintenance: MaintenanceConfig,
+    rebuild: Callable[[Snapshot, int, MaintenanceConfig], KindIndex] = _build_part,
 ) -> KindIndex:
     """``part`` with ``change`` applied; rebuilt by ``rebuild`` when its live ids are not
     ``snapshot``'s (never expected: a safety net; no check without a snapshot)."""
@@ -385,31 +396,31 @@ def _advance_part(
     # A row of another kind whose id was of this kind: the node changed kind.
     dead = np.concatenate([change.dead, ids[~mine]])
     texts = rows.filter(arrow_of(mine)).column("text").to_pylist() if mine.any() else []
-    advanced = part.changed(dead, ids[mine], texts)
+    advanced = part.changed(dead, ids[mine], texts, maintenance)
     if snapshot is not None and not np.array_equal(
         advanced.live_ids(), snapshot.nodes.ids_of_kind(kind)
     ):
-        return rebuild(snapshot, kind)
+        return rebuild(snapshot, kind, maintenance)
     return advanced
 
 
 # ---------------------------------------------------------------------- the sparse cache
 def save_committed_parts(
-    previous: Snapshot,
+    previous: SparseParts,
     delta: Delta | None,
     kinds: Sequence[int],
     path_of: Callable[[int], Path],
 ) -> tuple[dict[int, Path], dict[int, KindIndex]]:
     """Save the collections of ``kinds`` of the version ``delta`` commits on ``previous``.
 
-    Each is ``previous``'s collection (the shared one when built, else from the cache or the
+    Each is ``previous``'s collection (built now if it was not, from the cache or the
     texts) with the delta applied, before the version exists (its files are recorded by the
     same commit).
 
     Parameters
     ----------
     previous:
-        The version the delta was prepared on.
+        The parts of the version the delta was prepared on.
     delta:
         What the commit writes; None when it changes no node (compaction).
     kinds:
@@ -420,22 +431,18 @@ def save_committed_parts(
     Returns
     -------
     tuple of dict
-        The file written per kind, and the collections (for :func:`seed_parts`).
+        The file written per kind, and the collections (for ``SparseParts.seeded``).
     """
     change = _Change.of_delta(delta) if delta is not None else None
     files: dict[int, Path] = {}
     parts: dict[int, KindIndex] = {}
     for kind in kinds:
-        before = _shared_part(previous, int(kind), partial(_build_part, previous, int(kind)))
-        parts[int(kind)] = _advance_part(before, int(kind), None, change) if change else before
+        before = previous.get(int(kind))
+        parts[int(kind)] = (
+            _advance_part(before, int(kind), None, change, previous.maintenance)
+            if change
+            else before
+        )
         files[int(kind)] = path_of(int(kind))
         save_part(parts[int(kind)], files[int(kind)])
     return files, parts
-
-
-def seed_parts(snapshot: Snapshot, parts: dict[int, KindIndex]) -> None:
-    """Share ``parts`` as ``snapshot``'s collections, each that has its live ids (all, as
-    :func:`save_committed_parts` makes them for the snapshot committed)."""
-    for kind, part in parts.items():
-        if np.array_equal(part.live_ids(), snapshot.nodes.ids_of_kind(kind)):
-            _shared_part(snapshot, kind, partial(lambda p: p, part))

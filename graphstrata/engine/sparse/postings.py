@@ -17,25 +17,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphstrata.core.bm25 import Norm, add_lookups, lengths, top_candidates
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.hashing import stable_hashes
 from graphstrata.engine.sparse.analysis import analyze
 
 __all__ = [
     "BM25_B",
     "BM25_K1",
-    "MAX_DEAD_SHARE",
-    "MAX_SEGMENTS",
     "KindIndex",
 ]
 
 #: BM25 term-frequency saturation and length normalization (bm25s / Lucene defaults).
 BM25_K1 = 1.5
 BM25_B = 0.75
-#: A kind is compacted when it has more segments than this (``_joined_tail`` keeps fewer
-#: unless the writes' segments are tiny against the collection: 2^16 times smaller).
-MAX_SEGMENTS = 16
-#: ... or when more than this share of its slots are tombstones.
-MAX_DEAD_SHARE = 0.25
 
 _local = threading.local()
 
@@ -212,17 +206,18 @@ def _term_max(term_ptr: np.ndarray, post_tf: np.ndarray) -> np.ndarray:
 
 def _joined_tail(segments: tuple[_Segment, ...]) -> tuple[_Segment, ...]:
     """The last segments joined while the last holds at least half as many slots as the one
-    before it: a binary counter over the writes' segments.
+        before it: a binary counter over the writes' segments.
 
-    A search reads every segment's postings of each query term, and each write adds a
-    segment: left apart up to ``MAX_SEGMENTS`` (then all compacted into one), a million-chunk
-    index searched up to 17 lists per term and kind; the first ``collapsed`` query after
-    each of 30 one-document writes made 36 list scans and 91 lookups, against 4 and 15 on
-    the freshly opened index (one segment) and 13 and 35 with the joining (cProfile call
-    counts, build/scratch/prof_after.py; the time per query was not compared on the same
-    queries). Joined this way a collection of n slots keeps at most ``log2 n + 1`` segments, the large one
-    first and untouched until the rest reach half its size, and each posting is copied
-    ``O(log n)`` times over its life.
+        A search reads every segment's postings of each query term, and each write adds a
+        segment: left apart up to ``MaintenanceConfig.postings_segments`` (then all compacted into
+    one), a million-chunk
+        index searched up to 17 lists per term and kind; the first ``collapsed`` query after
+        each of 30 one-document writes made 36 list scans and 91 lookups, against 4 and 15 on
+        the freshly opened index (one segment) and 13 and 35 with the joining (cProfile call
+        counts, build/scratch/prof_after.py; the time per query was not compared on the same
+        queries). Joined this way a collection of n slots keeps at most ``log2 n + 1`` segments, the large one
+        first and untouched until the rest reach half its size, and each posting is copied
+        ``O(log n)`` times over its life.
     """
     segs = list(segments)
     while len(segs) >= 2 and 2 * segs[-1].n >= segs[-2].n:
@@ -288,15 +283,22 @@ class KindIndex:
             n_live=0,
             total_len=0,
         )
-        return empty.changed(np.zeros(0, np.int64), np.asarray(ids, np.int64), texts)
+        return empty.changed(np.zeros(0, np.int64), np.asarray(ids, np.int64), texts, None)
 
     def changed(
-        self, dead_ids: np.ndarray, add_ids: np.ndarray, add_texts: Sequence[str]
+        self,
+        dead_ids: np.ndarray,
+        add_ids: np.ndarray,
+        add_texts: Sequence[str],
+        maintenance: MaintenanceConfig | None,
     ) -> KindIndex:
         """The next version: ``dead_ids`` removed, then ``add_ids`` with ``add_texts`` added.
 
         An added id that is live here with the same text is left as it is; with another text
-        its old slot is removed first. Nothing of ``self`` is modified.
+        its old slot is removed first. Nothing of ``self`` is modified. The result is
+        compacted into one segment when its segments or tombstones pass
+        ``maintenance.postings_segments`` or ``postings_dead`` (None: a build's one segment,
+        never compacted).
 
         Parameters
         ----------
@@ -359,7 +361,10 @@ class KindIndex:
             added = int(slot_len[self.slot_len.size :].min()) if add_ids.size else self._min_len
             out.__dict__["_min_len"] = min(self._min_len, added)
         dead = out.alive.size - out.n_live
-        if len(out.segments) > MAX_SEGMENTS or dead > MAX_DEAD_SHARE * max(out.alive.size, 1):
+        if maintenance is not None and (
+            maintenance.postings_segments.should_fold(len(out.segments))
+            or maintenance.postings_dead.should_fold(dead, max(out.alive.size, 1))
+        ):
             out = out.compacted()
         return out
 

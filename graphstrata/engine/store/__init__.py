@@ -26,7 +26,7 @@ Rules that keep it simple and crash safe:
   edges add their weights. So deleting a node deletes its edges, and "+1 weight" is an append.
 * Vectors are keyed by node id and die with their node.
 * A commit's table segments are merged with the commits' before them in tiers of
-  ``merging.MERGE_FANIN`` (a new segment named by the new manifest; the old ones stay for
+  ``MaintenanceConfig.store_merge_fanin`` (a new segment named by the new manifest; the old ones stay for
   the versions that name them), so a version reads O(log versions) segments per table.
 * A commit that cannot write (a full disk) removes the files it wrote and raises
   ``StoreWriteError`` ("no space left on device while writing PATH ..."); the index stays at

@@ -15,7 +15,8 @@ committed since that kind's version (rows with a newer ``version``, ids no longe
 ``v`` is the oldest kind's (manifests written before the per-kind versions have only ``v``).
 A commit records the kinds it wrote and keeps the others' entries, so that a kind is written
 when it changed enough, not when another did: the BM25 cache rewrites its kinds when
-:func:`cache_is_stale` (the rows changed since it reach a quarter of the index), the vector
+:func:`cache_is_stale` (the rows changed since it reach the ``cache_stale`` policy: a
+quarter of the index), the vector
 cache a kind whose own vectors since its file reach a quarter of the kind and whose HNSW
 base a writer rebuilt since (``engine.read_caches.stale_vector_kinds``).
 
@@ -34,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
+from graphstrata.engine.config import FoldPolicy
+
 __all__ = [
     "CACHE_FOLDERS",
-    "CACHE_MIN_ROWS",
     "CACHE_NAMES",
     "CacheFile",
     "Caches",
@@ -54,11 +56,6 @@ __all__ = [
 #: Manifest key of each cache -> the folder its files live in.
 CACHE_FOLDERS = {"vector_cache": "vcache", "sparse_cache": "scache"}
 CACHE_NAMES = tuple(CACHE_FOLDERS)
-#: A cache is not written for fewer changed rows than this: a reader applies that few
-#: changes itself (the bound the vector cache has used since it was written; not tuned).
-CACHE_MIN_ROWS = 2048
-#: ... nor for fewer than this share of the index's rows.
-CACHE_STALE_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -84,9 +81,11 @@ def cache_path(root: Path, name: str, version: int, kind: int, suffix: str) -> P
     return folder / f"{name.split('_')[0]}-v{version:08d}-k{kind}.{suffix}"
 
 
-def cache_is_stale(stale_rows: int, total_rows: int) -> bool:
-    """Whether a cache that misses ``stale_rows`` of ``total_rows`` should be written again."""
-    return stale_rows >= max(CACHE_MIN_ROWS, CACHE_STALE_SHARE * total_rows)
+def cache_is_stale(stale_rows: int, total_rows: int, policy: FoldPolicy) -> bool:
+    """Whether a cache that misses ``stale_rows`` of ``total_rows`` should be written again
+    (``policy``: ``MaintenanceConfig.cache_stale``; below its minimum a reader applies the
+    changes itself)."""
+    return policy.should_fold(stale_rows, total_rows)
 
 
 def cache_rows_since(manifest: dict[str, Any], name: str) -> int:

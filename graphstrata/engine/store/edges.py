@@ -7,7 +7,8 @@ made lazy first) (issue 17). So an :class:`EdgeTable` keeps each group of kinds 
 ``LAZY_KINDS``, which a write never reads, and the structural rest, which it reads one kind
 at a time) as the parts appended since they were last filtered plus the ids that died
 since. A whole group is filtered when someone reads it whole, or when the parts or the
-dead ids pile up (amortized over the commits before); one kind's edges are selected from
+dead ids pile up (``MaintenanceConfig.edges_parts``, ``edges_dead``; amortized over the
+commits before); one kind's edges are selected from
 the parts and only they are filtered (:meth:`EdgeTable.kind_edges`).
 """
 
@@ -19,6 +20,7 @@ import pyarrow as pa
 from graphstrata.core import sets
 from graphstrata.core.graph import spans
 from graphstrata.core.ids import contains
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.store.schema import EDGE_SCHEMA
 from graphstrata.engine.store.tables import empty_table, member
@@ -26,9 +28,6 @@ from graphstrata.engine.types import EdgeKind
 
 #: Edge kinds a write never reads from the table (the walk's CSR holds them).
 LAZY_KINDS = (int(EdgeKind.SEMANTIC),)
-#: Appended parts, or dead ids, after which a commit filters a group at once.
-MAX_LAZY_PARTS = 64
-MAX_LAZY_DEAD = 1 << 16
 
 _EMPTY = np.zeros(0, np.int64)
 
@@ -150,11 +149,14 @@ class _PendingEdges:
             dsts.append(dst[at])
         return self._alive(np.concatenate(srcs), np.concatenate(dsts))
 
-    def advanced(self, dead: np.ndarray, new: pa.Table) -> _PendingEdges:
-        """After a commit that deleted ``dead`` (sorted) and appended ``new``."""
+    def advanced(self, dead: np.ndarray, new: pa.Table, policy: MaintenanceConfig) -> _PendingEdges:
+        """After a commit that deleted ``dead`` (sorted) and appended ``new``; filtered at
+        once past ``policy.edges_parts`` or ``edges_dead``."""
         gone = sets.union(self.dead, dead) if self.parts and dead.size else self.dead
         out = _PendingEdges((*self.parts, new), gone, self._kinds, self._ends)
-        if len(out.parts) > MAX_LAZY_PARTS or out.dead.size > MAX_LAZY_DEAD:
+        if policy.edges_parts.should_fold(len(out.parts)) or policy.edges_dead.should_fold(
+            out.dead.size
+        ):
             out.filtered()
         return out
 
@@ -217,11 +219,14 @@ class EdgeTable:
         """How many live edges (filters the edges if ids died since)."""
         return int(self.structural.num_rows + self.lazy.num_rows)
 
-    def advanced(self, dead: np.ndarray, new_edges: pa.Table) -> EdgeTable:
+    def advanced(
+        self, dead: np.ndarray, new_edges: pa.Table, policy: MaintenanceConfig
+    ) -> EdgeTable:
         """The edges after a commit that deleted ``dead`` (sorted) and added ``new_edges``
-        (``EDGE_SCHEMA``; their ends live after the commit)."""
+        (``EDGE_SCHEMA``; their ends live after the commit); ``policy``: when a group is
+        filtered at once."""
         new_structural, new_lazy = _split(new_edges)
         return EdgeTable(
-            self._structural.advanced(dead, new_structural),
-            self._lazy.advanced(dead, new_lazy),
+            self._structural.advanced(dead, new_structural, policy),
+            self._lazy.advanced(dead, new_lazy, policy),
         )

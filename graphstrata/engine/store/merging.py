@@ -6,10 +6,11 @@ chunks each one-document commit rewrites the top summaries, whose doc lists cite
 documents (~565k keys, 0.6-0.95 MB a segment), and after 46 writes reading those node
 segments took 0.59-0.76 s of a 1.9 s open (issue 17, ``Index.open`` <= 2 s).
 
-A commit's own segments are tier 0. When the last ``MERGE_FANIN`` segments of a table are
-all of one tier, they are merged into one segment of the next tier, and the check repeats
-(a counter in base ``MERGE_FANIN``, as a size-tiered LSM tree or Lucene's tiered merge
-policy): after ``v`` commits a table has at most ``(MERGE_FANIN - 1)`` segments per tier,
+A commit's own segments are tier 0. When the last ``F`` segments of a table are all of one
+tier (``F``: ``MaintenanceConfig.store_merge_fanin``), they are merged into one segment of
+the next tier, and the check repeats (a counter in base ``F``, as a size-tiered LSM tree or
+Lucene's tiered merge policy): after ``v`` commits a table has at most ``F - 1`` segments
+per tier,
 ``O(log v)`` in all, and each row is rewritten once per tier. A merge drops what no reader
 of the new version needs: node rows replaced by a newer row of their id (a summary rewritten
 in place), and rows of tombstoned nodes and documents, with the edges that die with them.
@@ -33,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphstrata.core import sets
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.store.schema import (
     DOC_SCHEMA,
     EDGE_SCHEMA,
@@ -43,8 +45,6 @@ from graphstrata.engine.store.tables import member, newest_live_rows
 
 __all__ = [
     "MERGED_TABLES",
-    "MERGE_FANIN",
-    "MERGE_MAX_ROWS",
     "HeldSegments",
     "merge_tails",
     "merged_rows",
@@ -52,14 +52,6 @@ __all__ = [
     "tier",
 ]
 
-#: Segments of one tier merged into one of the next (Lucene's ``segmentsPerTier`` is 10).
-#: At eight, a merge of one-document commits at a million chunks reads ~8 MB, every eighth
-#: write; ninety versions leave at most 3 x 7 segments per table instead of 90.
-MERGE_FANIN = 8
-#: A run holding more rows than this is left as it is: it came from bulk inserts, which
-#: open in few segments anyway (the bound is a choice, not a measurement: a one-document
-#: write at a million chunks commits ~300 node rows, so runs of those stay far below it).
-MERGE_MAX_ROWS = 262_144
 #: The tables whose segments are merged, tombstones first (the other merges drop the rows
 #: they kill), with their schemas and the names of their segment files.
 MERGED_TABLES: dict[str, tuple[pa.Schema, str]] = {
@@ -85,9 +77,10 @@ class HeldSegments:
     def __init__(self) -> None:
         self._tables: dict[str, pa.Table] = {}
 
-    def hold(self, entry: dict[str, Any], table: pa.Table) -> None:
-        """Keep the table just written as ``entry``'s file, if a merge may read it."""
-        if int(entry["rows"]) <= MERGE_MAX_ROWS:
+    def hold(self, entry: dict[str, Any], table: pa.Table, policy: MaintenanceConfig) -> None:
+        """Keep the table just written as ``entry``'s file, if a merge may read it
+        (``policy.store_merge_max_rows``)."""
+        if int(entry["rows"]) <= policy.store_merge_max_rows:
             self._tables[str(entry["file"])] = table
 
     def keep_named(self, segments: dict[str, list[dict[str, Any]]]) -> None:
@@ -128,21 +121,22 @@ def tier(entry: dict[str, Any]) -> int | None:
     return 0 if str(entry["file"]).endswith(".parquet") else None
 
 
-def run_to_merge(entries: list[dict[str, Any]]) -> int:
-    """How many trailing ``entries`` to merge now: ``MERGE_FANIN`` or 0.
+def run_to_merge(entries: list[dict[str, Any]], policy: MaintenanceConfig) -> int:
+    """How many trailing ``entries`` to merge now: ``policy.store_merge_fanin`` or 0.
 
-    The trailing ``MERGE_FANIN`` segments are merged when they are all of one tier and
-    hold at most ``MERGE_MAX_ROWS`` rows together.
+    The trailing ``store_merge_fanin`` segments are merged when they are all of one tier
+    and hold at most ``store_merge_max_rows`` rows together.
     """
-    if len(entries) < MERGE_FANIN:
+    fanin = policy.store_merge_fanin
+    if len(entries) < fanin:
         return 0
-    run = entries[-MERGE_FANIN:]
+    run = entries[-fanin:]
     t = tier(run[-1])
     if t is None or any(tier(e) != t for e in run):
         return 0
-    if sum(int(e["rows"]) for e in run) > MERGE_MAX_ROWS:
+    if sum(int(e["rows"]) for e in run) > policy.store_merge_max_rows:
         return 0
-    return MERGE_FANIN
+    return fanin
 
 
 def merged_rows(
@@ -188,7 +182,10 @@ def merged_rows(
 
 
 def merge_tails(
-    segments: dict[str, list[dict[str, Any]]], read: ReadSegments, write: WriteSegment
+    segments: dict[str, list[dict[str, Any]]],
+    read: ReadSegments,
+    write: WriteSegment,
+    policy: MaintenanceConfig,
 ) -> int:
     """Merge the trailing runs of every table's segments in place (``run_to_merge``).
 
@@ -201,6 +198,8 @@ def merge_tails(
         Reads segments of a table into one table.
     write:
         Writes a merged segment and returns its entry (``version`` the commit's).
+    policy:
+        The index's ``store_merge_fanin`` and ``store_merge_max_rows``.
 
     Returns
     -------
@@ -211,7 +210,7 @@ def merge_tails(
     dead: dict[str, np.ndarray] = {}
     for table, (_, file_name) in MERGED_TABLES.items():
         entries = segments[table]
-        while n := run_to_merge(entries):
+        while n := run_to_merge(entries, policy):
             run = entries[-n:]
             if table not in _TOMBSTONES and not dead:
                 dead = {t: _tombstones(segments[t], read, t) for t in _TOMBSTONES}

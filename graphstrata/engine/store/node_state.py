@@ -6,8 +6,12 @@ is a mapping ``node id -> int``. Written whole, one insert into a 10k-chunk inde
 is a *base* file followed by *patches*: each file is one ``int64[3, k]`` array of rows
 ``(id, value, removed)``, applied in order, the last row of an id winning. A commit writes
 the rows that differ from the previous version; when the patches hold as many rows as the
-mapping, or there are :data:`MAX_PATCHES` of them, it writes a new base instead (so reading
-stays within ~2x the mapping and a chain never grows without bound).
+mapping, or there are 128 of them (``MaintenanceConfig.node_state_rows``,
+``node_state_patches``), it writes a new base instead (so reading stays within ~2x the
+mapping and a chain never grows without bound). A base is the whole mapping (the write
+that took new bases at 100k chunks wrote 36 MB), so the patch count sets its amortized
+share of a write's bytes; at 32 patches it was as large as the write itself (issue 17).
+Opening reads the chain, and ``compact`` collapses it.
 """
 
 from __future__ import annotations
@@ -18,13 +22,7 @@ from typing import Any
 import numpy as np
 
 from graphstrata.core.sets import mapping_changes
-
-#: Patches after which the next commit writes a new base. A base is the whole mapping (the
-#: write that took new bases at 100k chunks wrote 36 MB), so this sets its amortized share of
-#: a write's bytes; at 32 it was as large as the write itself (issue 17). Opening reads the chain:
-#: its rows stay within twice the mapping's (the rule below), its files this many at most,
-#: and ``compact`` collapses it.
-MAX_PATCHES = 128
+from graphstrata.engine.config import MaintenanceConfig
 
 NodeState = tuple[np.ndarray, np.ndarray]
 
@@ -122,7 +120,9 @@ def apply_rows(parts: list[np.ndarray]) -> NodeState:
     return uniq[keep], rows[1, last[keep]]
 
 
-def needs_new_base(patch_rows: list[int], new_rows: int, mapping_rows: int) -> bool:
+def needs_new_base(
+    patch_rows: list[int], new_rows: int, mapping_rows: int, policy: MaintenanceConfig
+) -> bool:
     """Write a new base instead of the patch ``new_rows`` long?
 
     Parameters
@@ -133,8 +133,12 @@ def needs_new_base(patch_rows: list[int], new_rows: int, mapping_rows: int) -> b
         Rows of the patch this commit would add.
     mapping_rows:
         Rows of the whole new mapping (what a base would hold).
+    policy:
+        Its ``node_state_patches`` and ``node_state_rows``.
     """
-    return len(patch_rows) >= MAX_PATCHES or sum(patch_rows) + new_rows >= max(mapping_rows, 1)
+    return policy.node_state_patches.should_fold(len(patch_rows)) or (
+        policy.node_state_rows.should_fold(sum(patch_rows) + new_rows, mapping_rows)
+    )
 
 
 def extend_chain(
@@ -142,6 +146,7 @@ def extend_chain(
     mapping: NodeState,
     rows: np.ndarray,
     write: Callable[[np.ndarray, int], dict[str, Any]],
+    policy: MaintenanceConfig,
 ) -> list[dict[str, Any]]:
     """The manifest chain of one key after a commit.
 
@@ -153,6 +158,8 @@ def extend_chain(
         The new version's whole mapping and its patch (:func:`patch`).
     write:
         Writes ``(array, rows)`` to a new file and returns its manifest entry.
+    policy:
+        When a new base is written instead of a patch (:func:`needs_new_base`).
 
     Returns
     -------
@@ -163,7 +170,8 @@ def extend_chain(
     if rows.shape[1] == 0 and chain:
         return chain
     ids, values = mapping
-    if not chain or needs_new_base([int(e["rows"]) for e in chain[1:]], rows.shape[1], ids.size):
+    patches = [int(e["rows"]) for e in chain[1:]]
+    if not chain or needs_new_base(patches, rows.shape[1], ids.size, policy):
         return [write(as_rows(ids, values), int(ids.size))]
     return [*chain, write(rows, int(rows.shape[1]))]
 
@@ -172,8 +180,10 @@ def commit_chains(
     chains: dict[str, list[dict[str, Any]]],
     pending: dict[str, tuple[NodeState, np.ndarray]],
     write: Callable[[str, np.ndarray, int], dict[str, Any]],
+    policy: MaintenanceConfig,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Every key's chain after a commit (:func:`extend_chain` for the keys in ``pending``).
+    """Every key's chain after a commit (:func:`extend_chain` for the keys in ``pending``,
+    new bases by ``policy``).
 
     ``write(key, array, rows)`` writes one file and returns its manifest entry.
     """
@@ -183,7 +193,7 @@ def commit_chains(
         def write_key(array: np.ndarray, n: int, key: str = key) -> dict[str, Any]:
             return write(key, array, n)
 
-        out[key] = extend_chain(out.get(key, []), mapping, rows, write_key)
+        out[key] = extend_chain(out.get(key, []), mapping, rows, write_key, policy)
     return out
 
 

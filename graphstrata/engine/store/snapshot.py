@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.store.edges import EdgeTable
 from graphstrata.engine.store.schema import DOC_SCHEMA, EDGE_SCHEMA, NODE_SCHEMA
@@ -65,7 +66,11 @@ class Snapshot:
         return dict(self.manifest.get("components", {}).get(component, {}))
 
     def advanced(
-        self, manifest: dict[str, Any], delta: Delta, new_vectors: list[VectorSegment]
+        self,
+        manifest: dict[str, Any],
+        delta: Delta,
+        new_vectors: list[VectorSegment],
+        policy: MaintenanceConfig,
     ) -> Snapshot:
         """The version ``delta`` committed on top of this one, built in memory.
 
@@ -82,17 +87,19 @@ class Snapshot:
             The committed delta (made on this version).
         new_vectors:
             The vector segments the commit wrote, memory-mapped.
+        policy:
+            The index's fold policies (the node and edge tables' own).
         """
         dead = delta.dead_nodes
         rows = delta.nodes.cast(NODE_SCHEMA)
         if dead.size:
             rows = rows.filter(arrow_of(~np.isin(numpy_of(rows.column("id")), dead)))
-        nodes = self.nodes.merged(rows, dead)
+        nodes = self.nodes.merged(rows, dead, policy)
         new_edges = delta.edges.cast(EDGE_SCHEMA)
         if new_edges.num_rows:
             src, dst = numpy_of(new_edges.column("src")), numpy_of(new_edges.column("dst"))
             new_edges = new_edges.filter(arrow_of(member(src, nodes.ids) & member(dst, nodes.ids)))
-        edges = self.edge_table.advanced(dead, new_edges)
+        edges = self.edge_table.advanced(dead, new_edges, policy)
         docs = pa.concat_tables([self.docs.cast(DOC_SCHEMA), delta.docs.cast(DOC_SCHEMA)])
         if delta.dead_docs.size:
             gone = np.isin(numpy_of(docs.column("key")), delta.dead_docs)

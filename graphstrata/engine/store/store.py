@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphstrata.core import sets
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.store.caches import (
     CACHE_NAMES,
@@ -112,6 +113,8 @@ class Store:
         self._leftovers = False
         #: The table segments this store wrote that a later merge may read.
         self._held = HeldSegments()
+        #: The manifest config and the fold policies read from it (``maintenance``).
+        self._maintenance: tuple[dict[str, Any], MaintenanceConfig] | None = None
 
     # creation and opening -------------------------------------------------------------------
     @classmethod
@@ -253,6 +256,16 @@ class Store:
         return int(self.manifest["version"])
 
     @property
+    def maintenance(self) -> MaintenanceConfig:
+        """The index's fold policies (``IndexConfig.maintenance``; the defaults for an index
+        created before the section existed), read once per manifest config."""
+        config = self.manifest["config"]
+        held = self._maintenance
+        if held is None or held[0] is not config:
+            held = self._maintenance = (config, MaintenanceConfig.of_config(config))
+        return held[1]
+
+    @property
     def vector_dtype(self) -> str:
         """How the index stores vectors, ``"f16"`` or ``"f32"`` (indexes from before the
         setting existed record none and are ``"f32"``)."""
@@ -368,7 +381,7 @@ class Store:
         """The version ``delta`` just committed on ``previous``, in memory (no reread)."""
         segs = self.manifest["segments"]["vectors"]
         new = [self._read_vectors(e, False) for e in segs if e.get("version") == self.version]
-        return previous.advanced(self.manifest, delta, new)
+        return previous.advanced(self.manifest, delta, new, self.maintenance)
 
     # writing --------------------------------------------------------------------------------
     def verify_files(self, all_versions: bool = False) -> FileCheck:
@@ -474,7 +487,7 @@ class Store:
         path = self._track(self.root / self._segment_name(name, version, ext))
         write_table_segment(table, path)
         entry = self._entry(path, table.num_rows, version)
-        self._held.hold(entry, table)
+        self._held.hold(entry, table, self.maintenance)
         return entry
 
     def _entry(self, path: Path, rows: int, version: int) -> dict[str, Any]:
@@ -572,7 +585,7 @@ class Store:
             written += state[key]["bytes"]
         before = self.manifest.get("node_state", {})
         write = partial(self._write_state_file, version=version)
-        chains = commit_chains(before, delta.node_state, write)
+        chains = commit_chains(before, delta.node_state, write, self.maintenance)
         written += sum(c[-1]["bytes"] for k, c in chains.items() if c != before.get(k))
         for entries in new.values():
             written += sum(e["bytes"] for e in entries)
@@ -591,6 +604,7 @@ class Store:
                 entries, MERGED_TABLES[table][0], partial(self._read_tables, verify=True)
             ),
             lambda rows, _, name: self._write_table(rows, name, version),
+            self.maintenance,
         )
         crashpoint("after_merges")
         manifest["version"] = version
@@ -664,7 +678,8 @@ class Store:
             written += sum(e["bytes"] for e in entries)
         # Each node-state chain collapses into one base of the live nodes.
         bases = collapsed(snapshot.node_state_arrays, snapshot.nodes.contains)
-        chains = commit_chains({}, bases, partial(self._write_state_file, version=version))
+        write = partial(self._write_state_file, version=version)
+        chains = commit_chains({}, bases, write, self.maintenance)
         written += sum(c[0]["bytes"] for c in chains.values())
         manifest = json.loads(json.dumps(self.manifest))
         manifest["segments"] = segs

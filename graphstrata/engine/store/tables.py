@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from graphstrata.core import sets
 from graphstrata.core.ids import contains, find_positions
 from graphstrata.core.splice import splice_positions, spliced
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 
 
@@ -194,12 +195,6 @@ FIXED_COLUMNS = (
     ("parent", "parent"),
     ("version", "version"),
 )
-#: ``merged`` combines the trailing chunks of the rows a table refers to while the chunk
-#: before them holds at most this many times their rows: a binary-counter merge, so each
-#: appended row is copied O(log N) times and the chunks stay O(log N). Copying every live
-#: row once the table spanned 64 chunks instead cost 0.31 s at 100k chunks every ~64
-#: writes (a one-document write's median is ~0.5 s; issue 17).
-CHUNK_MERGE_FACTOR = 2
 #: A lookup of fewer rows than this reads them one by one from the column's chunks; from
 #: this many on, Arrow gathers them chunk by chunk (``gather_rows``). The chunked gather
 #: costs a fixed ~0.2-0.8 ms per call (splitting the table into its ~40 chunks at 100k
@@ -210,26 +205,22 @@ CHUNK_MERGE_FACTOR = 2
 ROW_BY_ROW_BELOW = 128
 
 
-def _merged_tail(rows: pa.Table) -> pa.Table:
-    """``rows`` with its trailing chunks combined into one (``CHUNK_MERGE_FACTOR``); the
-    same rows in the same order."""
+def _merged_tail(rows: pa.Table, factor: int) -> pa.Table:
+    """``rows`` with its trailing chunks combined into one while the chunk before them
+    holds at most ``factor`` times their rows (``MaintenanceConfig.table_chunk_merge_factor``:
+    a binary-counter merge, each appended row copied O(log N) times, the chunks O(log N));
+    the same rows in the same order."""
     if rows.num_columns == 0:
         return rows
     sizes = [len(c) for c in rows.column(0).chunks]
     start, tail = len(sizes) - 1, sizes[-1] if sizes else 0
-    while start >= 1 and sizes[start - 1] <= CHUNK_MERGE_FACTOR * tail:
+    while start >= 1 and sizes[start - 1] <= factor * tail:
         start -= 1
         tail += sizes[start]
     if start >= len(sizes) - 1:
         return rows
     head = sum(sizes[:start])
     return pa.concat_tables([rows.slice(0, head), rows.slice(head).combine_chunks()])
-
-
-#: Versions a set of ``NodeTable.ids_of_kind`` is moved along unasked before it is dropped
-#: (then computed again on the next request): a set a delete asks for survives a run of
-#: inserts.
-KIND_SET_VERSIONS = 16
 
 
 class NodeTable:
@@ -240,7 +231,7 @@ class NodeTable:
     ``rows`` at each position in id order, and ``merged`` appends a commit's rows to it.
     Rows that left (replaced, tombstoned) are dropped by a copy only once they are most of
     what the table refers to, and trailing appended chunks are combined as they pile up
-    (``CHUNK_MERGE_FACTOR``), so each write costs work in
+    (``MaintenanceConfig.table_chunk_merge_factor``), so each write costs work in
     proportion to its rows (amortized) and numpy work on the fixed columns.
 
     Parameters
@@ -284,7 +275,7 @@ class NodeTable:
         # A write asks for the ids of a few kinds a dozen times (each an O(N) mask).
         self._of_kinds: dict[tuple[int, ...], np.ndarray] = {}
         # Per set of kinds: versions since it was last asked for (``merged`` drops the sets
-        # not asked for in ``KIND_SET_VERSIONS``).
+        # not asked for in ``table_kind_set_versions``).
         self._kind_age: dict[tuple[int, ...], int] = {}
         # Per column: the rows it was split from, their chunks and where each starts.
         self._chunks: dict[str, tuple[pa.Table, list[pa.Array], list[int]]] = {}
@@ -430,7 +421,7 @@ class NodeTable:
         """The rows written after ``version``, in id order, as an Arrow table."""
         return self._gathered(np.flatnonzero(self.version > version))
 
-    def merged(self, rows: pa.Table, dead: np.ndarray) -> NodeTable:
+    def merged(self, rows: pa.Table, dead: np.ndarray, policy: MaintenanceConfig) -> NodeTable:
         """The node table of the next version: this one without the ids of ``rows`` and
         the tombstoned ``dead``, plus ``rows`` (``NODE_SCHEMA``, ids not in ``dead``).
 
@@ -438,7 +429,8 @@ class NodeTable:
         ``rows`` appended, in a merged order (two sorted, disjoint id lists: a new row lands
         after the kept rows with smaller ids and the new rows before it). It copies its
         live rows into one table when what it refers to is over twice its size, and
-        combines the trailing chunks of what it refers to (``CHUNK_MERGE_FACTOR``).
+        combines the trailing chunks of what it refers to
+        (``policy.table_chunk_merge_factor``).
         """
         row_ids = numpy_of(rows.column("id"))
         leaving = sets.union(dead, row_ids)
@@ -455,24 +447,27 @@ class NodeTable:
         old_rows = np.arange(len(self), dtype=np.int64) if order is None else order
         new_order = spliced(old_rows, drop, at, held.num_rows + by_id)
         if rows.num_rows:
-            held = _merged_tail(pa.concat_tables([held, rows]))
+            held = _merged_tail(pa.concat_tables([held, rows]), policy.table_chunk_merge_factor)
         if held.num_rows == n and (n == 0 or bool(np.all(new_order == np.arange(n)))):
             out = NodeTable(held, None, fixed)  # only new ids, appended in order
         else:
             out = NodeTable(held, new_order, fixed)
             if held.num_rows > 2 * n + 4096:
                 out._own_rows()
-        out._of_kinds, out._kind_age = self._kinds_advanced(leaving, new_ids, fixed["kind"][at])
+        out._of_kinds, out._kind_age = self._kinds_advanced(
+            leaving, new_ids, fixed["kind"][at], policy.table_kind_set_versions
+        )
         return out
 
     def _kinds_advanced(
-        self, leaving: np.ndarray, new_ids: np.ndarray, new_kinds: np.ndarray
+        self, leaving: np.ndarray, new_ids: np.ndarray, new_kinds: np.ndarray, versions: int
     ) -> tuple[dict[tuple[int, ...], np.ndarray], dict[tuple[int, ...], int]]:
         """This table's ``ids_of_kind`` results moved to the merged table, and their ages:
         without the ``leaving`` ids, with the new rows (``new_ids`` ascending, their kinds
         ``new_kinds``) of those kinds: O(ids of the set) per set instead of a mask over
         every row's kind (np.isin over 1.1M kinds: 17 ms in a microbenchmark; issue 17).
-        A set nobody asked for in ``KIND_SET_VERSIONS`` versions is dropped, not moved: a
+        A set nobody asked for in ``versions`` versions (``table_kind_set_versions``; it is
+        then computed again on the next request) is dropped, not moved: a
         write that starts from a carried G2 no longer asks for the G2 kinds, and moving the
         nine sets of a 100k-chunk index took 2.7 ms per write (line_profiler). On the 10k
         kept index, 20 insert/delete pairs left 3 of the 9 sets (the time saved was not
@@ -480,7 +475,7 @@ class NodeTable:
         out, ages = {}, {}
         for key, old in self._of_kinds.items():
             age = self._kind_age.get(key, 0) + 1
-            if age > KIND_SET_VERSIONS:
+            if age > versions:
                 continue
             add = new_ids[np.isin(new_kinds, np.asarray(key, np.uint8))]
             ids = spliced(old, *splice_positions(old, leaving, add), add)

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
 
-from graphstrata.engine import layered
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.layered import LayeredDict
+
+#: The default policy, with a minimum small enough to fold within the tests.
+FOLD = dataclasses.replace(MaintenanceConfig().layered_dict, minimum=3)
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_versions_read_like_copied_dicts(seed, monkeypatch):
-    monkeypatch.setattr(layered, "FOLD_MIN", 3)  # fold within the test
+def test_versions_read_like_copied_dicts(seed):
     rng = random.Random(seed)
     keys = [f"k{i}" for i in range(12)]
     base = {k: i for i, k in enumerate(keys[: rng.randint(0, 8)])}
     versions = [(LayeredDict(dict(base)), dict(base))]
     for _ in range(25):
         got, want = versions[rng.randrange(len(versions))]  # branch from any version
-        got, want = got.changed(), dict(want)
+        got, want = got.changed(FOLD), dict(want)
         for _ in range(rng.randint(0, 4)):
             key = rng.choice(keys)
             if key in want and rng.random() < 0.5:
@@ -41,8 +44,8 @@ def test_edge_cases():
     empty = LayeredDict()
     assert len(empty) == 0 and list(empty) == [] and empty.get("x") is None
     with pytest.raises(KeyError):
-        del empty.changed()["x"]
-    one = LayeredDict({"a": 1}).changed()
+        del empty.changed(FOLD)["x"]
+    one = LayeredDict({"a": 1}).changed(FOLD)
     one["a"] = 1  # rewriting a key keeps the size
     assert len(one) == 1
     del one["a"]

@@ -8,11 +8,15 @@ import numpy as np
 import pytest
 
 from graphstrata.engine import vectors as vectors_module
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.graph_bases import NeighbourLists
 from graphstrata.engine.store.tables import VectorSegment, VectorTable
 from graphstrata.engine.types import NodeKind
-from graphstrata.engine.vectors import EXACT_BELOW, VectorIndex
+from graphstrata.engine.vectors import VectorIndex
+from tests.helpers.maintenance import maintenance
 from tests.helpers.vectors import clustered, exact_rows
+
+EXACT_BELOW = MaintenanceConfig().vector_exact_below
 
 _EMPTY = np.zeros(0, np.int64)
 
@@ -76,21 +80,21 @@ def _exact_top(live: dict[int, np.ndarray], queries: np.ndarray, k: int) -> list
 @pytest.mark.parametrize(("removed_max", "oversample"), [(5, 16), (40, 1)])
 @pytest.mark.parametrize("seed", range(4))
 def test_updates_through_fresh_parts_and_merges_answer_like_brute_force(
-    seed, removed_max, oversample, monkeypatch
+    seed, removed_max, oversample
 ):
     """Random adds, removes and re-adds per kind; with small thresholds every path runs
     (fresh part, removals filtered, merge into a new base). Below EXACT_BELOW usearch
     searches exactly, so the results must be the brute-force top-k of the live vectors; the
     index a version held before an update is unchanged by it."""
-    import graphstrata.engine.vectors as vectors
-
-    monkeypatch.setattr(vectors, "FRESH_MIN", 12)
-    monkeypatch.setattr(vectors, "REMOVED_MAX", removed_max)
-    monkeypatch.setattr(vectors, "OVERSAMPLE", oversample)  # 1: the second search runs
+    policy = maintenance(
+        vector_fresh={"minimum": 12},
+        vector_removed={"minimum": removed_max},
+        vector_oversample=oversample,  # 1: the second search runs
+    )
     rng = np.random.default_rng(seed)
     dim, kinds = 16, [int(NodeKind.S), int(NodeKind.T)]
     live: dict[int, dict[int, np.ndarray]] = {k: {} for k in kinds}
-    vi, next_id = VectorIndex(dim), 1
+    vi, next_id = VectorIndex(dim, maintenance=policy), 1
     queries = _unit_rows(rng, 8, dim)
     history = []
     for _step in range(25):
@@ -127,17 +131,17 @@ def test_updates_through_fresh_parts_and_merges_answer_like_brute_force(
             assert [g.tolist() for g in got] == _exact_top(old_live[k], queries, 5)
 
 
-def test_a_query_whose_best_matches_were_removed_searches_again(monkeypatch):
+def test_a_query_whose_best_matches_were_removed_searches_again():
     """The k best of a base were all removed: the first, narrow search finds too few others,
     the second (k + every removed id) returns the true next k."""
-    import graphstrata.engine.vectors as vectors
-
-    monkeypatch.setattr(vectors, "OVERSAMPLE", 2)
+    policy = maintenance(vector_oversample=2)
     rng = np.random.default_rng(3)
     dim, kind = 16, int(NodeKind.T)
     rows = _unit_rows(rng, 60, dim)
     ids = np.arange(1, 61, dtype=np.int64)
-    vi = VectorIndex(dim).updated(ids, np.full(60, kind, np.uint8), rows, ids[:0], 1)
+    vi = VectorIndex(dim, maintenance=policy).updated(
+        ids, np.full(60, kind, np.uint8), rows, ids[:0], 1
+    )
     query = rows[:1]
     order = np.argsort(-(rows @ query[0]), kind="stable")
     gone = ids[order[:6]]  # the query's six best
@@ -147,21 +151,19 @@ def test_a_query_whose_best_matches_were_removed_searches_again(monkeypatch):
     assert got[0].tolist() == ids[order[6:10]].tolist()
 
 
-def test_dead_ids_past_the_limit_make_the_base_anew_from_its_live_and_fresh_vectors(
-    monkeypatch,
-):
-    """Dead ids beyond ``removal_limit`` give a base made from the live and fresh vectors:
-    it holds no dead id, and the writes after it start a new fresh part and dead set."""
-    import graphstrata.engine.vectors as vectors
-
-    monkeypatch.setattr(vectors, "REMOVED_MAX", 4)
-    monkeypatch.setattr(vectors, "REMOVED_SHARE", 1000)
+def test_dead_ids_past_the_limit_make_the_base_anew_from_its_live_and_fresh_vectors():
+    """Dead ids beyond the ``vector_removed`` policy give a base made from the live and
+    fresh vectors: it holds no dead id, and the writes after it start a new fresh part and
+    dead set."""
+    policy = maintenance(vector_removed={"minimum": 4, "share": 1 / 1000})
     rng = np.random.default_rng(7)
     dim, kind = 16, int(NodeKind.T)
     rows = _unit_rows(rng, 80, dim)
     ids = np.arange(1, 81, dtype=np.int64)
     one = np.full(1, kind, np.uint8)
-    vi = VectorIndex(dim).updated(ids[:60], np.full(60, kind, np.uint8), rows[:60], ids[:0], 1)
+    vi = VectorIndex(dim, maintenance=policy).updated(
+        ids[:60], np.full(60, kind, np.uint8), rows[:60], ids[:0], 1
+    )
     base = vi.by_kind[kind]
     for j in range(6):  # one new vector and one removal per write, as a rewritten summary
         vi = vi.updated(ids[60 + j : 61 + j], one, rows[60 + j : 61 + j], ids[j : j + 1], j + 2)
@@ -192,12 +194,9 @@ def test_hnsw_bases_merged_and_made_anew_many_times_hold_exactly_their_live_vect
     their files reaches the writer's state."""
     import usearch.index
 
-    import graphstrata.engine.vectors as vectors
     from graphstrata.engine.store.caches import CacheFile
 
-    monkeypatch.setattr(vectors, "EXACT_BELOW", 256)
-    monkeypatch.setattr(vectors, "FRESH_MIN", 40)
-    monkeypatch.setattr(vectors, "FRESH_SHARE", 0.02)
+    policy = maintenance(vector_exact_below=256, vector_fresh={"minimum": 40, "share": 0.02})
     monkeypatch.setattr(usearch.index.Index, "remove", _never_removed)
     rng = np.random.default_rng(seed)
     dim, kind = 16, int(NodeKind.S)
@@ -205,7 +204,9 @@ def test_hnsw_bases_merged_and_made_anew_many_times_hold_exactly_their_live_vect
     written_at = dict.fromkeys(live, 1)
     ids = np.asarray(sorted(live), np.int64)
     rows = np.stack([live[int(i)] for i in ids])
-    vi = VectorIndex(dim, "f16").updated(ids, np.full(ids.size, kind, np.uint8), rows, ids[:0], 1)
+    vi = VectorIndex(dim, "f16", maintenance=policy).updated(
+        ids, np.full(ids.size, kind, np.uint8), rows, ids[:0], 1
+    )
     dead: set[int] = set()
     next_id, remade, merged = 10_000, 0, 0
     queries = _unit_rows(rng, 50, dim)
@@ -257,7 +258,7 @@ def test_hnsw_bases_merged_and_made_anew_many_times_hold_exactly_their_live_vect
         segments.append(VectorSegment(seg_ids, np.full(seg_ids.size, kind, np.uint8), seg_rows, v))
     table = VectorTable(dim, segments, np.asarray(sorted(live), np.int64))
     files = {kind: CacheFile(files[kind].path, files[kind].version)}
-    reader = VectorIndex.restore(files, table, "f16")
+    reader = VectorIndex.restore(files, table, "f16", maintenance=policy)
     assert reader.count([kind]) == len(live)
     assert reader.removed.get(kind, _EMPTY).tolist() == vi.removed.get(kind, _EMPTY).tolist()
     assert sorted(reader.fresh.get(kind, (_EMPTY, None))[0].tolist()) == sorted(fresh)
@@ -371,25 +372,20 @@ def test_open_with_other_search_defaults_leaves_the_index_as_it_was(make_index, 
     assert {i.expansion_search for i in plain.engine.state.vectors.by_kind.values()} == {96}
 
 
-def test_large_new_kinds_are_made_from_their_knn_graph_and_update_like_inserted_ones(
-    monkeypatch,
-):
+def test_large_new_kinds_are_made_from_their_knn_graph_and_update_like_inserted_ones():
     """Above GRAPH_BUILD_MIN a new base is the search graph of its k-NN graph loaded into
     usearch (``core.search_graph``): a build and a first write from empty give the same
     index, its searches find the brute-force neighbours (recall floor), and later writes
     add to it and remove from it through the fresh part and merges as for an inserted one."""
-    import graphstrata.engine.vectors as vectors
-
-    monkeypatch.setattr(vectors, "GRAPH_BUILD_MIN", 2000)
-    monkeypatch.setattr(vectors, "FRESH_MIN", 50)
+    policy = maintenance(vector_graph_build_min=2000, vector_fresh={"minimum": 50})
     rng = np.random.default_rng(9)
     n = 6000
     mat = clustered(rng, n, 24, 30)
     ids = np.arange(1, n + 1, dtype=np.int64)
     kinds = np.where(np.arange(n) < 5000, int(NodeKind.S), int(NodeKind.T)).astype(np.uint8)
     table = VectorTable(24, [VectorSegment(ids, kinds, mat, 1)], ids)
-    built = VectorIndex.build(table)
-    written = VectorIndex(24).updated(ids, kinds, mat, np.zeros(0, np.int64), 1)
+    built = VectorIndex.build(table, maintenance=policy)
+    written = VectorIndex(24, maintenance=policy).updated(ids, kinds, mat, np.zeros(0, np.int64), 1)
     s = int(NodeKind.S)
     queries = _unit_rows(rng, 100, 24)
     a, b = built.search(queries, [s], 10), written.search(queries, [s], 10)
@@ -430,9 +426,8 @@ def test_a_base_seeded_by_joint_neighbours_searches_as_well(monkeypatch):
     searches find the brute-force neighbours as a base made from trees does, and a kind
     the lists do not cover is made as before."""
     import graphstrata.core.nndescent as nndescent
-    import graphstrata.engine.vectors as vectors
 
-    monkeypatch.setattr(vectors, "GRAPH_BUILD_MIN", 500)
+    policy = maintenance(vector_graph_build_min=500)
     rng = np.random.default_rng(13)
     n = 6000
     mat = clustered(rng, n, 24, 30)
@@ -450,10 +445,12 @@ def test_a_base_seeded_by_joint_neighbours_searches_as_well(monkeypatch):
         return real(x, m, seed, **kw)
 
     monkeypatch.setattr(nndescent, "knn_graph", spy)
-    seeded = VectorIndex(24).updated(ids, kinds, mat, np.zeros(0, np.int64), 1, joint)
+    seeded = VectorIndex(24, maintenance=policy).updated(
+        ids, kinds, mat, np.zeros(0, np.int64), 1, joint
+    )
     # S and T from their part of the lists and the trees; L, not listed, from the trees.
     assert sorted(calls) == [(500, False), (1500, True), (4000, True)]
-    plain = VectorIndex(24).updated(ids, kinds, mat, np.zeros(0, np.int64), 1)
+    plain = VectorIndex(24, maintenance=policy).updated(ids, kinds, mat, np.zeros(0, np.int64), 1)
     queries = _unit_rows(rng, 100, 24)
     for kind in (NodeKind.S, NodeKind.T, NodeKind.L):
         rows = np.flatnonzero(kinds == int(kind))
@@ -519,21 +516,18 @@ def test_a_commit_warms_the_new_version_before_serving_it(tmp_path, hashing_embe
     np.testing.assert_allclose(seen[1][1], first.get([chunk])[0])
 
 
-def test_a_small_kind_merged_again_and_again_keeps_every_vector(monkeypatch):
+def test_a_small_kind_merged_again_and_again_keeps_every_vector():
     """A kind whose base is merged with its fresh vectors and rewritten without its removed
     ids many times over (each merge copies the previous merged base) still holds exactly
     the live vectors: its count, and its exact top k (a small base is searched by a matrix
     product over the vectors read out of it). usearch's own ``Index.copy`` lost keys here
     after a few merges, and a write then failed (``VectorIndex._merged``)."""
-    import graphstrata.engine.vectors as vectors
-
-    monkeypatch.setattr(vectors, "FRESH_MIN", 20)
-    monkeypatch.setattr(vectors, "REMOVED_MAX", 8)
+    policy = maintenance(vector_fresh={"minimum": 20}, vector_removed={"minimum": 8})
     rng = np.random.default_rng(21)
     a = int(NodeKind.A)
     live = {i: row for i, row in enumerate(_unit_rows(rng, 300, 16), start=1)}
     ids = np.asarray(sorted(live), np.int64)
-    vi = VectorIndex(16, "f16").updated(
+    vi = VectorIndex(16, "f16", maintenance=policy).updated(
         ids,
         np.full(ids.size, a, np.uint8),
         np.stack([live[i] for i in ids]),
@@ -579,21 +573,18 @@ def test_usearch_copies_keep_their_keys_through_removals_and_additions():
     assert index.contains(np.asarray(sorted(live))).all()
 
 
-def test_a_base_with_removed_slots_is_made_anew_not_copied(monkeypatch):
+def test_a_base_with_removed_slots_is_made_anew_not_copied():
     """A base that usearch removed from (a cache file written before the engine stopped
     removing) is never copied and inserted into: its fresh vectors' merge makes it anew
     from its live vectors, with no removed slot and exactly the live keys."""
-    import graphstrata.engine.vectors as vectors
     from graphstrata.core.ann import has_removed_slots
 
-    monkeypatch.setattr(vectors, "EXACT_BELOW", 100)
-    monkeypatch.setattr(vectors, "FRESH_MIN", 20)
-    monkeypatch.setattr(vectors, "FRESH_SHARE", 0.01)
+    policy = maintenance(vector_exact_below=100, vector_fresh={"minimum": 20, "share": 0.01})
     rng = np.random.default_rng(5)
     kind = int(NodeKind.T)
     rows = _unit_rows(rng, 400, 16)
     ids = np.arange(1, 401, dtype=np.int64)
-    vi = VectorIndex(16, "f16").updated(
+    vi = VectorIndex(16, "f16", maintenance=policy).updated(
         ids[:300], np.full(300, kind, np.uint8), rows[:300], ids[:0], 1
     )
     vi.by_kind[kind].remove(ids[:30])  # as the old code left its bases

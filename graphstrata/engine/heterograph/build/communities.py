@@ -20,6 +20,7 @@ from graphstrata.core import sets
 from graphstrata.core.ids import EdgesWithin, contains, find_positions
 from graphstrata.core.matching import label_sizes
 from graphstrata.engine.component import ChangeSet, MeteredLLM
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.heterograph.state.g2 import CONTENT_KINDS, G2Graph, StateChanges, table_edges
 from graphstrata.core.communities import (
     EdgeArrays,
@@ -156,6 +157,7 @@ def communities(
     work: Work,
     change: ChangeSet,
     next_group_key: int,
+    maintenance: MaintenanceConfig,
     whole_graph: bool = False,
     carried: G2Graph | None = None,
 ) -> Communities:
@@ -172,6 +174,8 @@ def communities(
         Its ``removed_doc_keys`` make the groups written from them stale.
     next_group_key:
         The first unused group key (from the component metadata).
+    maintenance:
+        Its ``g2_extra`` and ``g2_dead`` policies compact the carried G2.
     whole_graph:
         Run Leiden over the whole graph (from the previous membership) and pair every
         community with the groups, even where the change is local (maintenance).
@@ -180,7 +184,7 @@ def communities(
         (``Communities.graph``); None: read from the tables.
     """
     cfg = work.config
-    step = carried.step(work) if carried is not None and not whole_graph else None
+    step = carried.step(work, maintenance) if carried is not None and not whole_graph else None
     source: EdgeSource
     edges: EdgesWithin | None = None
     if step is None:  # read from the tables
@@ -265,7 +269,7 @@ def communities(
     }
     changes = None
     if step is not None:
-        graph, changes = step.after(membership, relabelled, group_of, pairs)
+        graph, changes = step.after(membership, relabelled, group_of, pairs, maintenance)
     else:
         assert edges is not None
         graph = G2Graph.build(g2_ids, edges, membership, group_of, is_content)

@@ -9,8 +9,8 @@ document titled with its name (``title_edge_weight``); a dict from normalized en
 element-title and document-title names to their nodes; the number of semantic units that
 mention each entity; and the chunk -> unit, unit -> entity, entity -> attribute and title
 -> element link tables. BM25 is the engine's ``SparseIndex`` (per-kind parts built lazily,
-shared with the other sparse views of the version, advanced per commit by
-``carry_over``). A query then
+shared with the other sparse views of the version through the engine's state, which
+advances them per commit). A query then
 
 1. **exact entry points**: extracts its entities (LLM task ``query_entities``; rules for
    the extractive backend) and, with ``match_query_ngrams``, every capitalized word n-gram
@@ -98,7 +98,7 @@ from graphstrata.engine.modes import DocNames, make_hits, vector_candidates
 from graphstrata.engine.params import params_from
 from graphstrata.engine.prompts import query_entities_request
 from graphstrata.engine.sparse.index import SparseIndex
-from graphstrata.engine.store import Delta, Snapshot
+from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
@@ -160,11 +160,9 @@ class HeterographView(ComponentView):
     doc_names:
         The version's doc key -> doc_id names (one per version, from the engine).
     sparse:
-        The version's BM25 index over the retrievable kinds; default: a lazily built one
-        (its per-kind parts are shared with the other views of the snapshot).
+        The version's BM25 index over the retrievable kinds (``EngineState.sparse``: its
+        per-kind parts are shared with the other views of the version).
     """
-
-    sparse: SparseIndex
 
     def __init__(
         self,
@@ -172,7 +170,7 @@ class HeterographView(ComponentView):
         vectors: VectorIndex,
         config: IndexConfig,
         doc_names: DocNames,
-        sparse: SparseIndex | None = None,
+        sparse: SparseIndex,
         names: NameIndex | None = None,
         stored: WalkEdges | None = None,
     ):
@@ -180,7 +178,7 @@ class HeterographView(ComponentView):
         self.vectors = vectors
         self.cfg: HeterographConfig = config.heterograph
         self.doc_names = doc_names
-        self.sparse = sparse if sparse is not None else SparseIndex(snapshot, SPARSE_KINDS)
+        self.sparse = sparse
         #: Kinds whose BM25 top-k are entry points (``HeterographConfig.sparse_kinds``).
         self.sparse_kinds = kinds_of_letters(self.cfg.sparse_kinds, SPARSE_KINDS)
         nodes = snapshot.nodes
@@ -267,11 +265,6 @@ class HeterographView(ComponentView):
         if not src:
             return _EMPTY_I, _EMPTY_I
         return np.concatenate(src), np.concatenate(dst)
-
-    def carry_over(self, previous: ComponentView, delta: Delta) -> None:
-        """Advance the previous version's BM25 parts by the committed ``delta``."""
-        if isinstance(previous, HeterographView):
-            self.sparse = previous.sparse.advanced(self.snapshot, delta)
 
     # ------------------------------------------------------------------ search
     def search(self, mode: str, query: Query) -> list[Hit]:

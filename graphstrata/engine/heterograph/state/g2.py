@@ -39,6 +39,7 @@ from graphstrata.core.graph import csr_from_edges, merge_edges
 from graphstrata.core.ids import EdgesWithin, edges_within, find_positions
 from graphstrata.core.layered import LayeredCSR, flatten, incident_edges, plain
 from graphstrata.core.splice import spliced
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.heterograph.build.groups import Pairs, moved_pairs, pairs_of
 from graphstrata.engine.heterograph.build.work import EMPTY, Work
 from graphstrata.engine.heterograph.schema import G2_EDGES, G2_KINDS, A, S
@@ -59,18 +60,6 @@ def table_edges(work: Work, g2_ids: np.ndarray) -> EdgesWithin:
     src = np.concatenate([p[0] for p in parts])
     dst = np.concatenate([p[1] for p in parts])
     return edges_within(g2_ids, src, dst)
-
-
-#: The extra layer may always hold this many entries (a small index's base is small: at
-#: the walk graph's share alone it would be compacted every few writes).
-MIN_EXTRA_ENTRIES = 4096
-
-
-def _extra_allowed(graph: LayeredCSR) -> float:
-    """Entries the extra layer may hold over this base before it is compacted (the walk
-    graph's share, ``walk_graph.COMPACT_EXTRA_SHARE``, at least ``MIN_EXTRA_ENTRIES``)."""
-    share = walk_graph.COMPACT_EXTRA_SHARE * int(graph.indices.shape[0])
-    return max(share, float(MIN_EXTRA_ENTRIES))
 
 
 @dataclass(frozen=True)
@@ -134,13 +123,13 @@ class G2Graph:
             pairs_of(labels, group_of),
         )
 
-    def step(self, work: Work) -> G2Step | None:
+    def step(self, work: Work, maintenance: MaintenanceConfig) -> G2Step | None:
         """The G2 of ``work``'s operation, advanced from this graph (the committed one).
 
         Returns None where the graph cannot be advanced, and the operation reads the
         tables instead: a new node below a live node's id (ids are allocated in order, so
-        not in practice), or more new edges than the extra layer may hold (a build's
-        batches).
+        not in practice), or more new edges than the extra layer may hold
+        (``maintenance.g2_extra``: a build's batches).
         """
         added = sorted(
             (i, k in CONTENT_KINDS)
@@ -154,7 +143,8 @@ class G2Graph:
         parts = [work.edges.of(kind) for kind in G2_EDGES]
         new_src = np.concatenate([EMPTY, *(p[0] for p in parts)])
         new_dst = np.concatenate([EMPTY, *(p[1] for p in parts)])
-        if self.csr.extra_entries + 2 * new_src.size > _extra_allowed(self.csr):
+        extra_after = self.csr.extra_entries + 2 * new_src.size
+        if maintenance.g2_extra.should_fold(extra_after, int(self.csr.indices.shape[0])):
             return None
         died = find_positions(self.ids, work.dead_array())
         died = died[died >= 0]  # positions, ascending
@@ -271,7 +261,7 @@ class G2Step:
         """The edges with an end among the positions ``nodes`` (ascending, unique), each
         once, on positions, with their number of edges as weight. Slots and positions are
         converted by binary searches in the dead slots (few: the graph is compacted when
-        they pass ``walk_graph.COMPACT_DEAD_SHARE``)."""
+        they pass ``MaintenanceConfig.g2_dead``)."""
         slots = walk_graph.slots_of(np.asarray(nodes, np.int64), self.dead_slots)
         src, dst, w = incident_edges(self.csr, slots)
         positions = walk_graph.positions_of
@@ -297,12 +287,17 @@ class G2Step:
         )
 
     def after(
-        self, labels: np.ndarray, relabelled: np.ndarray, group_of: np.ndarray, pairs: Pairs
+        self,
+        labels: np.ndarray,
+        relabelled: np.ndarray,
+        group_of: np.ndarray,
+        pairs: Pairs,
+        maintenance: MaintenanceConfig,
     ) -> tuple[G2Graph, StateChanges]:
         """The graph of the version this operation commits, with the partition and groups
         it writes (per position; ``relabelled`` and ``pairs``: of :meth:`relabelled` and
         :meth:`pairs_after`), compacted onto positions when the extra layer or the dead
-        slots pass the walk graph's shares; and how the partition and groups differ from the
+        slots pass ``maintenance.g2_extra`` or ``g2_dead``; and how the partition and groups differ from the
         committed ``ST_LEIDEN`` and ``ST_GROUP_OF`` (which held exactly the committed G2
         nodes): new nodes, changed values and the deleted nodes."""
         labels, group_of = np.asarray(labels, np.int64), np.asarray(group_of, np.int64)
@@ -311,10 +306,9 @@ class G2Step:
         moved = labels[at]
         pairs = moved_pairs(pairs, moved, self.group_of[at], moved, group_of[at])
         csr, dead_slots = self.csr, self.dead_slots
-        if (
-            csr.extra_entries > _extra_allowed(csr)
-            or csr.dead > walk_graph.COMPACT_DEAD_SHARE * csr.n
-        ):
+        if maintenance.g2_extra.should_fold(
+            csr.extra_entries, int(csr.indices.shape[0])
+        ) or maintenance.g2_dead.should_fold(csr.dead, csr.n):
             csr, dead_slots = plain(*flatten(csr)), EMPTY
         graph = G2Graph(
             self.ids, dead_slots, csr, self.degree, labels, group_of, self.content, pairs

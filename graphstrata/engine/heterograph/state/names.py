@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphstrata.core import sets
+from graphstrata.engine.config import FoldPolicy, MaintenanceConfig
 from graphstrata.engine.heterograph.parse import normalize_name, title_key
 from graphstrata.engine.heterograph.schema import N, O, T
 from graphstrata.engine.layered import LayeredDict
@@ -64,9 +65,11 @@ def _merge(
     index: LayeredDict[str, np.ndarray],
     removed: dict[str, list[int]],
     added: dict[str, list[int]],
+    policy: FoldPolicy,
 ) -> LayeredDict[str, np.ndarray]:
-    """``index`` with ids taken out of and put into the keys named (copy on write)."""
-    out = index.changed()
+    """``index`` with ids taken out of and put into the keys named (copy on write, folded
+    by ``policy``)."""
+    out = index.changed(policy)
     for key in set(removed) | set(added):
         ids = out.get(key, _EMPTY)
         if key in removed:
@@ -120,12 +123,15 @@ class NameIndex:
             frozenset(titles.keys() & names.keys()),
         )
 
-    def advanced(self, previous: Snapshot, snapshot: Snapshot, delta: Delta) -> NameIndex:
+    def advanced(
+        self, previous: Snapshot, snapshot: Snapshot, delta: Delta, maintenance: MaintenanceConfig
+    ) -> NameIndex:
         """This index (of ``previous``) moved to ``snapshot``, which ``delta`` committed.
 
         Rows the delta replaced or deleted leave under their old names; its live rows join
-        under their new ones.
+        under their new ones. The mappings fold by ``maintenance.layered_dict``.
         """
+        fold = maintenance.layered_dict
         rows = delta.nodes
         row_ids = numpy_of(rows.column("id"))
         dead = delta.dead_nodes
@@ -144,7 +150,7 @@ class NameIndex:
         new_named = np.flatnonzero(live & np.isin(kinds, _NAMED))
         new_texts = rows.column("text").take(arrow_of(new_named)).to_pylist()
         added = _grouped((normalize_name(t), int(i)) for t, i in zip(new_texts, row_ids[new_named]))
-        title_of = self.title_of.changed()
+        title_of = self.title_of.changed(fold)
         for key in delta.dead_docs.tolist():
             if int(key) in title_of:
                 del title_of[int(key)]
@@ -153,7 +159,8 @@ class NameIndex:
         removed_t = _chunk_titles(old.doc_lists_at(gone_t), old.ids[gone_t], self.title_of)
         new_t = np.flatnonzero(live & (kinds == np.uint8(T)))
         added_t = _chunk_titles(doc_lists_flat(rows, new_t), row_ids[new_t], title_of)
-        names, titles = _merge(self.names, removed, added), _merge(self.titles, removed_t, added_t)
+        names = _merge(self.names, removed, added, fold)
+        titles = _merge(self.titles, removed_t, added_t, fold)
         keys = set(removed) | set(added) | set(removed_t) | set(added_t)
         both = {k for k in keys if k in names and k in titles}
         return NameIndex(names, titles, title_of, (self.shared - keys) | both)

@@ -8,7 +8,8 @@ The walk's CSR is not renumbered: it lives on *slots*, the ids of the last compa
 those added since, in id order, dead ones included (``core.layered``). A commit marks its
 deleted nodes dead and merges its new edges into the small extra layer; the base layer of
 18.8M entries at 100k chunks is shared untouched by every version until the extra layer
-or the dead slots pass a share of it (``COMPACT_EXTRA_SHARE``, ``COMPACT_DEAD_SHARE``),
+or the dead slots pass a share of it (``MaintenanceConfig.walk_graph_extra``,
+``walk_graph_dead``),
 when one pass writes base and extra into a new base on positions again
 (``core.layered.flatten``, into recycled memory: ``buffers``). Renumbering the whole CSR
 on every commit cost ~0.1 s of a one-document write at 100k chunks, a third of the write
@@ -34,7 +35,7 @@ from graphstrata.core.layered import (
     plain,
     row_weights,
 )
-from graphstrata.engine.config import HeterographConfig
+from graphstrata.engine.config import HeterographConfig, MaintenanceConfig
 from graphstrata.engine.heterograph.schema import HETERO_EDGE_KINDS
 from graphstrata.engine.heterograph.state.buffers import CSR_BUFFERS
 from graphstrata.engine.heterograph.state.links import StructuralLinks
@@ -44,16 +45,6 @@ from graphstrata.engine.types import EdgeKind
 
 _KINDS = np.asarray(HETERO_EDGE_KINDS, dtype=np.uint8)
 _NO_SLOTS = np.zeros(0, np.int64)
-
-#: The CSR is compacted when its extra layer holds more entries than this share of the
-#: base: the merge of the extra layer on each commit is O(its entries). Three one-document
-#: insert/delete pairs at 100k chunks left 6.4-7.4k extra entries (1.2M allowed) and
-#: 355-394 dead slots (80k allowed): at those rates, a compaction every ~1,000 writes
-#: (extrapolated, not run that long).
-COMPACT_EXTRA_SHARE = 1 / 16
-#: ... or when more than this share of its slots are dead (each is a row the walk skips
-#: and an id the slot lookups keep).
-COMPACT_DEAD_SHARE = 1 / 8
 
 
 @dataclass(frozen=True)
@@ -108,13 +99,19 @@ class WalkEdges:
         return cls(ids, graph, row_weights(graph), links)
 
     def advanced(
-        self, previous_ids: np.ndarray, snapshot: Snapshot, delta: Delta, cfg: HeterographConfig
+        self,
+        previous_ids: np.ndarray,
+        snapshot: Snapshot,
+        delta: Delta,
+        cfg: HeterographConfig,
+        maintenance: MaintenanceConfig,
     ) -> WalkEdges:
         """These edges (of the version with ``previous_ids``) moved to ``snapshot``.
 
         ``delta`` is the change ``snapshot`` committed on top of that version. Falls back to
         :meth:`build` if the surviving nodes are not a prefix of the new table (ids not
-        allocated in order).
+        allocated in order). The CSR is compacted by the ``walk_graph_extra`` and
+        ``walk_graph_dead`` policies of ``maintenance``.
         """
         ids = snapshot.nodes.ids
         # The previous nodes the commit kept: all but the delta's deleted ones (a lookup of
@@ -140,14 +137,15 @@ class WalkEdges:
         # merge, the links' slot bookkeeping and the flatten. A build's commit (every edge
         # new on an empty graph) advanced by merging took 0.68 s against 0.23 s built, at
         # 20k chunks (build/scratch/prof_reload.py).
-        if self._extra_past_share(self.csr.extra_entries + int(walked[0].size)):
+        if self._extra_past_share(self.csr.extra_entries + int(walked[0].size), maintenance):
             return WalkEdges.build(snapshot, cfg)
-        return self._advanced(ids, alive, *walked)
+        return self._advanced(ids, alive, *walked, maintenance=maintenance)
 
-    def _extra_past_share(self, extra_entries: int) -> bool:
+    def _extra_past_share(self, extra_entries: int, maintenance: MaintenanceConfig) -> bool:
         """Whether an extra layer of ``extra_entries`` over this base is compacted
-        (``COMPACT_EXTRA_SHARE``)."""
-        return extra_entries > COMPACT_EXTRA_SHARE * max(int(self.csr.indices.shape[0]), 1)
+        (``walk_graph_extra``)."""
+        base = max(int(self.csr.indices.shape[0]), 1)
+        return maintenance.walk_graph_extra.should_fold(extra_entries, base)
 
     def _advanced(
         self,
@@ -157,10 +155,12 @@ class WalkEdges:
         dst: np.ndarray,
         weight: np.ndarray,
         kind: np.ndarray,
+        *,
+        maintenance: MaintenanceConfig,
     ) -> WalkEdges:
         """The CSR and links with the live nodes not ``survived`` (bool per previous
         position) dead, the ids past the survivors new, and the new edges (on the new
-        positions) merged into their extra layers; compacted past the shares."""
+        positions) merged into their extra layers; compacted past the policies."""
         old = self.csr
         added = ids[int(np.count_nonzero(survived)) :]
         slot_ids = np.concatenate([self.slot_ids, added])
@@ -174,7 +174,9 @@ class WalkEdges:
         links = self.links.added(int(slot_ids.size), died, s, d, kind)
         extra = merge_edges(*old.extra, s, d, weight, int(slot_ids.size))
         csr = LayeredCSR(old.indptr, old.indices, old.weights, *extra, alive)
-        if self._extra_past_share(csr.extra_entries) or csr.dead > COMPACT_DEAD_SHARE * csr.n:
+        if self._extra_past_share(
+            csr.extra_entries, maintenance
+        ) or maintenance.walk_graph_dead.should_fold(csr.dead, csr.n):
             graph = plain(*flatten(csr, empty=CSR_BUFFERS.empty))
             position = np.where(alive, np.cumsum(alive) - 1, -1)
             return WalkEdges(ids, graph, row_weights(graph), links.renumbered(position, alive))

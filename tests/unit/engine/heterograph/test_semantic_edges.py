@@ -27,6 +27,7 @@ from graphstrata.engine.heterograph.schema import HETERO_EMBEDDED
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.types import EdgeKind, NodeKind
 from graphstrata.engine.vectors import VectorIndex
+from tests.helpers.maintenance import maintenance
 
 
 def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -85,18 +86,19 @@ def test_vector_index_neighbours_skip_self_and_excluded_ids():
 
 
 @pytest.mark.parametrize("oversample", [1, 16])
-def test_vector_index_neighbours_when_the_best_matches_are_excluded(oversample, monkeypatch):
+def test_vector_index_neighbours_when_the_best_matches_are_excluded(oversample):
     """Each query's best matches were removed from the base or are excluded by the write:
     the narrow first search finds too few others and the short queries ask again (with
-    ``OVERSAMPLE`` 1 nearly all do); the result is the brute-force top-m of the rest."""
-    import graphstrata.engine.vectors as vectors
-
-    monkeypatch.setattr(vectors, "OVERSAMPLE", oversample)
+    ``vector_oversample`` 1 nearly all do); the result is the brute-force top-m of the
+    rest."""
+    policy = maintenance(vector_oversample=oversample)
     rng = np.random.default_rng(8)
     x = _unit(rng, 400, 16)
     ids = np.arange(1, 401, dtype=np.int64)
     kind = int(NodeKind.S)
-    vi = VectorIndex(16).updated(ids, np.full(400, kind, np.uint8), x, ids[:0], 1)
+    vi = VectorIndex(16, maintenance=policy).updated(
+        ids, np.full(400, kind, np.uint8), x, ids[:0], 1
+    )
     queries, qids = x[:12], ids[:12]
     best = np.argsort(-(queries @ x.T), axis=1)[:, 1:7]  # each query's six best others
     removed, exclude = ids[best[:, :3].ravel()], ids[best[:, 3:].ravel()]

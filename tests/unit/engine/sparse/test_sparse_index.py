@@ -10,7 +10,7 @@ import pytest
 
 from graphstrata.bindings.llm.extractive import ExtractiveLLM
 from graphstrata.core import bm25
-from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.config import IndexConfig, MaintenanceConfig
 from graphstrata.engine.index import Engine
 from graphstrata.engine.modes.bm25 import SparseComponent, make_tokenizer
 from graphstrata.engine.sparse import index as sparse_index
@@ -19,9 +19,11 @@ from graphstrata.engine.sparse.index import (
     STOPWORDS_EN,
     KindIndex,
     SparseIndex,
+    SparseParts,
     analyze,
 )
 from graphstrata.engine.types import NodeKind
+from tests.helpers.maintenance import maintenance
 from tests.helpers.sparse import (
     QUERIES,
     WORDS,
@@ -31,6 +33,9 @@ from tests.helpers.sparse import (
     fresh_ranking,
     random_texts,
 )
+
+#: The default fold policies of the postings.
+DEFAULT = MaintenanceConfig()
 
 
 def test_stop_words_are_bm25s_english_list():
@@ -122,8 +127,8 @@ def test_top_k_equals_the_head_of_the_full_ranking_with_ties(seed):
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 @pytest.mark.parametrize("max_segments", [2, 16])
-def test_inserts_and_deletes_equal_a_fresh_build(seed, max_segments, monkeypatch):
-    monkeypatch.setattr(postings, "MAX_SEGMENTS", max_segments)
+def test_inserts_and_deletes_equal_a_fresh_build(seed, max_segments):
+    policy = maintenance(postings_segments={"minimum": max_segments})
     rng = random.Random(seed)
     next_id = 0
     live: dict[int, str] = {}
@@ -148,12 +153,14 @@ def test_inserts_and_deletes_equal_a_fresh_build(seed, max_segments, monkeypatch
             text = live[i] if rng.random() < 0.5 else " ".join(random_texts(rng, 2))
             add_ids.append(i)
             add_texts.append(text)
-        index = index.changed(np.array(dead, np.int64), np.array(add_ids, np.int64), add_texts)
+        index = index.changed(
+            np.array(dead, np.int64), np.array(add_ids, np.int64), add_texts, policy
+        )
         live.update(zip(add_ids, add_texts, strict=True))
         assert_same_as_fresh(index, live, queries)
         assert len(index.segments) <= max_segments
         dead_share = 1 - index.n_live / max(index.alive.size, 1)
-        assert dead_share <= postings.MAX_DEAD_SHARE + 1e-9
+        assert dead_share <= policy.postings_dead.share + 1e-9
         versions.append((index, dict(live)))
     # older versions were not modified by the later ones
     for old, old_live in versions[::4]:
@@ -165,9 +172,9 @@ def test_rewrite_with_the_same_text_is_not_retokenized(monkeypatch):
     calls = []
     real = postings.analyze
     monkeypatch.setattr(postings, "analyze", lambda t: calls.append(t) or real(t))
-    same = index.changed(np.zeros(0, np.int64), np.array([1]), ["lens maker"])
+    same = index.changed(np.zeros(0, np.int64), np.array([1]), ["lens maker"], DEFAULT)
     assert calls == [] and len(same.segments) == 1
-    other = index.changed(np.zeros(0, np.int64), np.array([1, 5]), ["fjord", "harvest"])
+    other = index.changed(np.zeros(0, np.int64), np.array([1, 5]), ["fjord", "harvest"], DEFAULT)
     assert calls == ["fjord", "harvest"]
     assert other.search("lens", 5)[0].size == 0
     assert other.search("fjord", 5)[0].tolist() == [1]
@@ -242,9 +249,9 @@ def test_engine_advances_the_built_index_after_each_commit(
 def test_views_of_one_version_share_the_postings(tmp_path, hashing_embedder, sample_docs):
     engine = _engine(tmp_path, hashing_embedder)
     engine.insert(sample_docs[:5])
-    snapshot = engine.state.snapshot
-    a = SparseIndex(snapshot, [int(NodeKind.T)])
-    b = SparseIndex(snapshot, [int(NodeKind.T), int(NodeKind.L)])
+    parts = engine.state.sparse
+    a = parts.index([int(NodeKind.T)])
+    b = parts.index([int(NodeKind.T), int(NodeKind.L)])
     assert a.part(int(NodeKind.T)) is b.part(int(NodeKind.T))
 
 
@@ -253,11 +260,12 @@ def test_advance_without_a_delta_reads_the_change_from_the_snapshots(
 ):
     engine = _engine(tmp_path, hashing_embedder)
     engine.insert(sample_docs[:10])
-    before = SparseIndex(engine.state.snapshot, [int(NodeKind.T)])
-    before.part(int(NodeKind.T))
+    before = SparseParts(engine.state.snapshot, DEFAULT, [int(NodeKind.T)])
+    before.get(int(NodeKind.T))
     engine.insert(sample_docs[10:15])
     engine.delete([sample_docs[0]["doc_id"]])
-    after = before.advanced(engine.state.snapshot)  # two commits later, no delta
+    # two commits later, no delta
+    after = before.advanced(engine.state.snapshot, None, DEFAULT).index([int(NodeKind.T)])
     query = "observatory spectrograph lens"
     ids, scores = after.search(query, [int(NodeKind.T)], 50)
     want_ids, want_scores = fresh_ranking(engine, query)
@@ -301,8 +309,8 @@ def test_pruned_top_k_equals_the_full_ranking_over_segments_and_tombstones(seed,
     index = KindIndex.build(np.arange(600, dtype=np.int64), texts[:600])
     for lo, hi in ((600, 850), (850, 900)):
         ids = np.arange(lo, hi, dtype=np.int64)
-        index = index.changed(np.zeros(0, np.int64), ids, texts[lo:hi])
-    index = index.changed(np.arange(0, 900, 7, dtype=np.int64), np.zeros(0, np.int64), [])
+        index = index.changed(np.zeros(0, np.int64), ids, texts[lo:hi], DEFAULT)
+    index = index.changed(np.arange(0, 900, 7, dtype=np.int64), np.zeros(0, np.int64), [], DEFAULT)
     assert len(index.segments) == 3 and index.n_live < index.alive.size
     calls = []
     real = postings.top_candidates
@@ -365,7 +373,7 @@ def test_each_segments_term_max_is_the_largest_tf_of_the_terms_postings(n_texts)
     texts = [" ".join(rng.choices(WORDS, k=rng.randint(0, 30))) for _ in range(n_texts)]
     part = KindIndex.build(np.arange(n_texts, dtype=np.int64), texts)
     more = [" ".join(rng.choices(WORDS, k=rng.randint(1, 9)) + ["zebra"] * 3) for _ in range(5)]
-    grown = part.changed(np.arange(0, n_texts, 9), np.arange(n_texts, n_texts + 5), more)
+    grown = part.changed(np.arange(0, n_texts, 9), np.arange(n_texts, n_texts + 5), more, DEFAULT)
     if n_texts >= 40:  # a segment per change (small ones are compacted at once)
         assert len(grown.segments) == 2
     for index in (part, grown):
@@ -413,7 +421,7 @@ def test_many_small_writes_keep_few_segments_and_the_same_scores():
         texts = random_texts(rng, rng.randint(1, 3))
         ids = np.arange(next_id, next_id + len(texts), dtype=np.int64)
         next_id += len(texts)
-        index = index.changed(np.zeros(0, np.int64), ids, texts)
+        index = index.changed(np.zeros(0, np.int64), ids, texts, DEFAULT)
         live.update(zip(ids.tolist(), texts, strict=True))
         sizes = [seg.n for seg in index.segments]
         assert len(sizes) <= int(np.log2(index.alive.size)) + 1

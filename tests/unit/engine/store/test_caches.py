@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from graphstrata.bindings.llm.extractive import ExtractiveLLM
-from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.config import IndexConfig, MaintenanceConfig
 from graphstrata.engine.index import Engine
 from graphstrata.engine.modes.bm25 import SparseComponent
 from graphstrata.engine.sparse import cache as sparse_cache
@@ -20,6 +20,7 @@ from graphstrata.engine.store.caches import cache_is_stale, map_arrays, save_arr
 from graphstrata.engine.store.tables import VectorSegment, VectorTable
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
+from tests.helpers.maintenance import maintenance
 from tests.helpers.sparse import QUERIES, assert_same_as_fresh, fresh_ranking, random_texts
 
 T = int(NodeKind.T)
@@ -65,10 +66,11 @@ def test_a_truncated_or_foreign_array_file_is_refused(tmp_path):
 
 
 def test_a_cache_is_stale_from_a_quarter_of_the_rows_and_a_floor():
-    assert not cache_is_stale(caches.CACHE_MIN_ROWS - 1, 100)
-    assert cache_is_stale(caches.CACHE_MIN_ROWS, 100)
-    assert not cache_is_stale(24_999, 100_000)
-    assert cache_is_stale(25_000, 100_000)
+    policy = MaintenanceConfig().cache_stale
+    assert not cache_is_stale(policy.minimum - 1, 100, policy)
+    assert cache_is_stale(policy.minimum, 100, policy)
+    assert not cache_is_stale(24_999, 100_000, policy)
+    assert cache_is_stale(25_000, 100_000, policy)
 
 
 # ---------------------------------------------------------------------- postings
@@ -87,7 +89,9 @@ def _change(
     for i in dead:
         del live[i]
     live.update(add)
-    return index.changed(np.array(dead), np.array(list(add)), list(add.values()))
+    return index.changed(
+        np.array(dead), np.array(list(add)), list(add.values()), MaintenanceConfig()
+    )
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -113,7 +117,7 @@ def test_an_empty_collection_saves_and_loads(tmp_path):
     sparse_cache.save_part(KindIndex.build(np.zeros(0, np.int64), []), path)
     loaded = sparse_cache.load_part(path)
     assert loaded.n_live == 0 and loaded.search("lens", 5)[0].size == 0
-    grown = loaded.changed(np.zeros(0, np.int64), np.array([4]), ["lens maker"])
+    grown = loaded.changed(np.zeros(0, np.int64), np.array([4]), ["lens maker"], None)
     assert grown.search("lens", 5)[0].tolist() == [4]
 
 
@@ -125,10 +129,13 @@ def test_a_postings_file_of_another_format_is_refused(tmp_path):
 
 
 # ---------------------------------------------------------------------- an engine
-def _engine(path, hashing_embedder, create: bool) -> Engine:
+def _engine(path, hashing_embedder, create: bool, min_rows: int | None = None) -> Engine:
+    """A bm25-only engine; ``min_rows``: the ``cache_stale`` policy's floor of rows."""
     config = IndexConfig()
     config.hierarchy.enabled = False
     config.heterograph.enabled = False
+    if min_rows is not None:
+        config.maintenance = maintenance(cache_stale={"minimum": min_rows})
     if create:
         return Engine.create(
             path, config, hashing_embedder, ExtractiveLLM(), components=[SparseComponent()]
@@ -147,9 +154,8 @@ def _no_tokenizing(*args):
 
 def _cached(tmp_path, hashing_embedder, docs, monkeypatch) -> tuple[Path, Engine]:
     """An index of ``docs`` whose first commit wrote the caches (no row floor)."""
-    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 0)
     path = tmp_path / "idx"
-    engine = _engine(path, hashing_embedder, create=True)
+    engine = _engine(path, hashing_embedder, create=True, min_rows=0)
     engine.insert(docs)
     return path, engine
 
@@ -177,7 +183,7 @@ def test_a_new_process_reads_the_postings_from_the_cache(
         # the committing process shares the collections it saved: nothing rebuilt there
         assert _bm25(engine, query)[0] == want[0]
     # Writes too small to rewrite the cache: a reader applies them to the cached postings.
-    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 10**9)
+    engine.config.maintenance = maintenance(cache_stale={"minimum": 10**9})
     cached_at = manifest["sparse_cache"]["version"]
     engine.insert(sample_docs[20:26])
     engine.delete([d["doc_id"] for d in sample_docs[:3]])
@@ -207,9 +213,8 @@ def test_an_unreadable_postings_cache_is_rebuilt_from_the_texts(
 def test_compact_writes_both_caches_of_the_compacted_version(
     tmp_path, hashing_embedder, sample_docs, monkeypatch
 ):
-    monkeypatch.setattr(caches, "CACHE_MIN_ROWS", 10**9)  # no write rewrites a cache
     path = tmp_path / "idx"
-    engine = _engine(path, hashing_embedder, create=True)
+    engine = _engine(path, hashing_embedder, create=True, min_rows=10**9)  # no write rewrites
     engine.insert(sample_docs[:15])
     assert not engine.store.manifest.get("sparse_cache")
     engine.compact()
@@ -232,22 +237,19 @@ def _rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("removed_max", [64, 3])
-def test_mapped_vector_cache_brought_to_a_later_version_answers_exactly(
-    tmp_path, monkeypatch, removed_max
-):
+def test_mapped_vector_cache_brought_to_a_later_version_answers_exactly(tmp_path, removed_max):
     """The cache of version 1 opened at version 2 (vectors removed and added since): the
-    mapped bases are never modified; below EXACT_BELOW usearch is exact, so the results are
-    the brute-force top-k of the live vectors (with a small REMOVED_MAX, the merge path)."""
-    import graphstrata.engine.vectors as vectors
-
-    monkeypatch.setattr(vectors, "REMOVED_MAX", removed_max)
+    mapped bases are never modified; below vector_exact_below usearch is exact, so the results are
+    the brute-force top-k of the live vectors (with a small ``vector_removed`` minimum, the
+    merge path)."""
+    policy = maintenance(vector_removed={"minimum": removed_max})
     rng = np.random.default_rng(0)
     dim, s, t = 16, int(NodeKind.S), int(NodeKind.T)
     ids1 = np.arange(1, 201, dtype=np.int64)
     kinds1 = np.where(ids1 % 3 == 0, t, s).astype(np.uint8)
     mat1 = _rows(rng, ids1.size, dim)
     seg1 = VectorSegment(ids1, kinds1, mat1, 1)
-    built = VectorIndex.build(VectorTable(dim, [seg1], ids1))
+    built = VectorIndex.build(VectorTable(dim, [seg1], ids1), maintenance=policy)
     assert built.unsaved() == sorted([s, t])
     paths = built.save_bases(lambda kind: tmp_path / f"k{kind}.usearch", built.unsaved())
     assert sorted(paths) == sorted([s, t]) and {f.version for f in paths.values()} == {1}
@@ -257,7 +259,7 @@ def test_mapped_vector_cache_brought_to_a_later_version_answers_exactly(
     dead = rng.choice(ids1, 10, replace=False)
     live = np.setdiff1d(np.concatenate([ids1, ids2]), dead)
     table = VectorTable(dim, [seg1, VectorSegment(ids2, kinds2, mat2, 2)], live)
-    opened = VectorIndex.restore(paths, table)
+    opened = VectorIndex.restore(paths, table, maintenance=policy)
     queries = _rows(rng, 6, dim)
     all_ids = np.concatenate([ids1, ids2])
     all_kinds = np.concatenate([kinds1, kinds2])
@@ -270,7 +272,7 @@ def test_mapped_vector_cache_brought_to_a_later_version_answers_exactly(
         assert [g.tolist() for g in got] == want
         assert opened.count([kind]) == int(keep.sum())
     # The files were mapped, not modified: the version-1 cache still answers as before.
-    again = VectorIndex.restore(paths, VectorTable(dim, [seg1], ids1))
+    again = VectorIndex.restore(paths, VectorTable(dim, [seg1], ids1), maintenance=policy)
     for kind in (s, t):
         a, _ = again.search(queries, [kind], 5)
         b, _ = built.search(queries, [kind], 5)
@@ -301,22 +303,20 @@ def _brute_top(table: VectorTable, kind: int, queries: np.ndarray, k: int) -> li
     return [ids[np.argsort(-row, kind="stable")[:k]].tolist() for row in sims]
 
 
-def test_a_base_rebuilt_by_a_write_is_saved_alone_and_opens_without_a_copy(tmp_path, monkeypatch):
+def test_a_base_rebuilt_by_a_write_is_saved_alone_and_opens_without_a_copy(tmp_path):
     """Writes that rewrite one kind's vectors pass its removal limit: the writer makes that
     base anew from its live and fresh vectors. Saved as a base with the version it holds,
     the file opens into the writer's state (same fresh and dead parts after the writes
     since, nothing rebuilt: ``unsaved`` empty), answering exactly; the other kind is not
     rewritten."""
-    import graphstrata.engine.vectors as vectors
-
-    monkeypatch.setattr(vectors, "REMOVED_MAX", 3)
+    policy = maintenance(vector_removed={"minimum": 3})
     rng = np.random.default_rng(11)
     dim, s, t = 16, int(NodeKind.S), int(NodeKind.T)
     ids = np.arange(1, 121, dtype=np.int64)
     kinds = np.where(ids <= 90, t, s).astype(np.uint8)
     segs = [VectorSegment(ids, kinds, _rows(rng, ids.size, dim), 1)]
     table = VectorTable(dim, segs, ids)
-    writer = VectorIndex.build(table)
+    writer = VectorIndex.build(table, maintenance=policy)
     files = writer.save_bases(lambda k: tmp_path / f"v1-k{k}.usearch", writer.unsaved())
     writer.mark_saved(files)
     rebuilt_at = None
@@ -340,7 +340,7 @@ def test_a_base_rebuilt_by_a_write_is_saved_alone_and_opens_without_a_copy(tmp_p
             writer.mark_saved(written)
             files.update(written)
     assert rebuilt_at is not None and writer.fresh[s][0].size > 0
-    opened = VectorIndex.restore(files, table)
+    opened = VectorIndex.restore(files, table, maintenance=policy)
     assert opened.unsaved() == []  # nothing copied at the open
     np.testing.assert_array_equal(opened.fresh[s][0], writer.fresh[s][0])
     np.testing.assert_array_equal(opened.removed.get(s, ids[:0]), writer.removed.get(s, ids[:0]))

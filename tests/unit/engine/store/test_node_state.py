@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from graphstrata.core.communities import stable_labels
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.store import Store, node_state
 from graphstrata.engine.types import NodeKind
 
@@ -76,9 +77,14 @@ def test_edge_cases_empty_one_node_and_repeated_ids():
 
 
 def test_a_new_base_when_patches_would_outgrow_the_mapping():
-    assert node_state.needs_new_base([], 5, 100) is False
-    assert node_state.needs_new_base([60], 40, 100) is True
-    assert node_state.needs_new_base([1] * node_state.MAX_PATCHES, 1, 100) is True
+    policy = MaintenanceConfig()
+
+    def needs_new_base(patch_rows, new_rows, mapping_rows):
+        return node_state.needs_new_base(patch_rows, new_rows, mapping_rows, policy)
+
+    assert needs_new_base([], 5, 100) is False
+    assert needs_new_base([60], 40, 100) is True
+    assert needs_new_base([1] * policy.node_state_patches.minimum, 1, 100) is True
 
 
 def _store(tmp_path):

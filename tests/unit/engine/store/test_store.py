@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.store import (
     CorruptIndexError,
     IndexLockedError,
@@ -560,7 +561,7 @@ def test_merged_node_tables_equal_the_oracle(seed, row_by_row_below, monkeypatch
         fresh = sorted(set(picked) - set(dead))
         dead_ever.update(dead)
         rows = _node_rows(fresh, [version] * len(fresh))
-        table = table.merged(rows, np.asarray(dead, np.int64))
+        table = table.merged(rows, np.asarray(dead, np.int64), MaintenanceConfig())
         for i in dead:
             want.pop(i, None)
         want.update(dict.fromkeys(fresh, version))
@@ -669,7 +670,10 @@ def test_merged_tail_keeps_the_rows_and_few_chunks(seed):
     O(log rows) chunks; no chunk, one chunk and empty chunks pass through."""
     import pyarrow as pa
 
-    from graphstrata.engine.store.tables import _merged_tail
+    from graphstrata.engine.store.tables import _merged_tail as merged_tail
+
+    def _merged_tail(rows: pa.Table) -> pa.Table:
+        return merged_tail(rows, MaintenanceConfig().table_chunk_merge_factor)
 
     rng = np.random.default_rng(seed)
     table = pa.table({"id": pa.array([], pa.int64())})

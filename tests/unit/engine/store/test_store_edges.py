@@ -6,10 +6,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from graphstrata.engine.store import edges as edges_mod
+from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.store.edges import EdgeTable
 from graphstrata.engine.store.schema import EDGE_SCHEMA
 from graphstrata.engine.types import EdgeKind
+from tests.helpers.maintenance import maintenance
 
 SEMANTIC = int(EdgeKind.SEMANTIC)
 KINDS = np.asarray([int(EdgeKind.CHUNK_UNIT), int(EdgeKind.UNIT_ENTITY), SEMANTIC], np.uint8)
@@ -40,9 +41,8 @@ def _oracle(all_edges: pa.Table, dead: set[int]) -> pa.Table:
 
 @pytest.mark.parametrize("max_parts", [1, 3, 64])
 @pytest.mark.parametrize("seed", range(4))
-def test_advanced_edges_equal_filtering_every_edge(seed, max_parts, monkeypatch):
-    monkeypatch.setattr(edges_mod, "MAX_LAZY_PARTS", max_parts)
-    monkeypatch.setattr(edges_mod, "MAX_LAZY_DEAD", max_parts * 2)
+def test_advanced_edges_equal_filtering_every_edge(seed, max_parts):
+    policy = maintenance(edges_parts={"minimum": max_parts}, edges_dead={"minimum": max_parts * 2})
     rng = np.random.default_rng(seed)
     next_id = 40
     live = set(range(next_id))
@@ -60,7 +60,7 @@ def test_advanced_edges_equal_filtering_every_edge(seed, max_parts, monkeypatch)
         m = int(rng.integers(0, 10)) if ends.size else 0
         new = _edges(rng.choice(ends, m), rng.choice(ends, m), rng.choice(KINDS, m))
         added.append(new)
-        table = table.advanced(np.asarray(sorted(gone.tolist()), np.int64), new)
+        table = table.advanced(np.asarray(sorted(gone.tolist()), np.int64), new, policy)
         want = _oracle(pa.concat_tables(added), dead)
         for kind in KINDS.tolist():  # one kind, filtered on its own, in table order
             of_kind = want.filter(pa.compute.equal(want["kind"], kind))
@@ -84,15 +84,17 @@ def test_advanced_edges_equal_filtering_every_edge(seed, max_parts, monkeypatch)
 
 
 def test_edge_table_edge_cases():
+    policy = MaintenanceConfig()
     empty = _edges([], [], [])
     table = EdgeTable.of(empty)
     assert table.num_rows == 0 and table.lazy.num_rows == 0
-    table = table.advanced(np.asarray([1], np.int64), empty)
+    table = table.advanced(np.asarray([1], np.int64), empty, policy)
     assert table.table.num_rows == 0
     # Only semantic edges, every end deleted.
     table = EdgeTable.of(_edges([1, 2], [2, 3], [SEMANTIC, SEMANTIC]))
-    table = table.advanced(np.asarray([2], np.int64), empty)
+    table = table.advanced(np.asarray([2], np.int64), empty, policy)
     assert table.num_rows == 0 and table.structural.num_rows == 0
     # Duplicate edges stay duplicates.
     table = EdgeTable.of(_edges([1, 1], [2, 2], [SEMANTIC, SEMANTIC]))
-    assert table.advanced(np.zeros(0, np.int64), _edges([1], [2], [SEMANTIC])).num_rows == 3
+    more = _edges([1], [2], [SEMANTIC])
+    assert table.advanced(np.zeros(0, np.int64), more, policy).num_rows == 3

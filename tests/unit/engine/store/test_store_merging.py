@@ -11,16 +11,21 @@ import pyarrow as pa
 import pytest
 
 from graphstrata.engine.store import DOC_SCHEMA, Store, merging
-from graphstrata.engine.store.merging import merged_rows, run_to_merge, tier
+from graphstrata.engine.store.merging import merged_rows, tier
 from graphstrata.engine.store.segments import read_table_segment
 from graphstrata.engine.types import EdgeKind, NodeKind
+from tests.helpers.maintenance import maintenance
 
 DIM = 4
 
 
-def _create(path):
+def _create(path, fanin=None):
+    """A store whose commits merge runs of ``fanin`` segments (None: the default)."""
     hp = np.random.default_rng(0).standard_normal((4, DIM)).astype(np.float32)
-    return Store.create(path, {"vector_dtype": "f32"}, {"name": "e", "dim": DIM}, hp, 0)
+    config: dict = {"vector_dtype": "f32"}
+    if fanin is not None:
+        config["maintenance"] = {"store_merge_fanin": fanin}
+    return Store.create(path, config, {"name": "e", "dim": DIM}, hp, 0)
 
 
 def _docs_table(keys, version):
@@ -118,11 +123,10 @@ def _assert_merges_dropped_dead_rows(root, version):
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("fanin", [2, 3])
-def test_every_version_reads_the_same_with_and_without_merges(tmp_path, monkeypatch, seed, fanin):
-    plain, merged = _create(tmp_path / "plain"), _create(tmp_path / "merged")
+def test_every_version_reads_the_same_with_and_without_merges(tmp_path, seed, fanin):
+    plain, merged = _create(tmp_path / "plain", 10**9), _create(tmp_path / "merged", fanin)
     n_commits = 20
-    for store, f in ((plain, 10**9), (merged, fanin)):
-        monkeypatch.setattr(merging, "MERGE_FANIN", f)
+    for store in (plain, merged):
         rng = np.random.default_rng(seed)
         writer = store
         for i in range(n_commits):
@@ -139,9 +143,8 @@ def test_every_version_reads_the_same_with_and_without_merges(tmp_path, monkeypa
     assert counts["vectors"] == plain_counts["vectors"]  # vector segments are never merged
 
 
-def test_segments_per_table_follow_the_digits_of_the_commit_count(tmp_path, monkeypatch):
-    monkeypatch.setattr(merging, "MERGE_FANIN", 3)
-    store = _create(tmp_path / "ix")
+def test_segments_per_table_follow_the_digits_of_the_commit_count(tmp_path):
+    store = _create(tmp_path / "ix", 3)
     rng = np.random.default_rng(1)
     for n in range(1, 30):
         with store.writer():
@@ -209,8 +212,12 @@ def _entry(name, rows, t=None):
     return e
 
 
-def test_run_to_merge_takes_full_runs_of_one_tier_only(monkeypatch):
-    monkeypatch.setattr(merging, "MERGE_FANIN", 3)
+def test_run_to_merge_takes_full_runs_of_one_tier_only():
+    policy = maintenance(store_merge_fanin=3)
+
+    def run_to_merge(entries):
+        return merging.run_to_merge(entries, policy)
+
     parquet = [_entry(f"s{i}.parquet", 10) for i in range(3)]
     assert run_to_merge(parquet) == 3  # written before tiers: a commit's Parquet is tier 0
     assert run_to_merge(parquet[:2]) == 0
@@ -219,7 +226,7 @@ def test_run_to_merge_takes_full_runs_of_one_tier_only(monkeypatch):
     assert run_to_merge([base, *parquet[:2]]) == 0
     assert run_to_merge([_entry("a.arrow", 9000, 1), *parquet[:2]]) == 0
     assert run_to_merge([_entry(f"m{i}.arrow", 9000, 1) for i in range(3)]) == 3
-    big = [_entry(f"b{i}.parquet", merging.MERGE_MAX_ROWS // 2) for i in range(3)]
+    big = [_entry(f"b{i}.parquet", policy.store_merge_max_rows // 2) for i in range(3)]
     assert run_to_merge(big) == 0  # bulk commits stay as they are
 
 
@@ -232,9 +239,8 @@ def test_a_full_disk_while_merging_keeps_the_last_version_and_removes_the_files(
 
     from graphstrata.engine.store import StoreWriteError
 
-    monkeypatch.setattr(merging, "MERGE_FANIN", 3)
     root = tmp_path / "ix"
-    store = _create(root)
+    store = _create(root, 3)
     rng = np.random.default_rng(2)
     for _ in range(2):
         _random_commit(store, rng)
@@ -264,9 +270,8 @@ def test_a_full_disk_while_merging_keeps_the_last_version_and_removes_the_files(
     assert [tier(e) for e in Store.open(root).manifest["segments"]["nodes"]] == [1]
 
 
-def test_a_run_whose_rows_all_died_leaves_no_segment(tmp_path, monkeypatch):
-    monkeypatch.setattr(merging, "MERGE_FANIN", 2)
-    store = _create(tmp_path / "ix")
+def test_a_run_whose_rows_all_died_leaves_no_segment(tmp_path):
+    store = _create(tmp_path / "ix", 2)
     with store.writer():
         delta = store.new_delta()
         ids = delta.new_node_ids(2)
@@ -282,15 +287,14 @@ def test_a_run_whose_rows_all_died_leaves_no_segment(tmp_path, monkeypatch):
     assert len(Store.open(tmp_path / "ix").load().nodes) == 0
 
 
-def test_a_merge_checks_the_segments_it_reads_from_disk(tmp_path, monkeypatch):
+def test_a_merge_checks_the_segments_it_reads_from_disk(tmp_path):
     """A writer that did not write a segment reads it from its file to merge it: a file
     whose bytes changed (same size) stops the commit instead of being merged into a
     segment with a fresh checksum; the index stays at its last version."""
     from graphstrata.engine.store import CorruptIndexError
 
-    monkeypatch.setattr(merging, "MERGE_FANIN", 2)
     root = tmp_path / "ix"
-    store = _create(root)
+    store = _create(root, 2)
     with store.writer():
         delta = store.new_delta()
         ids = delta.new_node_ids(3)
