@@ -167,8 +167,7 @@ def warmup(
     """
     from graphstrata.bindings.embed.models import HashingEmbedder
     from graphstrata.bindings.llm.extractive import ExtractiveLLM
-    from graphstrata.engine.config import IndexConfig
-    from graphstrata.engine.index import Engine
+    from graphstrata.engine import Engine, IndexConfig
 
     steps: list[tuple[str, float]] = []
     start = last = time.perf_counter()
@@ -233,7 +232,7 @@ def prepare_embedder(spec: str | None = None) -> dict[str, Any]:
         be loaded (e.g. its model is not installed; the cause names what to install).
     """
     from graphstrata.bindings.registry import DEFAULT_EMBEDDER, make_embedder
-    from graphstrata.engine.interfaces import EmbedderError
+    from graphstrata.engine import EmbedderError
 
     start = time.perf_counter()
     try:

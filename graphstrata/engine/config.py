@@ -106,7 +106,7 @@ class HeterographConfig:
     """NodeRAG heterograph (paper §2, Appendix C; build defaults from its public code).
 
     The ``graph`` search defaults (from ``entry_top_k`` on) were chosen with
-    ``benchmarks/graph_tuning.py`` on HotpotQA (994 passages, 100 questions) and a
+    ``benchmarks/quality/graph_tuning.py`` on HotpotQA (994 passages, 100 questions) and a
     150-document MultiHop-RAG subset (274 questions), then checked on all of MultiHop-RAG
     (609 documents, 500 questions), CPU defaults, 2,000-token budget; the numbers are in
     ``benchmarks/results/graph_tuning-*.md`` ("fact R" = gold facts verbatim in a retrieved
@@ -126,7 +126,7 @@ class HeterographConfig:
     #: exact (all pairs, deterministic); above, the new nodes query the committed usearch
     #: index and, when they are this many or more themselves (a build), one another through
     #: their k-NN graph (``core.nndescent``). Measured on 2 shared cores, hashing embeddings
-    #: of the synthetic corpus (``benchmarks/scale.py ann``, ``benchmarks/results/scale.md``):
+    #: of the synthetic corpus (``benchmarks/scale/scale.py ann``, ``benchmarks/results/scale.md``):
     #: exact all pairs 64 s at 50k vectors and ~1,090 s at 200k (N^2); the k-NN graph
     #: 24.7 s and 118 s (recall@16 0.83 and 0.66), HNSW built and searched with every vector
     #: 74 s and 552 s (recall 0.83 and 0.72). The retrieval sets stay exact.
@@ -311,7 +311,7 @@ class SearchConfig:
     #: quality at 64 was within 0.001 of it on MultiHop-RAG (naive doc recall 0.629 against
     #: 0.630; its 8,144 chunks are searched by HNSW) and the same on HotpotQA (every column;
     #: there only the heterograph's entities and relationships exceed ``maintenance.vector_exact_below``), by
-    #: ``benchmarks/retrieval.py --budgets 2000 --no-sweep`` at each value
+    #: ``benchmarks/quality/retrieval.py --budgets 2000 --no-sweep`` at each value
     #: (build/scratch/retrieval_ef.py); a dense list of the 1M scale index took 0.74 ms
     #: against 1.40 ms (build/scratch/ef_sweep.py). The cost is dense recall: over 49k
     #: all-MiniLM-L6-v2 vectors in float16, the top 50 at ef 64 / 96 / 128 held 95.9 / 97.5 /
@@ -387,7 +387,7 @@ class FusionConfig:
     #: Query-term coverage (``core.fusion.coverage_order``, score fusion of complete lists
     #: only): each candidate ranked above that matches a query term multiplies that term's
     #: BM25 weight by this much for the rest (1 disables). Measured hybrid fact recall
-    #: (MultiHop-RAG / HotpotQA, 2,000 tokens, benchmarks/retrieval.py's sweep, with the
+    #: (MultiHop-RAG / HotpotQA, 2,000 tokens, benchmarks/quality/retrieval.py's sweep, with the
     #: feedback round): 1.0: 0.498 / 0.948; 0.95: 0.509 / 0.950; 0.9: 0.520 / 0.965; 0.85:
     #: 0.530 / 0.955; 0.8: 0.539 / 0.945; 0.7: 0.540 / 0.942 (without feedback, commit
     #: ff06e17: 1.0: 0.497 / 0.948; 0.9: 0.522 / 0.948; 0.8: 0.543 / 0.928). 0.9 keeps

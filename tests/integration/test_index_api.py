@@ -217,7 +217,7 @@ def test_compact_keeps_results(make_index, sample_docs):
 
 def test_rebuild_builds_beside_and_swaps_in(tmp_path, hashing_embedder):
     from graphstrata.bindings.api import RebuildError
-    from tests.conftest import SAMPLE_DIR
+    from tests.helpers import SAMPLE_DIR
 
     path = tmp_path / "ix"
     flat = {"hierarchy": {"enabled": False}, "heterograph": {"enabled": False}}

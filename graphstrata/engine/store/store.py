@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import shutil
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -31,6 +29,7 @@ from graphstrata.engine.store.caches import (
     cache_paths,
     record_caches,
 )
+from graphstrata.engine.store.creation import create_index_files
 from graphstrata.engine.store.delta import Delta
 from graphstrata.engine.store.edges import EdgeTable
 from graphstrata.engine.store.errors import (
@@ -40,8 +39,6 @@ from graphstrata.engine.store.errors import (
     StoreWriteError,
 )
 from graphstrata.engine.store.files import (
-    FORMAT_NAME,
-    FORMAT_VERSION,
     MANIFEST,
     TABLES,
     FileCheck,
@@ -129,82 +126,13 @@ class Store:
     ) -> Store:
         """Create an empty index (version 0). Fails if ``root`` already holds one.
 
-        A failure part-way (a full disk) removes what was written, so the path can be reused.
+        A failure part-way (a full disk) removes what was written, so the path can be reused
+        (:func:`~graphstrata.engine.store.creation.create_index_files`).
         """
         root = Path(root)
-        if (root / MANIFEST).exists():
-            raise StoreError(f"an index already exists at {root}; open it or choose another path")
-        # The LLM response cache may already be there (kept across a rebuild, or opened by the
-        # backend before the store): it is not part of the index.
-        if root.exists() and any(
-            p for p in root.iterdir() if not p.name.startswith(("LOCK", "llm-cache"))
-        ):
-            raise StoreError(f"{root} exists and is not empty; refusing to create an index there")
-        created_root = not root.exists()
-        try:
-            return cls._create(root, config, embedder, hyperplanes, hyperplane_seed, components)
-        except BaseException as exc:
-            if not (root / MANIFEST).exists():
-                for name in ("segments", "manifests"):
-                    shutil.rmtree(root / name, ignore_errors=True)
-                (root / "hyperplanes.npy").unlink(missing_ok=True)
-                if created_root:
-                    with contextlib.suppress(OSError):
-                        root.rmdir()
-            if isinstance(exc, OSError):
-                raise StoreWriteError(
-                    f"{write_failure_cause(exc)} while creating an index at {root}; "
-                    "nothing was left there",
-                    exc.errno,
-                ) from exc
-            raise
-
-    @classmethod
-    def _create(
-        cls,
-        root: Path,
-        config: dict[str, Any],
-        embedder: dict[str, Any],
-        hyperplanes: np.ndarray,
-        hyperplane_seed: int,
-        components: Sequence[str],
-    ) -> Store:
-        (root / "segments").mkdir(parents=True, exist_ok=True)
-        (root / "manifests").mkdir(exist_ok=True)
-        hp = np.ascontiguousarray(hyperplanes, dtype=np.float32)
-        hp_path = root / "hyperplanes.npy"
-        with open(hp_path, "wb") as fh:
-            np.save(fh, hp)
-            fh.flush()
-            os.fsync(fh.fileno())
-        manifest: dict[str, Any] = {
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
-            "version": 0,
-            "created_at": time.time(),
-            "committed_at": time.time(),
-            "config": config,
-            "embedder": embedder,
-            "hyperplanes": {
-                "file": "hyperplanes.npy",
-                "sha256": sha256_file(hp_path),
-                "n_bits": int(hp.shape[0]),
-                "dim": int(hp.shape[1]),
-                "seed": int(hyperplane_seed),
-            },
-            "next_node_id": 0,
-            "next_doc_key": 0,
-            "segments": {t: [] for t in TABLES},
-            "state": {},
-            "components": {},
-            # Fixed at creation: a component that did not see every change cannot serve.
-            "components_enabled": list(components),
-            "vector_cache": None,
-            "counts": {},
-        }
-        data = seal(manifest)
-        write_atomic(root / "manifests" / "v00000000.json", data)
-        write_atomic(root / MANIFEST, data)
+        manifest = create_index_files(
+            root, config, embedder, hyperplanes, hyperplane_seed, components
+        )
         return cls(root, manifest)
 
     @classmethod

@@ -145,7 +145,7 @@ def test_cli_commands_carry_their_role_and_the_override():
     assert (args.thread_role, args.threads) == ("build", None)
     args = parser.parse_args(["serve", "ix", "--threads", "default"])
     assert not hasattr(args, "thread_role")  # the app applies the server role itself
-    from graphstrata.bindings.cli.serve import settings_from_args
+    from graphstrata.bindings.server.command import settings_from_args
 
     assert settings_from_args(args).threads == "default"
     with pytest.raises(SystemExit):
