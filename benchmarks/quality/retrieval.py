@@ -71,7 +71,7 @@ DEFAULT_GROUPS = "hierarchy,sparse,hybrid+heterograph"
 #: Config sections read only at query time: not part of an index's identity.
 QUERY_SECTIONS = ("search", "fusion")
 #: Modules of the component packages that only serve queries (not hashed into the identity).
-QUERY_MODULES = ("view.py", "search.py")
+QUERY_MODULES = ("view.py", "search.py", "ranking.py")
 #: Kernels only queries use.
 QUERY_KERNELS = ("fusion.py", "budget.py", "ppr.py")
 MEASURES = ("doc_recall", "fact_recall_text", "fact_recall_chunk", "answer_contained")
@@ -209,13 +209,20 @@ def code_files(components: list[Any]) -> list[Path]:
     files = sorted((engine_dir / "ingest").glob("*.py"))
     stateful = [c for c in components if c.name not in ("sparse", "hybrid")]
     if stateful:  # bm25 and hybrid keep no state and call no LLM
-        files += [REPO / "graphstrata" / "bindings" / "extractive.py", engine_dir / "prompts.py"]
+        files += [
+            REPO / "graphstrata" / "bindings" / "llm" / "extractive.py",
+            engine_dir / "prompts.py",
+        ]
         files += sorted(
             p for p in (REPO / "graphstrata" / "core").glob("*.py") if p.name not in QUERY_KERNELS
         )
     for comp in stateful:
         module = Path(sys.modules[type(comp).__module__].__file__ or "")
-        files += sorted(p for p in module.parent.glob("*.py") if p.name not in QUERY_MODULES)
+        files += sorted(
+            p
+            for p in module.parent.rglob("*.py")
+            if p.name not in QUERY_MODULES and "query" not in p.relative_to(module.parent).parts
+        )
     return files
 
 
