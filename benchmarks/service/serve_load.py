@@ -32,7 +32,7 @@ from typing import Any
 from benchmarks.common import write_json
 from benchmarks.service.loadgen import format_load_table, run_load, service_modes
 from benchmarks.service.server_process import ServerHandle, server_process
-from graphstrata.bindings.cli.common import Progress
+from graphstrata.bindings.cli.progress import Progress
 
 DEFAULT_MODES = ("naive", "collapsed", "graph")
 

@@ -26,6 +26,7 @@ from graphstrata.engine import (
     ConfigError,
     Document,
     DocumentError,
+    EdgeKind,
     Embedder,
     EmbedderError,
     Engine,
@@ -65,6 +66,7 @@ __all__ = [
     "ConfigError",
     "Document",
     "DocumentError",
+    "EdgeKind",
     "Embedder",
     "EmbedderError",
     "Index",
@@ -363,7 +365,12 @@ class Index:
         """
         return self._engine.insert(list(read_documents(source)), progress=progress)
 
-    def delete(self, doc_ids: Sequence[str], missing_ok: bool = False) -> OperationReport:
+    def delete(
+        self,
+        doc_ids: Sequence[str],
+        missing_ok: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> OperationReport:
         """Delete documents by id.
 
         Parameters
@@ -372,13 +379,15 @@ class Index:
             The documents to delete.
         missing_ok:
             Ignore ids that are not in the index (else ``DocumentError``).
+        progress:
+            ``progress(stage, done, total)`` as each write stage starts and ends.
 
         Returns
         -------
         OperationReport
             What was removed.
         """
-        return self._engine.delete(list(doc_ids), missing_ok=missing_ok)
+        return self._engine.delete(list(doc_ids), missing_ok=missing_ok, progress=progress)
 
     def maintain(self, wait: float = 0.0) -> OperationReport:
         """Redo over the whole index what writes do locally (``Engine.maintain``): the
@@ -560,7 +569,14 @@ class Index:
         from graphstrata.evaluation import evaluate
 
         return evaluate(
-            self.engine, qa, modes, budget_tokens, limit=limit, top_k=top_k, answers=answers
+            self.engine,
+            qa,
+            modes,
+            budget_tokens,
+            limit=limit,
+            top_k=top_k,
+            answers=answers,
+            progress=progress,
         )
 
     def stats(self) -> dict[str, Any]:

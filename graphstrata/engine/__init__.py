@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from graphstrata.engine.report import OperationReport
     from graphstrata.engine.store import IndexLockedError, StoreError
     from graphstrata.engine.tokens import count_tokens
-    from graphstrata.engine.types import NodeKind
+    from graphstrata.engine.types import EdgeKind, NodeKind
 
 #: Public name -> the module that defines it.
 _PUBLIC: dict[str, str] = {
@@ -117,7 +117,7 @@ _PUBLIC: dict[str, str] = {
     "OperationReport": "report",
     **dict.fromkeys(("IndexLockedError", "StoreError"), "store"),
     "count_tokens": "tokens",
-    "NodeKind": "types",
+    **dict.fromkeys(("EdgeKind", "NodeKind"), "types"),
 }
 
 __all__ = [
@@ -131,6 +131,7 @@ __all__ = [
     "ConfigError",
     "Document",
     "DocumentError",
+    "EdgeKind",
     "Embedder",
     "EmbedderError",
     "Engine",

@@ -358,6 +358,8 @@ class UpdateContext:
         if reuse_rows:
             out[reuse_rows] = self.snapshot.vectors.get(np.asarray(reuse_ids, dtype=np.int64))
         unique = list(todo)
+        if progress and unique:  # the stage's start: rates count from here
+            progress("embed", 0, len(unique))
         for start in range(0, len(unique), EMBED_BATCH):
             part = unique[start : start + EMBED_BATCH]
             mat = self.embedder.embed([texts[todo[k][0]] for k in part], stage=stage)

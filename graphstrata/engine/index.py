@@ -250,8 +250,14 @@ class Engine:
         report.seconds = time.perf_counter() - start
         return report
 
-    def delete(self, doc_ids: Sequence[str], missing_ok: bool = False) -> OperationReport:
-        """Delete documents and everything derived only from them."""
+    def delete(
+        self,
+        doc_ids: Sequence[str],
+        missing_ok: bool = False,
+        progress: ProgressFn | None = None,
+    ) -> OperationReport:
+        """Delete documents and everything derived only from them (``progress`` as for
+        :meth:`insert`)."""
         report = OperationReport("delete")
         start = time.perf_counter()
         with self._write_lock, self.store.writer():
@@ -264,7 +270,7 @@ class Engine:
                 [existing[d][0] for d in dict.fromkeys(doc_ids) if d in existing], dtype=np.int64
             )
             report.docs_deleted = int(keys.size)
-            self._run(state, report, [], keys, None)
+            self._run(state, report, [], keys, progress)
         report.seconds = time.perf_counter() - start
         return report
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -75,3 +75,30 @@ class OperationReport:
         data["stages"] = {k: round(v, 4) for k, v in self.stages.items()}
         data["seconds"] = round(self.seconds, 4)
         return data
+
+
+def describe(stats: Mapping[str, Any]) -> str:
+    """Counts for a report note, in words: ``"attributes: important 22, selected yes;
+    clusters: k 16"`` (nested mappings become ``name: ...`` groups, booleans yes/no).
+
+    Parameters
+    ----------
+    stats:
+        Names to numbers, booleans, strings or nested mappings of them.
+
+    Returns
+    -------
+    str
+        One line.
+    """
+    groups, flat = [], []
+    for key, value in stats.items():
+        name = str(key).replace("_", " ")
+        if isinstance(value, Mapping):
+            if value:
+                groups.append(f"{name}: {describe(value)}")
+        elif isinstance(value, bool):
+            flat.append(f"{name} {'yes' if value else 'no'}")
+        else:
+            flat.append(f"{name} {value}")
+    return "; ".join([", ".join(flat)] * bool(flat) + groups)

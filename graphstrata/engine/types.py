@@ -25,6 +25,23 @@ class NodeKind(IntEnum):
         """The one-letter name users see (``"T"``, ``"L"``, ...)."""
         return self.name
 
+    @property
+    def words(self) -> str:
+        """The kind in words, for reports (``"chunk"``, ``"semantic unit"``, ...)."""
+        return _NODE_WORDS[self]
+
+
+_NODE_WORDS = {
+    NodeKind.T: "chunk",
+    NodeKind.S: "semantic unit",
+    NodeKind.N: "entity",
+    NodeKind.R: "relationship",
+    NodeKind.A: "attribute",
+    NodeKind.H: "high-level element",
+    NodeKind.O: "title",
+    NodeKind.L: "summary",
+}
+
 
 #: Kinds that carry an embedding: T, S, A, H, L (docs/architecture.md, "Data model").
 EMBEDDED_KINDS: tuple[NodeKind, ...] = (NodeKind.T, NodeKind.S, NodeKind.A, NodeKind.H, NodeKind.L)
@@ -52,3 +69,8 @@ class EdgeKind(IntEnum):
     SEMANTIC = 7  # embedded node - embedded node (nearest neighbours)
     PARENT_CHILD = 8  # L - child (T or L)
     UNIT_RELATION = 9  # S - R
+
+    @property
+    def words(self) -> str:
+        """The kind in words, for reports (``"chunk-unit"``, ``"semantic"``, ...)."""
+        return self.name.lower().replace("_", "-")

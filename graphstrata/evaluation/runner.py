@@ -66,6 +66,8 @@ def _query_mode(
     chunk_map: ChunkMap,
     progress: ProgressFn | None,
 ) -> list[dict[str, Any]]:
+    if progress:  # the stage's start (the warm-up query included)
+        progress(f"eval {mode}", 0, len(items))
     engine.query(items[0].question, mode=mode, budget_tokens=budget, top_k=top_k)  # warm-up
     scores: list[dict[str, Any]] = []
     for start in range(0, len(items), QUERY_BATCH):

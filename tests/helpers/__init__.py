@@ -6,7 +6,7 @@ Python versions of the fusion kernels and the fused modes' feedback round), :mod
 (a small hierarchy index and its invariants), :mod:`.sparse` (random texts, the bm25s oracle
 and fresh-build comparisons of the BM25 index), :mod:`.vectors` (random unit and clustered
 vectors, exact neighbours), :mod:`.snapshots` (snapshot equality), :mod:`.cli` (the
-command line in a subprocess), :mod:`.fake_openai_server` (an OpenAI-compatible server on
+command line in a subprocess), :mod:`.terminal` (the command line on a pseudo-terminal), :mod:`.fake_openai_server` (an OpenAI-compatible server on
 loopback) and :mod:`.ray_cluster` (one local Ray cluster, and comparisons of Ray builds).
 """
 

@@ -239,3 +239,23 @@ def test_an_invalid_batch_is_rejected_whole_before_any_actor_starts(
         build_index(source, tmp_path / "ix", embedder=EMBEDDER, options=RayOptions(actors=1))
     assert len(err.value.problems) == 2  # the duplicate and the empty text, in one error
     assert not (tmp_path / "ix").exists()
+
+
+def test_the_embedding_gpu_option_flows_to_the_actors_of_a_cpu_cluster(
+    ray_address: str,
+) -> None:
+    from graphstrata.bindings.distributed import RaySession
+    from graphstrata.bindings.distributed.backends import embedding_pool
+    from graphstrata.bindings.distributed.workers import BackendSpec
+
+    with RaySession(RayOptions(actors=1, embed_gpus_per_actor=1.0)) as session:
+        assert session.cluster is not None and session.cluster.gpus == 0
+        assert session.cluster.options.embed_gpus_per_actor == 1.0
+        pool = embedding_pool(session.cluster, BackendSpec("embedder", EMBEDDER))
+        try:
+            # No GPU to give: the actor reserves its CPU share and runs one thread, as before.
+            assert (pool.placement.num_gpus, pool.placement.threads) == (0.0, 1)
+            assert pool.info["dim"] > 0
+        finally:
+            pool.close()
+    assert wait_for_cpus(2.0) >= 2.0

@@ -8,6 +8,7 @@ goes to 127.0.0.1 with bounded request counts.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import threading
 import time
@@ -83,6 +84,25 @@ def wait_operation(c: httpx.Client, op_id: str, timeout: float = 60) -> dict[str
 
 
 # ---------------------------------------------------------------------------- reads
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_docs_pages_load_everything_from_the_server(server, guarded, page):
+    """Offline: the pages name no other host, and each file they load is served here (open
+    without a token, as /openapi.json is)."""
+    for handle in (server, guarded):
+        with client(handle) as c:
+            html = c.get(page)
+            assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")
+            assert "//" not in html.text.replace("<!DOCTYPE html>", "")  # no scheme, no host
+            assets = re.findall(r'(?:src|href)="([^"]+)"', html.text)
+            assert len(assets) >= 2 and all(a.startswith("/docs-assets/") for a in assets)
+            assert "/openapi.json" in html.text and c.get("/openapi.json").status_code == 200
+            for asset in assets:
+                got = c.get(asset)
+                assert got.status_code == 200 and len(got.content) > 1000, asset
+                kind = "image/png" if asset.endswith(".png") else "text/"
+                assert got.headers["content-type"].startswith(kind)
+
+
 def test_health_and_openapi(server):
     with client(server) as c:
         health = c.get("/healthz").json()

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphstrata.bindings.cli.common import CLIError, Progress
+from graphstrata.bindings.cli.common import CLIError
+from graphstrata.bindings.cli.progress import progress_for
 
 if TYPE_CHECKING:
     from graphstrata.bindings.api import IndexConfig
@@ -46,7 +47,7 @@ def build_index(args: argparse.Namespace, cfg: IndexConfig) -> dict[str, Any]:
     """
     from graphstrata.bindings.api import Index
 
-    progress = Progress(not args.json)
+    progress = progress_for(args)
     try:
         report = Index.rebuild(
             Path(args.out),
@@ -97,6 +98,14 @@ def add_ray_args(sub: Any) -> None:
             dest="ray_actors",
             help="actors per model pool (default: the cluster's GPUs, else its CPUs)",
         )
+        p.add_argument(
+            "--ray-embed-gpus",
+            type=float,
+            dest="ray_embed_gpus",
+            metavar="GPUS",
+            help="GPUs per embedding actor on a cluster with GPUs (default: a whole GPU, or "
+            "0.1 beside vLLM actors that take every GPU)",
+        )
     insert = sub.choices["insert"]
     insert.set_defaults(func=functools.partial(_insert_command, insert.get_default("func")))
 
@@ -105,9 +114,13 @@ def _ray_options(args: argparse.Namespace) -> RayOptions:
     from graphstrata.bindings.distributed import RayOptions
 
     try:
-        return RayOptions(address=args.ray or None, actors=getattr(args, "ray_actors", None))
+        return RayOptions(
+            address=args.ray or None,
+            actors=getattr(args, "ray_actors", None),
+            embed_gpus_per_actor=getattr(args, "ray_embed_gpus", None),
+        )
     except ValueError as exc:
-        raise CLIError(f"--ray-actors: {exc}") from exc
+        raise CLIError(f"--ray-actors/--ray-embed-gpus: {exc}") from exc
 
 
 def _ray_session(args: argparse.Namespace) -> RaySession | None:
@@ -138,10 +151,10 @@ def insert_with_ray(args: argparse.Namespace) -> int:
     int
         0 (failures raise; the index stays at its last committed version).
     """
-    from graphstrata.bindings.cli.common import print_report
+    from graphstrata.bindings.cli.reports import print_report
     from graphstrata.bindings.distributed.build import index_config
 
-    progress = Progress(not args.json)
+    progress = progress_for(args)
     try:
         with contextlib.ExitStack() as stack:
             session = _ray_session(args)

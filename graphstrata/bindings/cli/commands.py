@@ -9,13 +9,13 @@ from typing import Any
 
 from graphstrata.bindings.cli.build import build_index
 from graphstrata.bindings.cli.common import (
-    Progress,
     load_config,
     open_index,
     parse_params,
-    print_report,
     skip_pyarrow_pandas_probe,
 )
+from graphstrata.bindings.cli.progress import add_quiet_arg, progress_for
+from graphstrata.bindings.cli.reports import print_report, print_stats
 from graphstrata.bindings.options import add_backend_args
 
 
@@ -43,7 +43,7 @@ def cmd_insert(args: argparse.Namespace) -> int:
     from graphstrata.bindings.api import read_documents
 
     index = open_index(args)
-    progress = Progress(not args.json)
+    progress = progress_for(args)
     try:
         report = index.insert(list(read_documents(args.source)), progress=progress)
     finally:
@@ -55,7 +55,11 @@ def cmd_insert(args: argparse.Namespace) -> int:
 def cmd_delete(args: argparse.Namespace) -> int:
     """``graphstrata delete INDEX DOC_ID...``."""
     index = open_index(args)
-    report = index.delete(args.doc_ids, missing_ok=args.missing_ok)
+    progress = progress_for(args)
+    try:
+        report = index.delete(args.doc_ids, missing_ok=args.missing_ok, progress=progress)
+    finally:
+        progress.close()
     print_report(report.to_dict(), args.json)
     return 0
 
@@ -94,12 +98,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     """``graphstrata stats INDEX``."""
     index = open_index(args, version=args.version)
-    stats = index.stats()
-    if args.json:
-        print(json.dumps(stats, indent=1))
-        return 0
-    for key, value in stats.items():
-        print(f"{key:<16} {json.dumps(value) if isinstance(value, dict | list) else value}")
+    print_stats(index.stats(), args.json)
     return 0
 
 
@@ -153,6 +152,7 @@ def register(sub: Any) -> None:
         "committed; its LLM cache is kept)",
     )
     p.add_argument("--json", action="store_true")
+    add_quiet_arg(p)
     add_backend_args(p)
     p.set_defaults(func=cmd_index)
 
@@ -160,6 +160,7 @@ def register(sub: Any) -> None:
     p.add_argument("index")
     p.add_argument("source")
     p.add_argument("--json", action="store_true")
+    add_quiet_arg(p)
     add_backend_args(p)
     p.set_defaults(func=cmd_insert)
 
@@ -170,6 +171,7 @@ def register(sub: Any) -> None:
         "--missing-ok", action="store_true", help="ignore doc_ids that are not in the index"
     )
     p.add_argument("--json", action="store_true")
+    add_quiet_arg(p)
     add_backend_args(p)
     p.set_defaults(func=cmd_delete)
 

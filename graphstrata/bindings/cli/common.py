@@ -1,14 +1,12 @@
-"""What every ``graphstrata`` subcommand shares: errors, backend options, index opening,
-progress bars, reports and ``--params``.
+"""What every ``graphstrata`` subcommand shares: errors, config loading, index opening,
+``--params`` (progress lines: :mod:`.progress`; reports: :mod:`.reports`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -152,75 +150,3 @@ def parse_params(text: str | None) -> dict[str, Any]:
             f"--params must be a JSON object such as '{{\"bias_share\": 0.5}}', got {text!r}"
         )
     return value
-
-
-class Progress:
-    """tqdm bars on stderr, one per stage, shown only for work that lasts over a second.
-
-    Parameters
-    ----------
-    enabled:
-        Show bars (only on a terminal, unless ``GRAPHSTRATA_PROGRESS=1``).
-    """
-
-    def __init__(self, enabled: bool):
-        self.enabled = (enabled and sys.stderr.isatty()) or os.environ.get(
-            "GRAPHSTRATA_PROGRESS"
-        ) == "1"
-        self.bars: dict[str, Any] = {}
-        self.started: dict[str, float] = {}
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        """Report ``done`` of ``total`` for ``stage``."""
-        if not self.enabled:
-            return
-        from tqdm import tqdm
-
-        now = time.monotonic()
-        self.started.setdefault(stage, now)
-        bar = self.bars.get(stage)
-        if bar is None:
-            if now - self.started[stage] < 1.0 and done < total:
-                return
-            bar = self.bars[stage] = tqdm(total=total, desc=stage, file=sys.stderr, leave=False)
-        bar.total = total
-        bar.n = done
-        bar.refresh()
-        if done >= total:
-            bar.close()
-
-    def close(self) -> None:
-        """Close every bar."""
-        for bar in self.bars.values():
-            bar.close()
-
-
-def print_report(report: dict[str, Any], as_json: bool) -> None:
-    """Print an operation report: aligned key/value lines, or JSON.
-
-    Parameters
-    ----------
-    report:
-        ``OperationReport.to_dict()`` (or any report dict).
-    as_json:
-        Print the whole report as JSON instead.
-    """
-    if as_json:
-        print(json.dumps(report, indent=1, ensure_ascii=False))
-        return
-    keys = [
-        "operation", "version", "docs_added", "docs_updated", "docs_unchanged", "docs_deleted",
-        "chunks_added", "chunks_removed", "chunks_embedded", "nodes_added", "nodes_removed", "edges_added",
-        "llm_calls", "llm_cached", "prompt_tokens", "completion_tokens", "embedded", "bytes_written", "seconds",
-    ]  # fmt: skip
-    width = max(len(k) for k in keys)
-    for k in keys:
-        if k in report:
-            print(f"{k:<{width}}  {report[k]}")
-    if report.get("stages"):
-        stages = ", ".join(
-            f"{k} {v:.2f}s" for k, v in sorted(report["stages"].items(), key=lambda kv: -kv[1])
-        )
-        print(f"{'stages':<{width}}  {stages}")
-    for note in report.get("notes", []):
-        print(f"{'note':<{width}}  {note}")

@@ -18,7 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from graphstrata.bindings.cli.common import CLIError, Progress, open_index
+from graphstrata.bindings.cli.common import CLIError, open_index
+from graphstrata.bindings.cli.progress import add_quiet_arg, progress_for
 from graphstrata.bindings.options import add_backend_args
 
 
@@ -35,7 +36,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except QAError as exc:
         raise CLIError(str(exc)) from exc
     index = open_index(args)
-    progress = Progress(not args.json)
+    progress = progress_for(args)
     try:
         result = index.evaluate(
             items,
@@ -119,5 +120,6 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--out", help="also write the result: .md for the table, else JSON")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    add_quiet_arg(p)
     add_backend_args(p)
     p.set_defaults(func=cmd_eval)

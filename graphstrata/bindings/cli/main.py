@@ -17,6 +17,7 @@ from graphstrata.bindings.cli.commands import register as register_index_command
 from graphstrata.bindings.cli.evaluate import register as register_eval
 from graphstrata.bindings.cli.serve import register as register_serve
 from graphstrata.bindings.cli.warmup import register as register_warmup
+from graphstrata.bindings.extras import MissingExtraError
 from graphstrata.bindings.options import add_threads_arg
 
 #: The thread role of each command that runs kernels or models
@@ -117,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
 def _fail(args: argparse.Namespace, exc: BaseException) -> int:
     """Print the one-line cause of a failure (with the notes added on the way); exit status 1."""
     _flush_quietly()
+    if isinstance(exc, MissingExtraError):  # its line says all: what needs which extra
+        print(exc, file=sys.stderr)
+        return 1
     notes = [str(n) for n in getattr(exc, "__notes__", [])]
     message = " ".join("; ".join([str(exc), *notes]).split()) or type(exc).__name__
     print(f"graphstrata {args.command}: error: {type(exc).__name__}: {message}", file=sys.stderr)

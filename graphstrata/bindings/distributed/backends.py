@@ -202,30 +202,37 @@ class RayLLM:
             self.pool.close()
 
 
-def embedding_pool(cluster: Cluster, spec: BackendSpec) -> ModelPool:
-    """The embedding actors: ``cluster.actors`` of them, ``embed_gpus_per_actor`` GPUs each."""
-    placement = cluster.placement(cluster.options.embed_gpus_per_actor)
+def embedding_pool(cluster: Cluster, spec: BackendSpec, llm_gpus: float = 0.0) -> ModelPool:
+    """The embedding actors: ``cluster.actors`` of them, each with
+    ``cluster.embed_gpus(llm_gpus)`` GPUs (a whole one unless the LLM actors, of ``llm_gpus``
+    GPUs each, leave too few)."""
+    placement = cluster.placement(cluster.embed_gpus(llm_gpus))
     return ModelPool(cluster, spec, placement, cluster.actors)
 
 
-def llm_pool(cluster: Cluster, spec: BackendSpec) -> ModelPool | None:
-    """The LLM actors, or None for the stateless ``extractive`` backend (it runs in tasks).
+def llm_gpus(cluster: Cluster, spec: BackendSpec) -> float:
+    """GPUs of one LLM actor: a ``vllm`` actor the spec's ``tp`` (else
+    ``llm_gpus_per_actor``), a factory ``llm_gpus_per_actor``, an ``openai`` HTTP client and
+    the stateless ``extractive`` backend (tasks, no actors) none."""
+    if spec.stateless:
+        return 0.0
+    if not isinstance(spec.spec, str):
+        return cluster.options.llm_gpus_per_actor
+    if not spec.spec.startswith("vllm:"):
+        return 0.0
+    from graphstrata.bindings.specs import split_options
 
-    A ``vllm`` actor takes the spec's ``tp`` GPUs (else ``llm_gpus_per_actor``), a factory
-    ``llm_gpus_per_actor``, an ``openai`` HTTP client none.
-    """
+    _, raw = split_options(spec.spec)
+    tp = raw.get("tp") or raw.get("tensor_parallel_size")
+    return float(tp) if tp else cluster.options.llm_gpus_per_actor
+
+
+def llm_pool(cluster: Cluster, spec: BackendSpec) -> ModelPool | None:
+    """The LLM actors (:func:`llm_gpus` GPUs each), or None for the stateless ``extractive``
+    backend (it runs in tasks)."""
     if spec.stateless:
         return None
-    gpus = cluster.options.llm_gpus_per_actor
-    if isinstance(spec.spec, str):
-        gpus = 0.0
-        if spec.spec.startswith("vllm:"):
-            from graphstrata.bindings.specs import split_options
-
-            _, raw = split_options(spec.spec)
-            tp = raw.get("tp") or raw.get("tensor_parallel_size")
-            gpus = float(tp) if tp else cluster.options.llm_gpus_per_actor
-    return ModelPool(cluster, spec, cluster.placement(gpus), cluster.actors)
+    return ModelPool(cluster, spec, cluster.placement(llm_gpus(cluster, spec)), cluster.actors)
 
 
 def close_quietly(*backends: Any) -> None:

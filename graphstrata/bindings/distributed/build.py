@@ -36,6 +36,7 @@ from graphstrata.bindings.distributed.backends import (
     RayLLM,
     close_quietly,
     embedding_pool,
+    llm_gpus,
     llm_pool,
 )
 from graphstrata.bindings.distributed.cluster import Cluster, RayOptions, connect
@@ -145,7 +146,7 @@ class RaySession:
     ) -> tuple[RayEmbedder, LLM]:
         """Start the pools; the LLM is wrapped in the index's response cache when generative."""
         cluster = self._cluster()
-        emb_pool = embedding_pool(cluster, embedder)
+        emb_pool = embedding_pool(cluster, embedder, llm_gpus(cluster, llm))
         self._backends.append(emb_pool)
         lm_pool = llm_pool(cluster, llm)  # starts while the embedding actors load
         self._backends.append(lm_pool)

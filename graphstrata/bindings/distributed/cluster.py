@@ -12,10 +12,14 @@ Resource decisions (the test machine has 2 cores; figures in ``benchmarks/result
   reservation (with a full CPU per actor the LLM tasks would wait forever behind the idle
   embedding actors).
 * On a cluster with GPUs one model is one actor on one GPU: a vLLM actor takes
-  ``llm_gpus_per_actor`` (default 1.0, or the spec's ``tp`` GPUs); an embedding actor takes
-  ``embed_gpus_per_actor`` (default 0.1: a MiniLM-sized model needs well under a tenth of a
-  GPU's memory), so an embedding actor can sit beside a vLLM engine on the same GPU when the
-  engine's ``gpu_memory_utilization`` leaves room for it (0.85 does).
+  ``llm_gpus_per_actor`` (default 1.0, or the spec's ``tp`` GPUs); an embedding actor takes a
+  whole GPU when the cluster has one for each embedding actor beside the LLM actors' GPUs
+  (an ``extractive`` or ``openai`` LLM takes none), so that its batches do not share the
+  device. Otherwise (vLLM on every GPU) it takes ``SHARED_EMBED_GPUS`` (0.1: a MiniLM-sized
+  model needs well under a tenth of a GPU's memory) and sits beside a vLLM engine on the same
+  GPU, which the engine's ``gpu_memory_utilization`` leaves room for (0.85 does): whole GPUs
+  there would ask for more GPUs than the cluster has, and the pools start together.
+  ``embed_gpus_per_actor`` sets the share explicitly (:meth:`Cluster.embed_gpus`).
 * Each CPU actor runs its model with ``threads_per_actor`` threads (default 1: the
   ``worker`` thread budget of ``bindings/threads.py`` over that many cores, applied before
   the model loads, plus ``OMP_NUM_THREADS``) so that torch or ONNX Runtime in two actors does
@@ -34,11 +38,16 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-#: The one line a missing extra prints.
-INSTALL_HINT = "--ray needs Ray Data: pip install 'graphstrata[ray]' (ray[data]==2.60.0)"
+from graphstrata.bindings.extras import MissingExtraError, hint, require
+
+#: GPUs of an embedding actor that shares its GPU with an LLM actor (module docstring).
+SHARED_EMBED_GPUS = 0.1
+
+#: The one line a missing extra prints (``ray[data]``, pinned by the extra).
+INSTALL_HINT = hint("--ray", "ray")
 
 
-class RayUnavailableError(RuntimeError):
+class RayUnavailableError(MissingExtraError):
     """Ray is not installed (the ``ray`` extra)."""
 
 
@@ -55,12 +64,8 @@ def require_ray() -> ModuleType:
     RayUnavailableError
         When ``ray[data]`` is not importable.
     """
-    try:
-        import ray
-        import ray.data
-    except ImportError as exc:
-        raise RayUnavailableError(INSTALL_HINT) from exc
-    return ray
+    require("ray.data", "ray", "--ray", error=RayUnavailableError)
+    return require("ray", "ray", "--ray", error=RayUnavailableError)
 
 
 @dataclass(frozen=True)
@@ -79,8 +84,12 @@ class RayOptions:
         has some, else its CPUs.
     cpus_per_actor:
         Logical CPUs an actor or an extractive task reserves (module docstring).
-    embed_gpus_per_actor, llm_gpus_per_actor:
-        GPUs an embedding / LLM actor reserves when the cluster has GPUs (module docstring).
+    embed_gpus_per_actor:
+        GPUs an embedding actor reserves when the cluster has GPUs; ``None`` (default): a
+        whole GPU when there is one per actor beside the LLM actors', else
+        ``SHARED_EMBED_GPUS`` (:meth:`Cluster.embed_gpus`, module docstring).
+    llm_gpus_per_actor:
+        GPUs an LLM actor reserves when the cluster has GPUs (module docstring).
     threads_per_actor:
         Cores of each CPU actor's thread budget (role ``worker``: BLAS, Numba, ONNX Runtime,
         torch; GPU actors keep the libraries' defaults).
@@ -107,7 +116,7 @@ class RayOptions:
     address: str | None = None
     actors: int | None = None
     cpus_per_actor: float = 0.5
-    embed_gpus_per_actor: float = 0.1
+    embed_gpus_per_actor: float | None = None
     llm_gpus_per_actor: float = 1.0
     threads_per_actor: int = 1
     embed_batch_rows: int = 64
@@ -122,6 +131,8 @@ class RayOptions:
         for name in ("embed_batch_rows", "llm_batch_rows", "task_batch_rows", "threads_per_actor"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.embed_gpus_per_actor is not None and self.embed_gpus_per_actor < 0:
+            raise ValueError(f"embed_gpus_per_actor must be >= 0, got {self.embed_gpus_per_actor}")
         if self.cpus_per_actor <= 0:
             raise ValueError(f"cpus_per_actor must be > 0, got {self.cpus_per_actor}")
         if self.max_restarts < 0 or self.max_task_retries < 0:
@@ -160,6 +171,18 @@ class Cluster:
         if self.options.actors is not None:
             return self.options.actors
         return max(1, int(self.gpus) if self.gpus >= 1 else int(self.cpus))
+
+    def embed_gpus(self, llm_gpus: float) -> float:
+        """GPUs of one embedding actor beside LLM actors of ``llm_gpus`` GPUs each.
+
+        ``RayOptions.embed_gpus_per_actor`` when set; else a whole GPU when the cluster has
+        one per embedding actor besides the LLM actors' GPUs, else ``SHARED_EMBED_GPUS``
+        (module docstring). Without GPUs the placement reserves none either way.
+        """
+        if self.options.embed_gpus_per_actor is not None:
+            return float(self.options.embed_gpus_per_actor)
+        left = self.gpus - self.actors * llm_gpus
+        return 1.0 if left >= self.actors else SHARED_EMBED_GPUS
 
     def placement(self, gpus_per_actor: float) -> Placement:
         """Resources of one actor or task that would use ``gpus_per_actor`` GPUs.

@@ -127,6 +127,7 @@ class ModelPool:
         remote_cls = ray.remote(ModelActor).options(**placement.actor_options(cluster.options))
         self.actors = [remote_cls.remote(spec, placement.threads) for _ in range(n)]
         self.spec = spec
+        self.placement = placement
         # Not awaited here: the pools of a build start side by side (their actors load
         # their models in parallel); the first use of ``info`` waits.
         self._describe = self.actors[0].describe.remote()

@@ -29,6 +29,7 @@ from graphstrata.bindings.embed.onnx import (
     ensure_onnx_model,
     packaged_model_dir,
 )
+from graphstrata.bindings.extras import require
 from graphstrata.bindings.threads import apply_torch
 from graphstrata.engine import ConfigError, EmbedderError
 
@@ -128,15 +129,10 @@ class SentenceTransformerEmbedder:
         with self._lock:
             if self._model is not None:
                 return self._model
-            try:
-                from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as hf_logging
-            except ImportError as exc:
-                raise EmbedderError(
-                    f"the {self.model_spec!r} embedder needs sentence-transformers and torch "
-                    f"({exc}); install them with pip install 'graphstrata[torch]', or use the "
-                    "torch-free default minilm-onnx"
-                ) from exc
+            what = f"the {self.model_spec} embedder"
+            st = require("sentence_transformers", "torch", what, error=EmbedderError)
+            SentenceTransformer = st.SentenceTransformer
+            hf_logging = require("transformers.utils.logging", "torch", what, error=EmbedderError)
 
             hf_logging.disable_progress_bar()
             hf_logging.set_verbosity_error()

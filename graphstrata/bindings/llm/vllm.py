@@ -20,12 +20,11 @@ and test without it.
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from graphstrata.bindings.extras import available, hint, require
 from graphstrata.bindings.llm.cache import AnswerCallback
 from graphstrata.bindings.llm.repair import (
     JSONAnswerError,
@@ -75,16 +74,6 @@ def from_spec(body: str, options: Mapping[str, Any]) -> VLLMBackend:
         if name in opts:
             engine_options[name] = opts.pop(name)
     return VLLMBackend(body, engine_options=engine_options, **opts)
-
-
-def vllm_available() -> bool:
-    """Whether ``import vllm`` can succeed (without importing it: that takes seconds)."""
-    if "vllm" in sys.modules:
-        return True
-    try:
-        return importlib.util.find_spec("vllm") is not None
-    except (ImportError, ValueError):
-        return False
 
 
 class VLLMBackend:
@@ -146,11 +135,11 @@ class VLLMBackend:
             raise ConfigError(
                 f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}"
             )
-        if engine is None and not vllm_available():
+        if engine is None and not available("vllm"):
             raise ConfigError(
-                "the vllm backend needs vLLM on a GPU machine: pip install 'graphstrata[gpu]'. "
-                "To open an index built with vLLM elsewhere, pass another LLM "
-                "(e.g. --llm extractive or --llm openai:MODEL@URL)"
+                f"{hint('the vllm: LLM backend', 'gpu')} (on a GPU machine). To open an index "
+                "built with vLLM elsewhere, pass another LLM (e.g. --llm extractive or "
+                "--llm openai:MODEL@URL)"
             )
         self.model = model
         self.dtype = dtype
@@ -195,12 +184,7 @@ class VLLMBackend:
         """Build the vLLM engine on first use (loads the weights onto the GPUs)."""
         with self._lock:
             if self._engine is None:
-                try:
-                    vllm = importlib.import_module("vllm")
-                except ImportError as exc:
-                    raise LLMError(
-                        f"cannot import vLLM ({exc}); install it with pip install 'graphstrata[gpu]'"
-                    ) from exc
+                vllm = require("vllm", "gpu", "the vllm: LLM backend", error=LLMError)
                 try:
                     self._engine = vllm.LLM(**self.engine_kwargs())
                 except Exception as exc:

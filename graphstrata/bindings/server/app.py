@@ -35,6 +35,7 @@ from graphstrata.bindings.server.readiness import Readiness
 from graphstrata.bindings.server.routes import (
     answer,
     chat,
+    docs,
     documents,
     indexes,
     nodes,
@@ -139,6 +140,8 @@ def create_app(
         version=_package_version(),
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served from packaged files by routes.docs (FastAPI's use CDNs)
+        redoc_url=None,
     )
     app.state.service = first
     app.state.services = services
@@ -162,11 +165,9 @@ def create_app(
             "/healthz",
             "/readyz",
             app.openapi_url,
-            app.docs_url,
-            app.redoc_url,
+            *docs.PATHS,
             *page.FILES,
         }
-        open_paths.add(app.swagger_ui_oauth2_redirect_url)
         app.add_middleware(
             AuthMiddleware,
             token=tokens,
@@ -195,6 +196,7 @@ def create_app(
     routers.append(status.health_router(first))
     routers.append(readiness.router())
     routers.append(page.router())
+    routers.append(docs.router(app.title, app.openapi_url or "/openapi.json"))
     for api in routers:
         app.include_router(api)
     # Every route, flat (FastAPI nests included routers), for the metrics labels and the

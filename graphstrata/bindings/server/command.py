@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphstrata.bindings.extras import MissingExtraError, require
 from graphstrata.bindings.options import add_backend_args, add_threads_arg
 
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ def index_paths(sources: list[str]) -> list[Path]:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """``graphstrata serve DIR_OR_INDEX...``: serve until SIGINT/SIGTERM, then report."""
+    for module in ("fastapi", "uvicorn"):
+        require(module, "server", "graphstrata serve")
     from graphstrata.bindings.server.auth import TokenTable
     from graphstrata.bindings.server.run import run_server
 
@@ -265,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("GRAPHSTRATA_DEBUG") == "1":
             raise
+        if isinstance(exc, MissingExtraError):
+            print(exc, file=sys.stderr)
+            return 1
         notes = [str(n) for n in getattr(exc, "__notes__", [])]
         message = " ".join("; ".join([str(exc), *notes]).split()) or type(exc).__name__
         print(f"graphstrata serve: error: {type(exc).__name__}: {message}", file=sys.stderr)

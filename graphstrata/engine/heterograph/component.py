@@ -32,6 +32,7 @@ from graphstrata.engine.heterograph.schema import G2_KINDS, NAME
 from graphstrata.engine.heterograph.state.g2 import G2Graph
 from graphstrata.engine.heterograph.state.graph_state import GraphState
 from graphstrata.engine.params import ModeParams
+from graphstrata.engine.report import describe
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.versioned import Versioned
 
@@ -107,7 +108,7 @@ def run_operation(
             "clusters": clusters.stats if clusters is not None else {},
         }
         write_state(ctx.delta, work, names.mentions, comm, clusters, last)
-        report.notes.append(f"heterograph: {last}")
+        report.notes.append(f"heterograph: {describe(last)}")
     report.notes.extend(f"heterograph: {n}" for n in work.notes)
     return comm.graph
 
