@@ -16,7 +16,7 @@ Scores are summed in float32 (each term's contribution computed in float64, then
 as Lucene scores: the accumulator and the lengths are read at a random slot per posting,
 and at a million slots float32 beside uint16 lengths (``Norm``; 7.5 MB against 18 MB for
 float64 and int64) took the accumulation of the 1M scale index's queries from 1.65-3.0 ms to
-0.46-1.5 ms (build/scratch/acc_real2.py). That the gain is fewer cache and TLB misses is an
+0.46-1.5 ms (a one-off script, not kept). That the gain is fewer cache and TLB misses is an
 inference from the sizes, not counted. The pruning tests allow for the float32 rounding
 (``_slack``).
 
@@ -136,7 +136,7 @@ def accumulate(
     """Add ``weight * tf / (tf + norm(slot))`` of one postings list to ``acc`` (float32; the
     contribution in float64; ``norm`` is ``Norm``'s ``base + per_term * length[slot]``,
     passed apart: as a NamedTuple a call on a 200-posting list took 1.3-1.9 us against
-    0.7-1.0 us, build/scratch/unbox_bench.py).
+    0.7-1.0 us, a one-off script, not kept).
 
     Contributions are positive (``weight > 0``, ``tf >= 1``), so a slot whose ``acc`` is 0
     is new: it is appended to ``touched``. Returns the new count of touched slots.
@@ -295,9 +295,9 @@ def _contenders(
     least that partial, contributions being positive), nor tie with it: it is dropped
     before the sort and the lookups, which otherwise ran over every slot a query's terms
     matched (five terms of 1k-20k postings each over a million chunks: ~45k slots sorted,
-    looked up and mapped to ids, ~1 ms of a 3.5 ms search; build/scratch/lprof_bm25.py).
+    looked up and mapped to ids, ~1 ms of a 3.5 ms search; a one-off script, not kept).
     (Compiled passes instead of these gathers and masks measured no faster: 3.04 / 2.55
-    against 2.95 / 2.71 ms per search at 1M chunks, build/scratch/contenders_ab.py.)
+    against 2.95 / 2.71 ms per search at 1M chunks, a one-off script, not kept.)
     """
     if found.size < max(REDUCE_RATIO * k, REDUCE_MIN):
         return found, False

@@ -36,7 +36,7 @@ LOCAL_MAX_ITERATIONS = 64
 #: than this share of it. Iterating until no node moves took 19 iterations (2.2 s) on the
 #: G2 of the 10k-chunk scale index (64k nodes) and 58 (80 s) on the 100k one (532k nodes),
 #: for modularity 0.757124 and 0.640089; this rule stops after 8 and 7 (0.9 s and 10 s) at
-#: 0.757061 and 0.639911 (build/scratch/leiden_steps.py, one iteration at a time). The tail
+#: 0.757061 and 0.639911 (a one-off script, not kept, one iteration at a time). The tail
 #: of moves worth ~1e-6 each made the build's Leiden grow as N^1.5 (issue 17).
 LEIDEN_MIN_GAIN = 1e-4
 #: Leiden backends; ``igraph`` is the default (measured faster at equal modularity, see

@@ -5,7 +5,7 @@ element groups (``match_pairs``) the same way: candidate pairs come sorted by
 priority (most shared members first), and a pair is taken when neither side is taken yet.
 With a Python loop over the pairs and two sets, the two functions took 0.19 s (labels)
 and 0.69 s (groups) to pair 51k communities of a synthetic 532k-node partition, as a build
-or ``maintain`` does (``build/scratch/match_bench.py``, issue 17); this kernel is one pass
+or ``maintain`` does (a one-off script, not kept, issue 17); this kernel is one pass
 over dense ranks.
 
 :func:`linked_labels` finds which labels of two labellings of the same items are connected

@@ -40,8 +40,8 @@ __all__ = ["SearchGraph", "search_graph"]
 
 #: Robust pruning's ``alpha`` (Vamana's default 1.2). Measured with a prototype of this
 #: module (no reserved slot, no repair step; k-NN lists of 48 candidates) on 100k hashing
-#: embeddings of the synthetic corpus' chunks, searched by usearch at ef 64 (build/scratch/
-#: proto_graph.py, one run each): recall@10 0.682 at 1.0 (mean degree 3.8), 0.736 at 1.05,
+#: embeddings of the synthetic corpus' chunks, searched by usearch at ef 64 (a one-off script,
+#: not kept, one run each): recall@10 0.682 at 1.0 (mean degree 3.8), 0.736 at 1.05,
 #: 0.764 at 1.15, 0.771 at 1.3, 0.782 at 1.6 (degree 14.4, pruning 2.5x slower); usearch's
 #: own inserts 0.679. On 51,952 MiniLM vectors (this module, code 3e25972) 1.1, 1.2 and 1.4
 #: gave 0.9925, 0.9923 and 0.9924.
@@ -282,7 +282,7 @@ def _connect(
     entry has one, and each edge added fills one slot and reaches a row with its own.
 
     On the S vectors of the 100k-chunk scale index (410,764) the pruned graph left 59,819
-    rows unreached (build/scratch/sg_parts.py, sg_eval.py): a search from the entry for
+    rows unreached (a one-off script, not kept): a search from the entry for
     each took 29.3 s; offers from full rows skipped, 15.4 s (28,563 searches left); offers
     of a full row's nearest neighbour, as here, 2.7 s and no search, at a recall@10 on 100k
     hashing vectors of 0.757 against 0.768 and 0.773 (MiniLM: 0.9957 against 0.996); a

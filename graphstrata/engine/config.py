@@ -307,16 +307,16 @@ class SearchConfig:
     #: usearch's query-time expansion (ef): candidates kept while walking the HNSW graph;
     #: higher = closer to exact, slower (usearch's own default is 64; below ``top_k`` it
     #: searches as with ``top_k``: ef 32 and 48 gave the same recall to four digits over
-    #: 49k vectors, build/scratch/ef_recall10.py). 128 until this was measured: retrieval
+    #: 49k vectors, a one-off script, not kept). 128 until this was measured: retrieval
     #: quality at 64 was within 0.001 of it on MultiHop-RAG (naive doc recall 0.629 against
     #: 0.630; its 8,144 chunks are searched by HNSW) and the same on HotpotQA (every column;
     #: there only the heterograph's entities and relationships exceed ``maintenance.vector_exact_below``), by
     #: ``benchmarks/quality/retrieval.py --budgets 2000 --no-sweep`` at each value
-    #: (build/scratch/retrieval_ef.py); a dense list of the 1M scale index took 0.74 ms
-    #: against 1.40 ms (build/scratch/ef_sweep.py). The cost is dense recall: over 49k
+    #: (a one-off script, not kept); a dense list of the 1M scale index took 0.74 ms
+    #: against 1.40 ms (a one-off script, not kept). The cost is dense recall: over 49k
     #: all-MiniLM-L6-v2 vectors in float16, the top 50 at ef 64 / 96 / 128 held 95.9 / 97.5 /
     #: 98.5% of the exact top 50 (benchmarks/results/vector_dtype.md) and 98.7 / 99.2 / 99.6%
-    #: of the exact top 10, what a 2,000-token budget packs (build/scratch/ef_recall10.py);
+    #: of the exact top 10, what a 2,000-token budget packs (a one-off script, not kept);
     #: on MultiHop-RAG it did not show in retrieval quality. Indexes keep the value they
     #: were created with; ``Index.open(path, search=SearchConfig(expansion_search=128))``
     #: searches one with another, without a rebuild.
@@ -410,7 +410,7 @@ class FusionConfig:
     #: to query + first passage than to the query. Measured hybrid fact recall
     #: (MultiHop-RAG / HotpotQA, 2,000 tokens, the benchmark's sweep): off 0.522 / 0.948;
     #: one doc at weight 0.15: 0.520 / 0.960; 0.3: 0.520 / 0.965; 0.5: 0.515 / 0.965; two
-    #: docs at 0.3: 0.513 / 0.958. The first search (build/scratch/prf_var.py, the same
+    #: docs at 0.3: 0.513 / 0.958. The first search (a one-off script, not kept, the same
     #: indexes): 0.1: 0.518 / 0.953; 0.2: 0.519 / 0.960; 0.25: 0.520 / 0.965; 0.4: 0.516 /
     #: 0.965; plain Rocchio (the second dense list alone, not the union) at 0.3: 0.518 /
     #: 0.965. collapsed: 0.519 / 0.947 off, 0.514 / 0.955 on.
@@ -430,7 +430,7 @@ class FusionConfig:
     #: parameter applies to every fused mode: it turns the round on for that query). Off: on collapsed it measured 0.514 / 0.955
     #: with against 0.519 / 0.947 without (no gain on balance), and it doubles the dense
     #: searches of modes that search two kinds (collapsed 9.9 -> 19.9 ms at 100k synthetic
-    #: chunks, build/scratch/prof_query.py, load 2.6).
+    #: chunks, a one-off script, not kept, load 2.6).
     feedback_in_hierarchy: bool = False
 
     def validate(self) -> None:

@@ -9,8 +9,8 @@ A build with the heterograph already has a k-NN graph of the same vectors: the s
 edges' joint graph over every new T/S/A/H node (``heterograph.enrich.semantic_edges``).
 Its lists (48 a row), restricted to one kind, are near neighbours of that kind, so the
 kind's own NN-descent starts from them as well as from its random projection trees
-(``NeighbourLists``). On the 10k-chunk synthetic build's vectors (build/scratch/
-hint_c.py, recall@16 of 1,000 rows, one run beside other work, load 3.5): S (40,922 rows,
+(``NeighbourLists``). On the 10k-chunk synthetic build's vectors (a one-off script,
+not kept, recall@16 of 1,000 rows, one run beside other work, load 3.5): S (40,922 rows,
 a median of 8 same-kind neighbours in its 48) 14.4 s and recall 0.874 against 16.6 s and
 0.848 from trees alone; T (10,012 rows, a median of 30) 2.1 s and 0.969 against 3.0 s and
 0.918. The lists alone, without trees, did worse for S (0.836: 9% of its rows list
@@ -29,8 +29,8 @@ from usearch.index import Index as UsearchIndex
 from graphstrata.core.ann import BASE_DEGREE, hnsw_from_graph
 
 #: The k-NN graph a base is made from: neighbours per row, candidates per NN-descent round
-#: (``core.nndescent``; lists of 3m). On the 51,952 MiniLM vectors (build/scratch/
-#: sg_eval.py, code 3e25972, one run each): lists of 2m with 32 candidates recall@10 0.992
+#: (``core.nndescent``; lists of 3m). On the 51,952 MiniLM vectors (a one-off script,
+#: not kept, code 3e25972, one run each): lists of 2m with 32 candidates recall@10 0.992
 #: (k-NN graph 4.0 s), 3m with 32 0.996 (6.8 s), 3m with 48 0.998 (7.9 s).
 GRAPH_NEIGHBOURS = 16
 GRAPH_MAX_CANDIDATES = 32

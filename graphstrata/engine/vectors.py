@@ -80,7 +80,7 @@ def _search_without(
     kk = min(k + min(dropped.size, policy.vector_oversample), n)
     # One query (a retrieval) is searched on the calling thread: usearch's pool (threads=0)
     # took 1.5-2.7 ms per query against 1.1 ms on the 100k-chunk T index, beside a busy core
-    # (build/scratch/search_threads.py), and a server's concurrent requests each keep
+    # (a one-off script, not kept), and a server's concurrent requests each keep
     # their own thread. A write's batch of new nodes uses every core.
     threads = 1 if nq == 1 else 0
     keys, sims, valid = match_arrays(
@@ -385,9 +385,9 @@ class VectorIndex:
         index that was copied or loaded that reuse corrupts it: 6,000 f16 vectors copied,
         64 removed and 200 added, ten times over, ended with ``len`` 54 above the live
         count, 1,421 live keys neither ``contains``-ed nor ``get``-able and removed keys in
-        search results, from the third such merge on (build/scratch/usearch_variants.py);
+        search results, from the third such merge on (a one-off script, not kept);
         loading the index from its bytes instead crashed the process (``free(): corrupted
-        unsorted chunks``, 1,024 removed a round, build/scratch/usearch_crash.py). 2.26.6
+        unsorted chunks``, 1,024 removed a round, a one-off script, not kept). 2.26.6
         is exact in both, but crashes a later ``import onnxruntime`` (setup.cfg). Inserts
         alone into a copy stayed exact through the same ten merges, so no usearch index is
         ever removed from: the dead ids stay in the copy and filtered. A base that holds
@@ -552,7 +552,7 @@ class VectorIndex:
         out of the base once, when a version first searches it. An f16 base's rows are its
         stored values widened to float32, so the product scores what usearch's exact search
         scores (at 100k chunks its 2.9k attributes took 4.3 ms a write's search by usearch,
-        build/scratch/sem_insert.py)."""
+        a one-off script, not kept)."""
         if not 0 < len(base) < self.maintenance.vector_exact_below:
             return base
         held = self._exact_bases.get(kind)
@@ -585,7 +585,7 @@ class VectorIndex:
 
         A write's own memory traffic evicts them: on the 1M scale index a dense chunk
         search took 1.14 ms p50 warm, 1.46 ms first after a one-document write and 1.71 ms
-        after touching 512 MB of other memory, no write (build/scratch/churn_dense.py), and
+        after touching 512 MB of other memory, no write (a one-off script, not kept), and
         a second query after the write was as fast as a warm one (after_write.py). Lucene's
         searchers are warmed the same way before a commit is published (Solr's
         ``newSearcher`` warming queries).

@@ -152,8 +152,8 @@ def fused_candidates(
 #: (usearch and the BM25 kernels release the GIL) when the kinds searched hold at least this
 #: many vectors. At a million chunks the two lists of a ``collapsed`` query took 5.9 ms one
 #: after the other and 3.65 ms side by side (warm p50 of 150 queries,
-#: build/scratch/collapsed_parts.py; whole queries: docs/architecture.md). Whole queries,
-#: one process alternating (build/scratch/lists_ab.py): on the 10k-chunk scale index (11k
+#: a one-off script, not kept; whole queries: docs/architecture.md). Whole queries,
+#: one process alternating (a one-off script, not kept): on the 10k-chunk scale index (11k
 #: chunk and summary vectors) ``collapsed`` 5.78 -> 5.32 ms, ``hybrid`` 7.22 -> 7.00; at
 #: 100k 6.97 -> 6.69 and 8.62 -> 8.46. Smaller collections were not measured and are
 #: searched in turn.
@@ -172,11 +172,11 @@ def _both_lists(
     The worker searches the dense lists, then the BM25 lists of every kind but the one
     with the most documents, which the calling thread searches meanwhile. On the 1M-chunk
     scale index, searched alone (warm p50s of 200 searches each, load 0.4-0.7), the chunks'
-    BM25 list took 2.61 ms and the summaries' 0.47 ms (build/scratch/bm25_kinds.py), the two
-    dense lists 0.74 + 0.69 ms at ``expansion_search`` 64 (build/scratch/ef_sweep.py).
+    BM25 list took 2.61 ms and the summaries' 0.47 ms (a one-off script, not kept), the two
+    dense lists 0.74 + 0.69 ms at ``expansion_search`` 64 (a one-off script, not kept).
     Side by side the threads slow each other, and the gain is small: ``collapsed`` p50
     4.30 / 5.37 ms against 4.65 / 5.42 ms with both BM25 lists on the caller (two runs, one
-    process alternating, build/scratch/collapsed_variants.py).
+    process alternating, a one-off script, not kept).
     The worker comes from a shared pool of one thread per core; when every worker is busy
     (a server's concurrent queries) the calling thread takes its part back and searches it
     itself, so a query never waits in the pool's queue.

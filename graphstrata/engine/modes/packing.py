@@ -56,7 +56,7 @@ def make_hits(
     rows:
         Their rows in ``snapshot.nodes`` when the caller has them (default: looked up;
         a lookup of ~100 ids among a million took 40-80 us per call under the line
-        profiler, build/scratch/lprof_fp16.py).
+        profiler, a one-off script, not kept).
     """
     if len(ids) == 0:
         return []
@@ -149,7 +149,7 @@ class _LazyShingles(Sequence[frozenset[int]]):
     """The shingles of candidate texts, each text read from the table when the packer
     first reads its shingles: of a fused query's ~100 candidates, the ~13 that fit a 2,000
     token budget are read (reading all 100 texts was 0.5-0.7 ms of a 1M-chunk ``collapsed``
-    query under line_profiler, build/scratch/lprof_fused.py)."""
+    query under line_profiler, a one-off script, not kept)."""
 
     def __init__(self, nodes: NodeTable, rows: np.ndarray, n: int, memo: ShingleMemo):
         self._nodes, self._rows, self._n, self._memo = nodes, rows, n, memo

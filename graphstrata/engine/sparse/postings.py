@@ -193,7 +193,7 @@ def _term_max(term_ptr: np.ndarray, post_tf: np.ndarray) -> np.ndarray:
     postings the first time a process searched the term: O(df) per new query term. The
     gain is small, as most of that cost was the postings' page faults, which the scoring
     pays anyway: the chunks' search of first-seen queries at 1M chunks went 1.10 -> 1.02-1.07
-    ms p50 (build/scratch/term_max_ab.py; issue 17).
+    ms p50 (a one-off script, not kept; issue 17).
     """
     counts = np.diff(term_ptr)
     out = np.zeros(counts.size, np.int32)
@@ -214,7 +214,7 @@ def _joined_tail(segments: tuple[_Segment, ...]) -> tuple[_Segment, ...]:
         index searched up to 17 lists per term and kind; the first ``collapsed`` query after
         each of 30 one-document writes made 36 list scans and 91 lookups, against 4 and 15 on
         the freshly opened index (one segment) and 13 and 35 with the joining (cProfile call
-        counts, build/scratch/prof_after.py; the time per query was not compared on the same
+        counts, a one-off script, not kept; the time per query was not compared on the same
         queries). Joined this way a collection of n slots keeps at most ``log2 n + 1`` segments, the large one
         first and untouched until the rest reach half its size, and each posting is copied
         ``O(log n)`` times over its life.

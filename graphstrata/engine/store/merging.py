@@ -67,7 +67,7 @@ class HeldSegments:
     """The table segments this process wrote, held in memory for the merges that read them.
 
     A writer merges what it committed a few writes before: reading the 8 node segments back
-    took 0.12-0.16 s of a 0.26 s merge at a million chunks (``build/scratch/prof_merge.py``).
+    took 0.12-0.16 s of a 0.26 s merge at a million chunks (a one-off script, not kept).
     A commit's segments are its delta's tables, which the new snapshot holds anyway; a writer
     process that did not write a segment (a new process, or another writer's commit) reads
     it from its file. Segment files are immutable and uniquely named, so what is held stays

@@ -199,7 +199,7 @@ FIXED_COLUMNS = (
 #: this many on, Arrow gathers them chunk by chunk (``gather_rows``). The chunked gather
 #: costs a fixed ~0.2-0.8 ms per call (splitting the table into its ~40 chunks at 100k
 #: chunks, a take per chunk, a table rebuilt and put back in order), one row read alone
-#: ~1-3 us; they broke even between 100 and 300 rows (``build/scratch/gather_bench.py`` on
+#: ~1-3 us; they broke even between 100 and 300 rows (a one-off script, not kept on
 #: the 100k index of ``benchmarks/scale/scale.py``, beside a busy core). A query reads the texts
 #: and doc lists of a few dozen rows, three times per ``collapsed`` query.
 ROW_BY_ROW_BELOW = 128
@@ -362,7 +362,7 @@ class NodeTable:
 
         One by one in plain Python: a query's packing reads one text at a time, and the
         same read through numpy (an array per step) took 11.0 us a row against 3.0 us (the
-        1M scale index's node table, build/scratch/values_at_micro.py).
+        1M scale index's node table, a one-off script, not kept).
         """
         rows = np.asarray(rows, np.int64)
         if rows.size >= ROW_BY_ROW_BELOW:
@@ -629,7 +629,7 @@ class VectorTable:
         rows = self._row_of[flat]
         # One gather per segment over the ids grouped by segment: a fused query's ~100
         # candidates lie in ~10 of a kept index's segments, and a mask per segment took
-        # 291 against 158 us (1M scale index, 47 segments; build/scratch/get_twice.py).
+        # 291 against 158 us (1M scale index, 47 segments; a one-off script, not kept).
         order = np.argsort(segs, kind="stable")
         grouped = segs[order]
         cuts = (np.flatnonzero(grouped[1:] != grouped[:-1]) + 1).tolist()

@@ -8,7 +8,7 @@ group it overlaps most (:func:`match_pairs`); a write pairs only the communities
 members changed and what overlaps them, so its cost follows the change, not the number of
 communities. At 100k chunks (51k communities) the dicts of every community and the pairing
 took 0.13 s (``group_by``), 0.08 s (pairing) and 0.04 s (reading the groups) of a
-one-document insert with code 73c2a77 (``build/scratch/time_comm_old.py``; issue 17).
+one-document insert with code 73c2a77 (a one-off script, not kept; issue 17).
 """
 
 from __future__ import annotations

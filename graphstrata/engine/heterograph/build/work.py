@@ -308,7 +308,7 @@ class Work:
         Only a prefix is counted (``FIRST_TOKEN_BLOCK``, then blocks twice as long, until
         the budget is passed): counting every member of each community of a build to keep
         its newest 3,000 tokens was 2.4 of the 5.9 s of the 10k-chunk build's communities
-        stage under cProfile (``build/scratch/prof_build.py``), and communities grow with
+        stage under cProfile (a one-off script, not kept), and communities grow with
         the corpus (issue 17).
         """
         if ids.size == 0:

@@ -4,7 +4,7 @@ At 100k chunks the CSR holds 18.8M entries (226 MB of indices and weights). A co
 a new one (``core.graph.advance_csr``) and the previous version's is freed once no reader
 holds it. Freshly allocated, those pages are faulted in and zeroed by the kernel as the
 kernel writes them: on a synthetic graph of that size the same call took 0.10 s into memory
-already touched against 0.13-0.39 s into fresh memory (``build/scratch/csr_bench.py``);
+already touched against 0.13-0.39 s into fresh memory (a one-off script, not kept);
 inside a write at 100k its fill took 0.14 s fresh and 0.08 s recycled. A
 :class:`BufferPool` hands out arrays over anonymous memory maps it keeps: when an array and
 every view of it are gone (a finalizer on the array), its map returns to the pool for the

@@ -5,7 +5,7 @@ version's tables, that is several passes over all of G2 per write: its edges map
 positions (7.3 ms at 100k chunks), the committed labels and groups looked up for every node
 (3.3 and 2.6 ms), and the local run's contraction and frontier, each a pass over every edge
 (5.5 and ~1 ms): ~20 ms of a one-document write at 100k chunks against ~2 at 10k
-(``build/scratch/time_funcs.py``; issue 17). A write's result is the next write's start,
+(a one-off script, not kept; issue 17). A write's result is the next write's start,
 so the stage hands a :class:`G2Graph` to the next write of the same process
 (``HeterographComponent``): the G2 nodes on positions with their committed label, group,
 degree and kind (unit or attribute), the (community, group) pair table the pairing reads,
@@ -17,7 +17,7 @@ appends its new ones, marks the deleted slots dead, merges its new edges into th
 layer, moves the changed nodes in the pair table and reads only the rows of the nodes the
 local run opens (``core.layered.incident_edges``). The communities stage at 100k chunks took
 39.6 ms per insert before and 17.3-19.6 ms after (median of 8 inserts on a copy of the kept
-index, ``build/scratch/stage_med.py``, four runs; issue 17).
+index, a one-off script, not kept, four runs; issue 17).
 
 The graph a write starts from equals the one a fresh process reads from the tables: the
 same ids, labels, groups, degrees and edges (a test builds both after every write of a

@@ -136,7 +136,7 @@ class WalkEdges:
         # be flattened in this commit, and building from the snapshot's edges skips the
         # merge, the links' slot bookkeeping and the flatten. A build's commit (every edge
         # new on an empty graph) advanced by merging took 0.68 s against 0.23 s built, at
-        # 20k chunks (build/scratch/prof_reload.py).
+        # 20k chunks (a one-off script, not kept).
         if self._extra_past_share(self.csr.extra_entries + int(walked[0].size), maintenance):
             return WalkEdges.build(snapshot, cfg)
         return self._advanced(ids, alive, *walked, maintenance=maintenance)
