@@ -355,7 +355,8 @@ def test_aborted_answer_streams_do_not_flood_the_log(graph_index, tmp_path):
                 assert c.get("/healthz").status_code == 200
     lines = [line for line in srv.output.splitlines() if line.strip()]
     noisy = [line for line in lines if "listening on" not in line and "served " not in line]
-    assert len(noisy) <= aborts, "\n".join(noisy[:40])
+    # At most a line for the lot (the cancelled streams write nothing); it was 1 to 23 each.
+    assert len(noisy) <= 1, "\n".join(noisy[:40])
 
 
 # ---------------------------------------------------------------------------- #16 page
@@ -415,11 +416,11 @@ def test_a_write_on_a_full_disk_is_507_naming_the_file(graph_index, tmp_path, sa
         with threaded_server(path) as (url, _app), client(url) as c:
             (path / "LOCK").touch()  # the writer's lock file exists before the disk fills
             filler = fs / "filler"
-            with open(filler, "wb") as fh:  # fill the disk, leaving a few KiB
-                with contextlib.suppress(OSError):
-                    while True:
-                        fh.write(b"\0" * 65_536)
-                        fh.flush()
+            # Fill the disk, leaving a few KiB.
+            with open(filler, "wb") as fh, contextlib.suppress(OSError):
+                while True:
+                    fh.write(b"\0" * 65_536)
+                    fh.flush()
             docs = [{"doc_id": f"full-{i}", "text": d["text"]} for i, d in enumerate(sample_docs)]
             resp = c.post("/v1/documents", json=docs)
             assert resp.status_code == 202, resp.text
