@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from graphstrata.engine.params import ModeParams, QueryError
     from graphstrata.engine.pinned import PinnedVersion
     from graphstrata.engine.report import OperationReport
-    from graphstrata.engine.store import IndexLockedError, StoreError
+    from graphstrata.engine.store import IndexLockedError, StoreError, StoreWriteError
     from graphstrata.engine.tokens import count_tokens
     from graphstrata.engine.types import EdgeKind, NodeKind
 
@@ -115,7 +115,7 @@ _PUBLIC: dict[str, str] = {
     **dict.fromkeys(("ModeParams", "QueryError"), "params"),
     "PinnedVersion": "pinned",
     "OperationReport": "report",
-    **dict.fromkeys(("IndexLockedError", "StoreError"), "store"),
+    **dict.fromkeys(("IndexLockedError", "StoreError", "StoreWriteError"), "store"),
     "count_tokens": "tokens",
     **dict.fromkeys(("EdgeKind", "NodeKind"), "types"),
 }
@@ -149,6 +149,7 @@ __all__ = [
     "QueryResult",
     "SearchConfig",
     "StoreError",
+    "StoreWriteError",
     "answer_result",
     "as_documents",
     "check_embedder",

@@ -18,8 +18,25 @@ T = TypeVar("T")
 
 #: The values of ``FusionConfig.method``.
 FUSION_METHODS = ("rrf", "score", "dense", "sparse")
-#: The largest count a query may ask for (top-k, steps, sources): beyond every index's size.
+#: The largest count of a setting that does not multiply a query's work (a threshold such as
+#: ``bridge_max_units``): beyond every index's size.
 MAX_COUNT = 1_000_000
+#: The most entry points, kept nodes or sources a graph query may ask for per kind. Each one
+#: costs a vector or BM25 candidate and a seed of the walk; the defaults are 5 to 30 and no
+#: tuning run went past 50, so 1,000 admits every useful value while a maximal request stays
+#: cheap (issue 51: a 30-document index answered a graph query with all five at 1,000 in
+#: about the time of the defaults, while 1,000,000 made each query allocate million-row
+#: candidate arrays per kind).
+MAX_QUERY_K = 1_000
+#: The most steps of the shallow PPR. The walk's cost grows linearly with its steps (issue 51
+#: measured 0.057 ms per step on a 30-document index, 0.4 ms on the probe's; 1,000,000 steps
+#: held a search thread for minutes). With restart probability ``ppr_alpha`` the mass still
+#: moving after t steps is (1 - alpha)^t: 100 steps leave 8e-31 of it at the default 0.5 and
+#: 2.7e-5 at 0.1, so steps past 100 change no ranking worth having.
+MAX_PPR_ITERS = 100
+#: The most feedback documents of the fused modes' second dense round (default 1; measured
+#: up to 2): each one is a vector read and averaged into the query.
+MAX_FEEDBACK_DOCS = 100
 
 
 class ConfigError(ValueError):
@@ -156,15 +173,15 @@ class HeterographConfig:
     entry_top_k: int = setting(
         10,
         ge=0,
-        le=MAX_COUNT,
+        le=MAX_QUERY_K,
         query=True,
         doc="Vector entry points taken over S, A and H, and again over T (0: no vector entry).",
     )
     cross_top_k: int = setting(
-        10, ge=0, le=MAX_COUNT, query=True, doc="Cross nodes kept per kind after PPR."
+        10, ge=0, le=MAX_QUERY_K, query=True, doc="Cross nodes kept per kind after PPR."
     )
     relation_top_k: int = setting(
-        30, ge=0, le=MAX_COUNT, query=True, doc="Relationship cross nodes kept."
+        30, ge=0, le=MAX_QUERY_K, query=True, doc="Relationship cross nodes kept."
     )
     #: Restart probability and steps of the shallow PPR (NodeRAG: 0.5, 2; 0.3/0.7 and 1/3
     #: steps moved fact R by at most 1.3 points on HP and MH150).
@@ -175,7 +192,7 @@ class HeterographConfig:
         query=True,
         doc="Restart probability of the shallow PPR, in [0, 1] (NodeRAG §2.5: 0.5).",
     )
-    ppr_iters: int = setting(2, ge=0, le=MAX_COUNT, query=True, doc="PPR steps t (NodeRAG: 2).")
+    ppr_iters: int = setting(2, ge=0, le=MAX_PPR_ITERS, query=True, doc="PPR steps t (NodeRAG: 2).")
     #: Shares of the restart mass of the exact-match, vector and BM25 entry points. Exact
     #: 0.5 / vector 1 / BM25 2 measured best of the grid on MH150 (+1.8 to +2.1 points of
     #: fact R over 1/1/1) and equal on HP; without BM25 entry points fact R falls 0.981
@@ -203,7 +220,7 @@ class HeterographConfig:
     sparse_top_k: int = setting(
         20,
         ge=0,
-        le=MAX_COUNT,
+        le=MAX_QUERY_K,
         query=True,
         doc="BM25 entry points taken per kind of the index's ``sparse_kinds`` (0: none).",
     )
@@ -261,7 +278,7 @@ class HeterographConfig:
     bridge_sources: int = setting(
         5,
         ge=0,
-        le=MAX_COUNT,
+        le=MAX_QUERY_K,
         query=True,
         doc="How many of the first walk's best chunks and units name the bridge entities.",
     )
@@ -417,6 +434,7 @@ class FusionConfig:
     feedback_docs: int = setting(
         1,
         ge=0,
+        le=MAX_FEEDBACK_DOCS,
         query=True,
         doc="Best fused candidates whose vectors move the query vector for a second dense "
         "round (>= 0; 0: off).",

@@ -131,7 +131,8 @@ class OpenAICompatibleLLM:
     max_concurrency:
         Requests in flight at once, over all batches of this backend (default 8).
     timeout:
-        Seconds for one HTTP request (connect, read and write each), default 120.
+        Seconds for one HTTP request as a whole (connect, send and every read of the
+        answer together; default 120): a retried request gets as long again.
     retry:
         Backoff policy for 429/5xx/timeouts/connection errors.
     json_mode:
@@ -405,9 +406,16 @@ class OpenAICompatibleLLM:
                     # what the requests before it learned about the server.
                     mode = self.json_mode if request.schema is not None else "prompt"
                     self.counters["http_requests"] += 1
-                    response = await self._post(client, self._body(prompt, request, mode))
+                    # ``timeout`` bounds the whole exchange, not each read: an upstream
+                    # that trickles one byte every few seconds never times out a read
+                    # (issue 51 #3), so the attempt is cut when its total time is spent.
+                    response = await asyncio.wait_for(
+                        self._post(client, self._body(prompt, request, mode)), self.timeout
+                    )
             except httpx.RequestError as exc:  # timeouts, refused and dropped connections
                 problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            except TimeoutError:
+                problem = f"RequestTimeout: no whole answer within {self.timeout:g} s"
             else:
                 status = response.status_code
                 if status == 200:

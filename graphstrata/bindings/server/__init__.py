@@ -28,6 +28,14 @@ How it stays fast and safe under load:
 * Bounded work: at most ``max_concurrency`` retrievals in flight; one more is answered ``429``
   with ``Retry-After`` at once instead of queueing without bound. The writer queue is bounded
   the same way. Request bodies (8 MiB) and query strings (4,096 characters) are limited.
+  Query parameters that multiply work have measured bounds, published in the schema. Every
+  request has one deadline across search, upstream LLM and streaming (``request_timeout_s``,
+  :mod:`.deadline`: 504, checked between the steps of a batch); answers run in their own
+  threads, so a slow upstream cannot starve retrievals; a stopping server drains for
+  ``shutdown_grace_s`` and then stops.
+* Bounded memory: request bodies held at once across connections are within
+  ``max_body_memory_bytes`` (counted before they are buffered; past it 503), and a list of
+  bad documents is refused after its first few bad items.
 * Bounded connections (:mod:`.protocol`, :class:`.settings.ServerSettings`): request headers
   must arrive within ``header_timeout_s`` and bodies within ``body_timeout_s`` (else 408 and
   the connection is closed: slowloris clients hold nothing), at most ``max_connections`` are
@@ -49,7 +57,7 @@ How it stays fast and safe under load:
 Modules: :mod:`.settings`, :mod:`.errors`, :mod:`.middleware`, :mod:`.metrics`,
 :mod:`.routing` (route templates, allowed methods, metrics labels), :mod:`.jsonbody`,
 :mod:`.protocol` (uvicorn's h11 protocol with a header deadline and a connection cap),
-:mod:`.runtime`, :mod:`.writer`, :mod:`.models`, :mod:`.auth`, :mod:`.events` (server-sent
+:mod:`.deadline` (the per-request deadline), :mod:`.runtime`, :mod:`.writer`, :mod:`.models`, :mod:`.auth`, :mod:`.events` (server-sent
 events), :mod:`.routes` (one router per resource), :mod:`.app` (``create_app``), :mod:`.run`
 (``run_server``, ``uvicorn_config``) and :mod:`.command` (``graphstrata serve``).
 """

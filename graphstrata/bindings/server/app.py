@@ -23,9 +23,11 @@ from starlette.routing import BaseRoute, Route
 
 from graphstrata.bindings.api import ConfigError, Index
 from graphstrata.bindings.server.auth import TokenTable, bearer_guard
+from graphstrata.bindings.server.deadline import DeadlineMiddleware
 from graphstrata.bindings.server.errors import install_error_handlers
 from graphstrata.bindings.server.middleware import (
     AuthMiddleware,
+    BodyBudget,
     BodyLimitMiddleware,
     ErrorMiddleware,
     MetricsMiddleware,
@@ -132,7 +134,7 @@ def create_app(
             for s in services.values():
                 await stack.enter_async_context(s.lifespan(app))
             readiness.start()  # /readyz answers 503 until it ends
-            stack.callback(readiness.stop)
+            stack.callback(readiness.stop, settings.shutdown_grace_s)
             yield
 
     app = FastAPI(
@@ -151,14 +153,17 @@ def create_app(
     app.state.routes = routes
     install_error_handlers(app)
     # The last added is the outermost: metrics see every answer, the token is checked before
-    # a byte of the body is read, the body limit and timeout come before the app reads it,
-    # and an escaped exception is answered inside all of them.
+    # a byte of the body is read, the body limit, the body memory budget and the body timeout
+    # come before the app reads it, an escaped exception is answered inside all of them, and
+    # the request's deadline runs from the moment its body is in.
+    app.add_middleware(DeadlineMiddleware, timeout_s=settings.request_timeout_s)
     app.add_middleware(ErrorMiddleware)
     app.add_middleware(
         BodyLimitMiddleware,
         max_bytes=settings.max_body_bytes,
         timeout_s=settings.body_timeout_s,
         max_header_bytes=settings.max_header_bytes,
+        budget=BodyBudget(settings.max_body_memory_bytes, settings.retry_after_s),
     )
     if tokens:
         open_paths = {

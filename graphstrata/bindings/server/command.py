@@ -57,6 +57,10 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         "max_connections",
         "max_header_bytes",
         "writer_lock_wait_s",
+        "request_timeout_s",
+        "shutdown_grace_s",
+        "answer_threads",
+        "max_body_memory_bytes",
     ):
         value = getattr(args, name)
         if value is not None:
@@ -97,7 +101,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for module in ("fastapi", "uvicorn"):
         require(module, "server", "graphstrata serve")
     from graphstrata.bindings.server.auth import TokenTable
-    from graphstrata.bindings.server.run import run_server
+    from graphstrata.bindings.server.run import busy_pool_threads, run_server
 
     paths = index_paths(args.index)
     settings = settings_from_args(args)
@@ -127,6 +131,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     target = paths[0] if len(paths) == 1 else paths
     summary = run_server(target, settings, on_ready=ready, log_level=args.log_level)
     print_serve_summary(summary, args.json)
+    busy = busy_pool_threads(wait_s=1.0)
+    if busy:
+        # A search or an upstream call still running past the grace period would hold the
+        # interpreter's exit (it joins pool threads) until it ends. The writer has stopped
+        # and the report is out: nothing is lost by not waiting for a read.
+        print(
+            f"graphstrata serve: stopped with {len(busy)} request thread(s) still busy",
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.stdout.flush()
+        os._exit(0)
     return 0
 
 
@@ -216,6 +232,10 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         ("--max-connections", "max_connections", int, "open connections at most (1024)"),
         ("--max-header-bytes", "max_header_bytes", int, "bytes of a request head (16384)"),
         ("--writer-lock-wait", "writer_lock_wait_s", float, "seconds a write waits (120)"),
+        ("--request-timeout", "request_timeout_s", float, "seconds a request may take (120)"),
+        ("--shutdown-grace", "shutdown_grace_s", float, "seconds to drain on SIGTERM (30)"),
+        ("--answer-threads", "answer_threads", int, "threads for answers/upstream LLM (16)"),
+        ("--max-body-memory", "max_body_memory_bytes", int, "body bytes held at once (64 MiB)"),
     ):
         p.add_argument(flag, type=kind, dest=dest, help=what)
     p.add_argument("--log-level", default="warning", dest="log_level")  # fmt: skip

@@ -23,9 +23,11 @@ request line + headers over the limit                  431     ``bad_request``
 unsupported content type                               415     ``bad_request``
 saturated (slots, writer queue), shutting down         429/503 ``overloaded``
 ``IndexLockedError`` (another process kept the lock)   503     ``overloaded``
+``StoreWriteError``, ``OSError`` ENOSPC/EDQUOT         507     ``insufficient_storage``
 too many open connections (answered, then closed)      503     ``overloaded``
 ``LLMError`` / ``EmbedderError``                       502     ``backend_error``
 the same, when the backend timed out                   504     ``backend_timeout``
+the request's deadline passed (``request_timeout_s``)  504     ``deadline_exceeded``
 anything else                                          500     ``internal``
 =====================================================  ======  =====================
 
@@ -35,10 +37,12 @@ method of the path (the same list as a 405's).
 
 from __future__ import annotations
 
+import errno
 import logging
 import re
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -54,6 +58,7 @@ from graphstrata.bindings.api import (
     EmbedderError,
     IndexLockedError,
     QueryError,
+    StoreWriteError,
 )
 from graphstrata.bindings.server.routing import allowed_methods, method_label
 
@@ -76,10 +81,14 @@ STATUS_CODES = {
     502: "backend_error",
     503: "overloaded",
     504: "backend_timeout",
+    507: "insufficient_storage",
 }
 
 #: Exceptions that are the caller's fault (answered 422 ``bad_request``).
 INPUT_ERRORS: tuple[type[Exception], ...] = (QueryError, ConfigError, DocumentError)
+
+#: ``errno`` values of a full disk or quota (answered 507).
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 _TIMEOUT_TEXT = re.compile(r"\w*timeout\b|timed out", re.IGNORECASE)
 
@@ -187,6 +196,16 @@ def known_error(exc: BaseException) -> ApiError | None:
     if isinstance(exc, IndexLockedError):
         # The message names the index's path: the server's layout is not the client's business.
         return ApiError(503, "overloaded", "another process holds the index lock; retry later")
+    if isinstance(exc, StoreWriteError):
+        # The message names the file that could not be written and the version the index
+        # stays at: what the operator needs to free space and retry.
+        log.error("store write failed: %s", one_line(str(exc)))
+        return ApiError(507, "insufficient_storage", one_line(str(exc)))
+    if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+        name = Path(exc.filename).name if isinstance(exc.filename, str) else "a file"
+        message = f"no space left on the index's disk while writing {name}; free space and retry"
+        log.error("%s (%s)", message, exc)
+        return ApiError(507, "insufficient_storage", message)
     if isinstance(exc, BackendError):
         what = "embedder" if isinstance(exc, EmbedderError) else "LLM"
         error_id = uuid.uuid4().hex

@@ -129,6 +129,36 @@ async def _drain(receive: Receive, limit: int, timeout_s: float) -> bool:
             return True
 
 
+class BodyBudget:
+    """Bytes of request bodies held at once across every connection, within a limit.
+
+    All callers run on the event loop thread, so a plain counter is race free.
+
+    Parameters
+    ----------
+    limit:
+        The most bytes held at once.
+    retry_after_s:
+        ``Retry-After`` of the refusal.
+    """
+
+    def __init__(self, limit: int, retry_after_s: int):
+        self.limit = limit
+        self.retry_after_s = retry_after_s
+        self.in_use = 0
+
+    def take(self, size: int) -> bool:
+        """Count ``size`` more bytes; False (nothing counted) when that would pass the limit."""
+        if self.in_use + size > self.limit:
+            return False
+        self.in_use += size
+        return True
+
+    def give_back(self, size: int) -> None:
+        """Stop counting ``size`` bytes."""
+        self.in_use -= size
+
+
 class BodyLimitMiddleware:
     """Read the body within ``max_bytes`` and ``timeout_s``, whether or not it has a length.
 
@@ -151,6 +181,12 @@ class BodyLimitMiddleware:
         Seconds the whole body may take to arrive.
     max_header_bytes:
         The largest request line + headers (None: not checked here).
+    budget:
+        The memory budget of bodies across connections (None: none). A body is counted
+        from its declared ``Content-Length`` before a byte is read, or chunk by chunk as it
+        arrives, until the app has answered; one that does not fit is refused with ``503
+        overloaded`` + ``Retry-After`` and its connection closed, so many connections each
+        sending a body of the largest size cannot add up past the budget.
     """
 
     def __init__(
@@ -159,11 +195,13 @@ class BodyLimitMiddleware:
         max_bytes: int,
         timeout_s: float = 60.0,
         max_header_bytes: int | None = None,
+        budget: BodyBudget | None = None,
     ):
         self.app = app
         self.max_bytes = max_bytes
         self.timeout_s = timeout_s
         self.max_header_bytes = max_header_bytes
+        self.budget = budget or BodyBudget(2**63, 0)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -178,6 +216,7 @@ class BodyLimitMiddleware:
             )
             return
         declared = _header(scope, b"content-length")
+        held = 0
         if declared is not None:
             if not declared.isdigit():
                 await send_error(send, 400, "bad_request", "invalid Content-Length header")
@@ -185,6 +224,28 @@ class BodyLimitMiddleware:
             if int(declared) > self.max_bytes:
                 await self._too_large(send)
                 return
+            held = int(declared)
+        counted = [0]  # bytes of this body counted in the budget, given back at the end
+        try:
+            if not self._take(counted, held):
+                await self._over_budget(send)
+                return
+            await self._read_then_call(scope, receive, send, counted)
+        finally:
+            self.budget.give_back(counted[0])
+
+    def _take(self, counted: list[int], size: int) -> bool:
+        """Count ``size`` bytes of this body in the budget (``counted[0]`` is what it has)."""
+        if size <= counted[0]:
+            return True
+        if not self.budget.take(size - counted[0]):
+            return False
+        counted[0] = size
+        return True
+
+    async def _read_then_call(
+        self, scope: Scope, receive: Receive, send: Send, counted: list[int]
+    ) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
         chunks: list[bytes] = []
@@ -207,10 +268,14 @@ class BodyLimitMiddleware:
             if size > self.max_bytes:
                 await self._too_large(send)
                 return
+            if not self._take(counted, size):  # a chunked body, counted as it arrives
+                await self._over_budget(send)
+                return
             chunks.append(body)
             if not message.get("more_body", False):
                 break
         whole = b"".join(chunks)
+        del chunks
         replayed = False
 
         async def replay() -> Message:
@@ -221,6 +286,17 @@ class BodyLimitMiddleware:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    async def _over_budget(self, send: Send) -> None:
+        retry = self.budget.retry_after_s
+        await send_error(
+            send,
+            503,
+            "overloaded",
+            f"request bodies in flight are at the server's memory budget of "
+            f"{self.budget.limit} bytes; retry after {retry} s",
+            headers={"Retry-After": str(retry)},
+        )
 
     async def _too_large(self, send: Send) -> None:
         await send_error(

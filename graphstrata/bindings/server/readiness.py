@@ -72,11 +72,13 @@ class Readiness:
         self._thread = threading.Thread(target=self._run, name="graphstrata-warmup", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
-        """Let a held warm-up go and wait for it to end (at the app's shutdown)."""
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Let a held warm-up go and wait up to ``timeout_s`` seconds (None: for ever) for it
+        to end (at the app's shutdown). The warm-up thread is a daemon: one still running
+        then (e.g. a graph query waiting on a slow upstream LLM) does not keep the process."""
         self.hold.set()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(timeout_s)
 
     def _run(self) -> None:
         self.hold.wait()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 import socket
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
@@ -145,9 +147,37 @@ def uvicorn_config(app: FastAPI, settings: ServerSettings, *, log_level: str = "
         # Typed int by uvicorn, but only given to loop.call_later, which takes float seconds.
         timeout_keep_alive=settings.keep_alive_timeout_s,  # type: ignore[arg-type]
         h11_max_incomplete_event_size=settings.max_header_bytes,
-        # A stuck request must not keep a stopping server alive forever.
-        timeout_graceful_shutdown=30,
+        # A stuck request must not keep a stopping server alive forever: after the grace
+        # period the connections still open are closed and their tasks cancelled.
+        timeout_graceful_shutdown=settings.shutdown_grace_s,  # type: ignore[arg-type]
     )
+
+
+#: Name prefixes of the service's own pool threads (:class:`~.runtime.QueryRunner`).
+POOL_THREADS = ("gs-search", "gs-answer", "gs-embed")
+
+
+def busy_pool_threads(wait_s: float) -> list[threading.Thread]:
+    """The service's pool threads still running after up to ``wait_s`` seconds.
+
+    Parameters
+    ----------
+    wait_s:
+        How long to wait for them, in all.
+
+    Returns
+    -------
+    list of threading.Thread
+        Those still alive (a search or an upstream call that outlived the grace period).
+    """
+    deadline = time.monotonic() + wait_s
+    busy = []
+    for thread in threading.enumerate():
+        if thread.name.startswith(POOL_THREADS) and thread.is_alive():
+            thread.join(max(deadline - time.monotonic(), 0.0))
+            if thread.is_alive():
+                busy.append(thread)
+    return busy
 
 
 class _Terminated(Exception):

@@ -28,6 +28,8 @@ import numpy as np
 
 from graphstrata.bindings.api import Index, ModeParams, QueryResult
 from graphstrata.bindings.embed.microbatch import MicroBatcher
+from graphstrata.bindings.server.deadline import check as check_deadline
+from graphstrata.bindings.server.deadline import in_context
 from graphstrata.bindings.server.errors import ApiError
 from graphstrata.bindings.server.metrics import ServiceMetrics
 from graphstrata.bindings.server.settings import ServerSettings
@@ -35,6 +37,12 @@ from graphstrata.bindings.server.writer import Writer
 from graphstrata.bindings.threads import budget, current, thread_initializer
 
 T = TypeVar("T")
+
+#: Queries of a batch searched between two checks of the request's deadline: small enough
+#: that a step of maximal graph queries takes well under a second (issue 51 measured 8 ms per
+#: maximal graph query on a small index, 0.4 ms per walk step on a larger one), large enough
+#: that the modes that search a batch at once keep most of the gain.
+BATCH_STEP = 8
 
 
 class Slots:
@@ -200,6 +208,12 @@ class QueryRunner:
             "gs-search",
             initializer=thread_initializer(threads),
         )
+        # Answers wait on the upstream LLM most of their time: they get their own threads, so
+        # slow upstreams can never hold the search threads that retrievals need (issue 51).
+        self.answer_threads = settings.answer_threads
+        self.answer_pool = ThreadPoolExecutor(
+            self.answer_threads, "gs-answer", initializer=thread_initializer(threads)
+        )
         # One embedding call at a time: the model already spreads one call over every core.
         self.embed_pool = ThreadPoolExecutor(1, "gs-embed")
         self.batcher: MicroBatcher[str, tuple[np.ndarray, float]] = MicroBatcher(
@@ -244,9 +258,16 @@ class QueryRunner:
         return result
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run blocking engine work (batch retrieval, answers) in the search pool."""
+        """Run blocking engine work (batch retrieval) in the search pool, under the request's
+        deadline (:mod:`.deadline`)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.search_pool, lambda: fn(*args, **kwargs))
+        return await loop.run_in_executor(self.search_pool, in_context(lambda: fn(*args, **kwargs)))
+
+    async def run_answer(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run an answer (retrieval + upstream LLM) in the answer pool, under the request's
+        deadline: a slow upstream holds an answer thread, never a search thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.answer_pool, in_context(lambda: fn(*args, **kwargs)))
 
     def account(self, results: Sequence[QueryResult]) -> None:
         """Add finished queries to the totals and the per-mode search time."""
@@ -267,9 +288,17 @@ class QueryRunner:
         params: dict[str, Any],
     ) -> list[QueryResult]:
         """``Index.query_batch`` (blocking; the queries not in the cache embedded in one
-        call), accounted. The caller has checked the mode, the queries and the parameters."""
+        call), accounted. The caller has checked the mode, the queries and the parameters.
+
+        The queries are searched :data:`BATCH_STEP` at a time, with the request's deadline
+        checked between steps (:func:`.deadline.check`), so an expired batch stops within
+        one step instead of holding its search thread to the end."""
         if self.cache.capacity == 0:
-            results = self.index.query_batch(texts, mode, budget, top_k, **params)
+            results = []
+            for i in range(0, len(texts), BATCH_STEP):
+                check_deadline()
+                step = texts[i : i + BATCH_STEP]
+                results += self.index.query_batch(step, mode, budget, top_k, **params)
         else:
             embedder = self.index.embedder
             found = [self._cached(t) for t in texts]
@@ -287,9 +316,18 @@ class QueryRunner:
             matrix = np.empty((len(texts), embedder.dim), dtype=np.float32)
             for i, (t, v) in enumerate(zip(texts, found, strict=True)):
                 matrix[i] = v if v is not None else fresh[t]
-            results = self.index.query_vectors(
-                texts, matrix, mode, budget, top_k, embed_seconds=embed_seconds, **params
-            )
+            results = []
+            for i in range(0, len(texts), BATCH_STEP):
+                check_deadline()
+                results += self.index.query_vectors(
+                    texts[i : i + BATCH_STEP],
+                    matrix[i : i + BATCH_STEP],
+                    mode,
+                    budget,
+                    top_k,
+                    embed_seconds=embed_seconds,
+                    **params,
+                )
         self.account(results)
         return results
 
@@ -322,6 +360,7 @@ class QueryRunner:
     def close(self) -> None:
         """Stop the thread pools (queued work is cancelled)."""
         self.search_pool.shutdown(wait=False, cancel_futures=True)
+        self.answer_pool.shutdown(wait=False, cancel_futures=True)
         self.embed_pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ batch functions

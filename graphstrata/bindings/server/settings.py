@@ -80,6 +80,26 @@ class ServerSettings:
         micro-batcher's single embed thread), so these threads are the embedder's whole
         share of the cores. Spinning intra-op threads collapse when the cores are shared
         (with search threads, or other processes): see ``benchmarks/results/serve.md``.
+    answer_threads:
+        Threads that run answers (retrieval + upstream LLM call; default 16), apart from the
+        search threads, so answers waiting on a slow upstream never hold the threads that
+        retrievals need. An answer that finds them all busy waits for one (within its
+        deadline, ``request_timeout_s``).
+    request_timeout_s:
+        Seconds a request may take once its body has arrived: search, upstream LLM calls and
+        streaming of the response together (default 120; ``graphstrata serve
+        --request-timeout``). A request past it is answered ``504 deadline_exceeded`` (a
+        streamed response that had started is cut and its connection closed); batch
+        retrievals stop at their next step (:mod:`.deadline`).
+    shutdown_grace_s:
+        Seconds a stopping server (SIGTERM, SIGINT) lets the requests in flight finish before
+        it closes their connections and stops (default 30; ``--shutdown-grace``). A search
+        thread still busy then is not waited for.
+    max_body_memory_bytes:
+        Bytes of request bodies held at once across every connection (default 64 MiB): a
+        body is counted from its ``Content-Length`` (or as it arrives, when chunked) before
+        it is buffered, and one that would take the total past this is answered ``503
+        overloaded`` with ``Retry-After`` and its connection closed.
     retry_after_s:
         The ``Retry-After`` value of a 429 (and of the 503 of a refused connection).
     header_timeout_s:
@@ -107,8 +127,8 @@ class ServerSettings:
     an unauthenticated client cannot make the server buffer a body (it gets 401 and the
     connection is closed). An authenticated client's body is read up to ``max_body_bytes``
     within ``body_timeout_s``, so the memory held by request bodies is bounded by
-    ``max_connections * max_body_bytes`` and no connection is held longer than the
-    timeouts allow.
+    ``max_body_memory_bytes`` (and each body by ``max_body_bytes``), and no connection is
+    held longer than the timeouts allow.
     """
 
     host: str = "127.0.0.1"
@@ -133,6 +153,10 @@ class ServerSettings:
     microbatch_max: int = 64
     query_cache_size: int = 4096
     embed_threads: int | None = None
+    answer_threads: int = 16
+    request_timeout_s: float = 120.0
+    shutdown_grace_s: float = 30.0
+    max_body_memory_bytes: int = 64 * 1024 * 1024
     retry_after_s: int = 1
     header_timeout_s: float = 10.0
     body_timeout_s: float = 60.0
@@ -154,6 +178,8 @@ class ServerSettings:
             "body_timeout_s",
             "keep_alive_timeout_s",
             "writer_lock_wait_s",
+            "request_timeout_s",
+            "shutdown_grace_s",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
@@ -170,6 +196,8 @@ class ServerSettings:
             "microbatch_max",
             "max_connections",
             "max_header_bytes",
+            "answer_threads",
+            "max_body_memory_bytes",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -149,7 +149,7 @@ def test_unsupported_setting_types_are_a_defect():
         ("fusion", "complete_scores", 1, "complete_scores must be true or false"),
         ("hierarchy", "bias_share", 1.5, r"bias_share must be in \[0.0, 1.0\], got 1.5"),
         ("heterograph", "ppr_alpha", -0.1, r"ppr_alpha must be in \[0.0, 1.0\]"),
-        ("heterograph", "ppr_iters", 1_000_001, r"ppr_iters must be in \[0, 1000000\]"),
+        ("heterograph", "ppr_iters", 101, r"ppr_iters must be in \[0, 100\]"),  # issue 51
         ("heterograph", "bridge_weight", -1.0, "bridge_weight must be >= 0.0"),
         ("heterograph", "match_query_ngrams", 0, "match_query_ngrams must be true or false"),
     ],

@@ -62,7 +62,7 @@ def test_schema_is_generated_from_the_fields():
     assert schema["additionalProperties"] is False
     assert set(schema["properties"]) == set(GraphParams.field_names())
     assert schema["properties"]["rank"]["anyOf"][0]["enum"] == ["score", "entries_first"]
-    entry_top_k = {"type": "integer", "minimum": 0, "maximum": 1_000_000}  # published ranges
+    entry_top_k = {"type": "integer", "minimum": 0, "maximum": 1_000}  # published ranges (issue 51)
     assert schema["properties"]["entry_top_k"]["anyOf"][0] == entry_top_k
     assert "Restart probability" in schema["properties"]["ppr_alpha"]["description"]
     h = HierarchyParams.json_schema()

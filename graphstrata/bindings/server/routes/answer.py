@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from graphstrata.bindings.api import stream_pieces
 from graphstrata.bindings.server.auth import Guard
 from graphstrata.bindings.server.errors import error_responses
-from graphstrata.bindings.server.events import SSE_SCHEMA, sse
+from graphstrata.bindings.server.events import SSE_SCHEMA, sse, until_disconnect
 from graphstrata.bindings.server.jsonbody import JSONRoute
 from graphstrata.bindings.server.models import Models, RetrieveFields
 from graphstrata.bindings.server.routes.retrieve import RETRIEVE_ERRORS
@@ -58,7 +58,7 @@ def router(
         params = service.check_params(body.mode, body.params)
         async with service.slots.hold():
             start = time.perf_counter()
-            result = await service.runner.run(
+            result = await service.runner.run_answer(
                 service.index.answer,
                 body.query,
                 body.mode,
@@ -72,7 +72,7 @@ def router(
         service.runner.account([result])
         if stream:
             return StreamingResponse(
-                events(result.to_dict()),
+                until_disconnect(events(result.to_dict())),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache"},
             )

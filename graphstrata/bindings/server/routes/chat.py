@@ -24,7 +24,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from graphstrata.bindings.api import Answer, stream_pieces
 from graphstrata.bindings.server.auth import Guard, TokenTable
 from graphstrata.bindings.server.errors import ApiError, error_responses
-from graphstrata.bindings.server.events import SSE_SCHEMA, sse
+from graphstrata.bindings.server.events import SSE_SCHEMA, sse, until_disconnect
 from graphstrata.bindings.server.jsonbody import JSONRoute
 from graphstrata.bindings.server.models import Citation, Models, integral
 from graphstrata.bindings.server.routes.retrieve import RETRIEVE_ERRORS
@@ -39,8 +39,9 @@ NON_BLANK = r"\S"
 
 
 def Bounded(low: int, high: int) -> Any:
-    """An integer as JSON Schema defines it (``5`` or ``5.0``) in ``[low, high]``."""
-    return Annotated[int, Field(ge=low, le=high), BeforeValidator(integral)]
+    """An integer as JSON Schema defines it (``5`` or ``5.0``) in ``[low, high]``; never a
+    boolean or a string (strict: ``false`` is not 0)."""
+    return Annotated[int, Field(ge=low, le=high, strict=True), BeforeValidator(integral)]
 
 
 class TextPart(BaseModel):
@@ -152,8 +153,20 @@ def model_ids(services: dict[str, Service]) -> list[str]:
     return out
 
 
-def resolve_model(services: dict[str, Service], model: str) -> tuple[Service, str]:
+def resolve_model(
+    services: dict[str, Service], model: str, readable: dict[str, Service] | None = None
+) -> tuple[Service, str]:
     """The index and the search mode of ``model`` (``NAME`` or ``NAME:MODE``).
+
+    Parameters
+    ----------
+    services:
+        Every served index.
+    model:
+        The requested model.
+    readable:
+        The indexes the caller may read (default: all): the only ones an error names, so a
+        token scoped to one index never learns the others.
 
     Raises
     ------
@@ -164,9 +177,8 @@ def resolve_model(services: dict[str, Service], model: str) -> tuple[Service, st
     name, sep, mode = model.partition(":")
     service = services.get(name)
     if service is None:
-        raise ApiError(
-            404, "not_found", f"model {model!r} does not exist; served: {model_ids(services)}"
-        )
+        shown = model_ids(services if readable is None else readable)
+        raise ApiError(404, "not_found", f"model {model!r} does not exist; served: {shown}")
     if not sep:
         return service, default_mode(service.index.modes)
     service.check_mode(mode)
@@ -200,7 +212,8 @@ def router(
     first = next(iter(services.values()))
     settings = first.settings
     max_chars = settings.max_query_chars
-    enum_extra: dict[str, Any] = {"enum": model_ids(services)}
+    # The schema is open to anyone: it names the models only when no token is required.
+    enum_extra: dict[str, Any] = {} if tokens else {"enum": model_ids(services)}
 
     class AppChatRequest(ChatRequest):
         """The chat request of this app: ``model`` among the served ones, bounded extras."""
@@ -209,6 +222,15 @@ def router(
         budget_tokens: Bounded(1, settings.max_budget_tokens) | None = None  # type: ignore[valid-type]
         top_k: Bounded(1, settings.max_top_k) | None = None  # type: ignore[valid-type]
 
+    def readable_by(request: Request) -> dict[str, Service]:
+        """The indexes the request's token may read (all of them without tokens)."""
+        scope = tokens.scope_of_header(request.headers.get("authorization"))
+        return {
+            name: s
+            for name, s in services.items()
+            if not tokens or (scope is not None and scope.allows(name, "read"))
+        }
+
     @api.get(
         "/v1/models",
         summary="The served indexes and their modes, as chat models",
@@ -216,12 +238,7 @@ def router(
         responses=error_responses(*guard.statuses, model=models.ErrorOut),
     )
     async def list_models(request: Request) -> Response:
-        scope = tokens.scope_of_header(request.headers.get("authorization"))
-        readable = {
-            name: s
-            for name, s in services.items()
-            if not tokens or (scope is not None and scope.allows(name, "read"))
-        }
+        readable = readable_by(request)
         created = int(first.started)
         data = [
             {"id": m, "object": "model", "created": created, "owned_by": "graphstrata"}
@@ -243,8 +260,10 @@ def router(
         },
     )
     async def chat_completions(body: AppChatRequest, request: Request) -> Response:
-        service, mode = resolve_model(services, body.model)
-        tokens.require(request.headers.get("authorization"), service.name, "read")
+        name = body.model.partition(":")[0]
+        if name in services:  # the right first: a mode error lists the index's modes
+            tokens.require(request.headers.get("authorization"), name, "read")
+        service, mode = resolve_model(services, body.model, readable_by(request))
         users = [i for i, m in enumerate(body.messages) if m.role == "user"]
         last = users[-1] if users else len(body.messages) - 1
         # The query: the last user message (else the last message), cut to the query limit.
@@ -259,7 +278,7 @@ def router(
             result = await service.runner.retrieve(
                 question, mode, body.budget_tokens, body.top_k, {}
             )
-            answer = await service.runner.run(
+            answer = await service.runner.run_answer(
                 service.index.answer_result, question, result, history, max_tokens
             )
             service.metrics.query_seconds.labels(f"chat:{mode}").observe(
@@ -270,7 +289,7 @@ def router(
         if body.stream:
             include_usage = bool(body.stream_options and body.stream_options.include_usage)
             return StreamingResponse(
-                chunks(completion_id, created, body.model, answer, include_usage),
+                until_disconnect(chunks(completion_id, created, body.model, answer, include_usage)),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache"},
             )

@@ -109,7 +109,7 @@ function showResults(nodes) {
 
 async function openDocument(docId) {
   try {
-    const doc = await api(base() + "/texts/" + docId.split("/").map(encodeURIComponent).join("/"));
+    const doc = await api(base() + "/texts/" + encodeURIComponent(docId));
     $("doc").textContent = doc.title ? doc.title + "\n\n" + doc.text : doc.text;
     $("doc").setAttribute("data-doc", docId);
   } catch (err) {
@@ -119,7 +119,7 @@ async function openDocument(docId) {
 
 async function openNode(nodeId) {
   try {
-    let path = base() + "/nodes/" + nodeId + "/neighbourhood?limit=24";
+    let path = base() + "/nodes/" + encodeURIComponent(nodeId) + "/neighbourhood?limit=24";
     if (lastGraph && lastGraph.index === $("index").value) {
       path += "&query=" + encodeURIComponent(lastGraph.query);
       if (lastGraph.budget) path += "&budget_tokens=" + lastGraph.budget;

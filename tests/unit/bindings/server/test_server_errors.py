@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 import pytest
 
 pytest.importorskip("fastapi")
@@ -16,7 +18,7 @@ from graphstrata.engine.config import ConfigError
 from graphstrata.engine.documents import DocumentError
 from graphstrata.engine.interfaces import EmbedderError, LLMError
 from graphstrata.engine.params import QueryError
-from graphstrata.engine.store import IndexLockedError
+from graphstrata.engine.store import IndexLockedError, StoreWriteError
 
 
 @pytest.mark.parametrize(
@@ -36,6 +38,19 @@ def test_known_errors(exc, status, code):
     err = known_error(exc)
     assert err is not None and (err.status, err.code) == (status, code)
     assert err.message
+
+
+def test_a_full_disk_is_507_naming_the_file():
+    """Issue 51: a write that fails for want of space was a 500 ``internal``."""
+    message = "no space left on device while writing /srv/ix/segments/vectors-7.arrow"
+    err = known_error(StoreWriteError(message, errno.ENOSPC))
+    assert err is not None and (err.status, err.code) == (507, "insufficient_storage")
+    assert "vectors-7.arrow" in err.message
+    raw = OSError(errno.ENOSPC, "No space left on device", "/srv/ix/LOCK")
+    err = known_error(raw)
+    assert err is not None and (err.status, err.code) == (507, "insufficient_storage")
+    assert "LOCK" in err.message and "/srv" not in err.message
+    assert known_error(OSError(errno.EACCES, "Permission denied", "/srv/ix/LOCK")) is None
 
 
 def test_document_errors_carry_their_problems():
