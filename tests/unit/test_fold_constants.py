@@ -25,7 +25,10 @@ FOLD_NAME = re.compile(
 #: Names of that shape that are not fold rules: where a computation switches algorithm or
 #: goes parallel. (module path, name) -> why.
 NOT_FOLD_RULES = {
-    ("bindings/embed/bert_graph.py", "_FLOAT32_MIN"): "the float32 mask value of the attention, no threshold",
+    (
+        "bindings/embed/bert_graph.py",
+        "_FLOAT32_MIN",
+    ): "the float32 mask value of the attention, no threshold",
     ("core/bm25.py", "REDUCE_MIN"): "a search cuts its slots to the contenders from here on",
     ("core/centrality.py", "BETWEENNESS_PARALLEL_MIN"): "work below which one thread does it all",
     ("core/graph.py", "_PARALLEL_MIN"): "entries below which the serial path wins",
