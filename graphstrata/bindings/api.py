@@ -21,6 +21,7 @@ from graphstrata.bindings.rebuild import RebuildError, rebuild
 from graphstrata.bindings.registry import LLM_CACHE_FILE, Backends, resolve_backends
 from graphstrata.engine import (
     LLM,
+    MANIFEST,
     Answer,
     BackendError,
     ConfigError,
@@ -40,8 +41,10 @@ from graphstrata.engine import (
     QueryError,
     QueryResult,
     SearchConfig,
+    StoreError,
     answer_result,
     as_documents,
+    live_writer,
     read_documents,
     read_version,
     stored_manifest,
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LLM",
     "LLM_CACHE_FILE",
+    "MANIFEST",
     "Answer",
     "BackendError",
     "Backends",
@@ -81,6 +85,7 @@ __all__ = [
     "QueryResult",
     "RebuildError",
     "SearchConfig",
+    "StoreError",
     "as_documents",
     "load_qa",
     "read_documents",
@@ -568,8 +573,23 @@ class Index:
         return self._engine.stats()
 
     def refresh(self) -> bool:
-        """Switch to the newest committed version if another process wrote one."""
+        """Switch to the newest committed version if another process wrote one (never to an
+        older one than the version served)."""
         return self._engine.refresh()
+
+    def live_writer(self, command: str) -> contextlib.AbstractContextManager[None]:
+        """Register this process as a long-lived writer of the index while the block runs.
+
+        ``graphstrata index --force`` (:meth:`rebuild`) refuses to replace an index with a
+        registered writer, naming its pid and ``command``: the writes it acknowledges would
+        be lost with the old directory.
+
+        Raises
+        ------
+        OSError
+            When the index folder is read-only.
+        """
+        return live_writer(self.path, command)
 
     @property
     def version(self) -> int:

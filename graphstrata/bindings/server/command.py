@@ -56,6 +56,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         "max_connections",
         "max_header_bytes",
         "writer_lock_wait_s",
+        "refresh_interval_s",
     ):
         value = getattr(args, name)
         if value is not None:
@@ -213,6 +214,12 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         ("--max-connections", "max_connections", int, "open connections at most (1024)"),
         ("--max-header-bytes", "max_header_bytes", int, "bytes of a request head (16384)"),
         ("--writer-lock-wait", "writer_lock_wait_s", float, "seconds a write waits (120)"),
+        (
+            "--refresh-interval",
+            "refresh_interval_s",
+            float,
+            "seconds between looks for versions other processes committed (1; 0 = never)",
+        ),
     ):
         p.add_argument(flag, type=kind, dest=dest, help=what)
     p.add_argument("--log-level", default="warning", dest="log_level")  # fmt: skip
