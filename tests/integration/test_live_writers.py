@@ -121,10 +121,8 @@ def test_rebuild_refuses_its_swap_when_another_writer_committed_meanwhile(index,
 
 def test_a_server_serves_versions_committed_by_the_cli(index, tmp_path):
     extra = tmp_path / "extra.jsonl"
-    with (
-        server_process(index, ["--refresh-interval", "0.2"], env=ENV) as handle,
-        _client(handle) as c,
-    ):
+    # The default settings: the manifest is polled every second.
+    with server_process(index, env=ENV) as handle, _client(handle) as c:
         served = _served(c)["version"]
         for round_ in range(3):  # three commits: each round changes the texts
             docs = [{**d, "text": f"{d['text']} Round {round_}."} for d in _docs("cli", 3)]
@@ -132,7 +130,7 @@ def test_a_server_serves_versions_committed_by_the_cli(index, tmp_path):
             run("insert", str(index), str(extra))
         on_disk = json.loads(run("stats", str(index), "--json").stdout)["version"]
         assert on_disk == served + 3
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 15  # 1 s polling, plus loading on two shared cores
         while _served(c)["version"] != on_disk and time.monotonic() < deadline:
             time.sleep(0.1)
         now = _served(c)
@@ -141,6 +139,15 @@ def test_a_server_serves_versions_committed_by_the_cli(index, tmp_path):
         # A write through the server goes on top of the CLI's commits.
         op = _insert(c, _docs("srv", 1))
         assert op["report"]["version"] == on_disk + 1
+    # Polling can be turned off (0): the server then moves only with its own writes.
+    with (
+        server_process(index, ["--refresh-interval", "0"], env=ENV) as handle,
+        _client(handle) as c,
+    ):
+        served = _served(c)["version"]
+        run("insert", str(index), str(_new_doc(tmp_path)))
+        time.sleep(2)
+        assert _served(c)["version"] == served
 
 
 def test_refresh_never_goes_back_to_an_older_version(index, tmp_path):
