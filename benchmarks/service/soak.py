@@ -19,7 +19,8 @@ workers keep going.
 
 The hostile side (issue 51, :mod:`benchmarks.service.soak_adversaries`): the server's LLM is a
 loopback upstream that takes ``--llm-delay`` seconds per answer (every ``/v1/answer`` waits on
-it); from ``--hostile-at`` of the duration on, a client sends maximal-bound ``graph`` batches
+it, and the server's inserts too); from ``--hostile-at`` of the duration on, the mix's
+answers start (before, they are retrievals: the calm phase), a client sends maximal-bound ``graph`` batches
 and ``graphstrata insert`` commits beside the server every ``--cli-every`` seconds. One
 connection sends plain ``naive`` retrievals throughout: its p99 before the hostile clients
 start (calm) and after is the figure to compare (target: within 3x).
@@ -275,6 +276,8 @@ class Soak:
     run_id: str
     killing: bool = False
     quiet_writes: bool = False
+    #: Until then (the calm phase) answers, which wait on the slow upstream, are retrievals.
+    answers_from: float = 0.0
 
     def new_doc(self, rng: random.Random) -> dict[str, Any]:
         n = self.ledger.next_doc
@@ -298,6 +301,8 @@ class Soak:
                 kind = rng.choices(kinds, weights)[0]
                 if self.quiet_writes and kind in ("insert", "delete"):
                     kind = "status"
+                if kind == "answer" and time.monotonic() < self.answers_from:
+                    kind = "retrieve"
                 await self.one(client, kind, rng, i)
         finally:
             await client.close()
@@ -594,6 +599,7 @@ async def soak_run(args: argparse.Namespace, index: Path, info: dict[str, Any]) 
         verifications.append(await soak.verify("after the restart"))
 
     adversaries = Adversaries(soak, index, hostile_from=t0 + args.hostile_at * args.duration)
+    soak.answers_from = adversaries.hostile_from
     tasks = [asyncio.create_task(soak.worker(w, args.seed)) for w in range(workers)]
     tasks.append(asyncio.create_task(adversaries.plain_prober()))
     tasks.append(asyncio.create_task(adversaries.max_bound_client(heaviest)))
