@@ -453,12 +453,15 @@ async def warm_up(server: Server, modes: list[str]) -> dict[str, Any]:
 async def compact(soak: Soak, index: Path, until: float) -> dict[str, Any]:
     """``graphstrata compact`` beside the live server, finished (or given up) by ``until``.
 
-    The command takes the index lock without waiting, so while the server's writer goes from
-    one operation to the next it is refused ("locked by another writer": nothing is changed,
-    nothing is lost). After a refusal under full traffic, writes are paused (reads go
+    The command waits up to 30 s for the index lock; while the server's writer goes from one
+    operation to the next it may still be refused ("locked by another writer": nothing is
+    changed, nothing is lost). After a refusal under full traffic, writes are paused (reads go
     on) until the writer's queue is empty, and the compaction is tried again.
     """
+    # --wait: the server's writer holds the lock for a whole insert, which the slow upstream
+    # LLM makes long; the compaction takes the lock between two of them.
     cmd = [sys.executable, "-m", "graphstrata.bindings.cli", "compact", str(index), "--json"]
+    cmd += ["--wait", "30"]
     t0 = time.perf_counter()
     refused: list[str] = []
     out: dict[str, Any] = {"rc": 1}
@@ -598,7 +601,9 @@ async def soak_run(args: argparse.Namespace, index: Path, info: dict[str, Any]) 
         log(f"killed and restarted in {restart:.1f}s ({unknown} operations unconfirmed)")
         verifications.append(await soak.verify("after the restart"))
 
-    adversaries = Adversaries(soak, index, hostile_from=t0 + args.hostile_at * args.duration)
+    adversaries = Adversaries(
+        soak, index, hostile_from=t0 + args.hostile_at * args.duration, duration=args.duration
+    )
     soak.answers_from = adversaries.hostile_from
     tasks = [asyncio.create_task(soak.worker(w, args.seed)) for w in range(workers)]
     tasks.append(asyncio.create_task(adversaries.plain_prober()))
@@ -610,6 +615,9 @@ async def soak_run(args: argparse.Namespace, index: Path, info: dict[str, Any]) 
     tasks.append(asyncio.create_task(kill_and_restart()))
     await asyncio.gather(*tasks)
     wall = time.monotonic() - t0
+    # Operations the poller could not see finish (its grace period ended): their fate is
+    # unknown, as at the kill (a delete still queued may yet run when the server stops).
+    still_pending = ledger.lose_generation(server.generation)
     verifications.append(await soak.verify("at the end"))
     longest_gap = ledger.longest_gap
     final_rss = rss_mib(server.pid)
@@ -641,6 +649,7 @@ async def soak_run(args: argparse.Namespace, index: Path, info: dict[str, Any]) 
         "failed_operations": ledger.failed_ops,
         "acknowledged_inserts": ledger.inserted,
         "unknown_fate": len(ledger.unknown),
+        "pending_at_the_end": still_pending,
         "events": events,
         "verifications": verifications,
         "samples": samples,
@@ -648,6 +657,7 @@ async def soak_run(args: argparse.Namespace, index: Path, info: dict[str, Any]) 
         "max_rss_mib": max((x["rss_mib"] or 0 for x in samples), default=None),
         "hostile": adversaries.summary(),
         "llm_delay_s": args.llm_delay,
+        "hostile_at_s": args.hostile_at * args.duration,
         "server_reports": [o.strip().splitlines()[-1] if o.strip() else "" for o in server.outputs],
     }
 
@@ -678,7 +688,7 @@ def offline_check(index: Path, ledger: Ledger) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- report
 def markdown(result: dict[str, Any], info: dict[str, Any], command: str) -> str:
     lines = [
-        "# Soak: mixed traffic, compaction, kill -9 and restart",
+        "# Soak: mixed traffic, hostile clients, compaction, kill -9 and restart",
         "",
         f"Command: `{command}`",
         "",
@@ -726,8 +736,8 @@ def markdown(result: dict[str, Any], info: dict[str, Any], command: str) -> str:
         f"{result['errors'].get('transport', 0)} |",
         f"| inserts acknowledged (202) | {result['acknowledged_inserts']} |",
         f"| operations | {', '.join(f'{k}: {v}' for k, v in sorted(result['operations'].items()))} |",
-        f"| acknowledged, not confirmed before the kill (either outcome allowed) | "
-        f"{result['unknown_fate']} |",
+        f"| acknowledged, not confirmed before the kill or the end (either outcome allowed) | "
+        f"{result['unknown_fate']} (still pending at the end: {result['pending_at_the_end']}) |",
     ]
     for label, v in ver.items():
         lines.append(
@@ -784,6 +794,9 @@ def hostile_rows(result: dict[str, Any]) -> list[str]:
         f"| plain retrieves (p50) calm / hostile | {calm['requests']} ({calm['p50']} ms) / "
         f"{hostile['requests']} ({hostile['p50']} ms); failures {calm['failures']} / "
         f"{hostile['failures']} |",
+        f"| slowest plain retrieves (ms at t s; hostile from t = "
+        f"{result['hostile_at_s']:g} s) | "
+        f"{', '.join(f'{ms} at {t:g}' for ms, t in h['slowest_plain'])} |",
         f"| maximal-bound graph batches (256 queries, top_k 1000, budget 1,000,000, "
         f"{mb.get('params')}) | sent {mb.get('sent')}, statuses {mb.get('statuses')} "
         f"(0 = no answer within {REQUEST_TIMEOUT_S:g} s), longest {mb.get('longest_s')} s |",

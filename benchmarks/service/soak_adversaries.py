@@ -91,6 +91,8 @@ class Adversaries:
     soak: Any  # benchmarks.service.soak.Soak
     index: Path
     hostile_from: float  # monotonic time the hostile clients start
+    duration: float  # seconds of traffic
+    slowest: list[tuple[int, float]] = field(default_factory=list)  # (ms, t) of plain probes
     plain: dict[str, list[float]] = field(default_factory=lambda: {"calm": [], "hostile": []})
     plain_failures: dict[str, int] = field(default_factory=lambda: {"calm": 0, "hostile": 0})
     max_bound: dict[str, Any] = field(default_factory=dict)
@@ -119,6 +121,9 @@ class Adversaries:
                 self.soak.ledger.record("retrieve:plain-probe", status, seconds, body)
                 if status == 200:
                     self.plain[phase].append(seconds * 1000)
+                    at = round(time.monotonic() - self.soak.deadline + self.duration, 1)
+                    self.slowest.append((round(seconds * 1000), at))
+                    self.slowest = sorted(self.slowest, reverse=True)[:5]
                 else:
                     self.plain_failures[phase] += 1
                 await asyncio.sleep(0.05)
@@ -229,4 +234,10 @@ class Adversaries:
         mb = dict(self.max_bound)
         seconds = mb.pop("seconds", [])
         mb["longest_s"] = max(seconds) if seconds else None
-        return {"plain": plain, "p99_ratio": ratio, "max_bound": mb, "cli_writer": self.cli}
+        return {
+            "plain": plain,
+            "p99_ratio": ratio,
+            "slowest_plain": self.slowest,
+            "max_bound": mb,
+            "cli_writer": self.cli,
+        }

@@ -326,7 +326,10 @@ class Index:
 
     # ------------------------------------------------------------------ writes
     def insert(
-        self, docs: Iterable[Any], progress: Callable[[str, int, int], None] | None = None
+        self,
+        docs: Iterable[Any],
+        progress: Callable[[str, int, int], None] | None = None,
+        wait: float = 0.0,
     ) -> OperationReport:
         """Insert or update documents; an unchanged document is a no-op.
 
@@ -336,6 +339,8 @@ class Index:
             Dicts with ``doc_id``, ``text``, ``title``?, ``metadata``? (or ``Document``).
         progress:
             ``progress(stage, done, total)`` on long work.
+        wait:
+            Seconds to wait for the index lock while another writer (a server) holds it.
 
         Returns
         -------
@@ -347,7 +352,7 @@ class Index:
         DocumentError
             When a document is invalid (nothing is written).
         """
-        return self._engine.insert(docs, progress=progress)
+        return self._engine.insert(docs, progress=progress, wait=wait)
 
     def insert_path(
         self, source: str | Path, progress: Callable[[str, int, int], None] | None = None

@@ -232,14 +232,17 @@ class Engine:
             return True
 
     # ------------------------------------------------------------------ writes
-    def insert(self, docs: Iterable[Any], progress: ProgressFn | None = None) -> OperationReport:
-        """Insert or update documents; an unchanged document is a no-op."""
+    def insert(
+        self, docs: Iterable[Any], progress: ProgressFn | None = None, wait: float = 0.0
+    ) -> OperationReport:
+        """Insert or update documents; an unchanged document is a no-op (``wait``: seconds to
+        wait for the writer lock another process holds)."""
         report = OperationReport("insert")
         start = time.perf_counter()
         with report.stage("validate"):
             batch = as_documents(docs)
             validate_batch(batch, self.config.ingest)
-        with self._write_lock, self.store.writer():
+        with self._write_lock, self.store.writer(wait=wait):
             state = self._fresh_state()
             snapshot = state.snapshot
             existing = doc_lookup(snapshot, [d.doc_id for d in batch])
