@@ -10,9 +10,9 @@
 * :meth:`Adversaries.cli_writer`: ``graphstrata insert`` run beside the server every few
   seconds (the writer lock decides who goes first); every document it committed must be
   served by the server (it notices other writers' versions) and be there at the end.
-* :meth:`Adversaries.plain_prober`: one connection sending plain ``naive`` retrievals, before
-  the hostile clients and the answers start (the calm phase: the rest of the mix runs) and
-  after; its p99 in both phases is the figure
+* :meth:`Adversaries.plain_prober`: plain ``naive`` retrievals at a fixed rate (10/s, open
+  loop), before the hostile clients and the answers start (the calm phase: the rest of the
+  mix runs) and after; its p99 in both phases is the figure
   the issue asks for.
 """
 
@@ -100,35 +100,45 @@ class Adversaries:
         default_factory=lambda: {"commits": 0, "refused": 0, "docs": 0, "served_after_s": []}
     )
 
-    async def plain_prober(self) -> None:
-        """Plain ``naive`` retrievals on one connection, sorted into the calm and the hostile
-        phase by their start (requests during the kill window are not counted)."""
+    async def plain_prober(self, rate: float = 10.0) -> None:
+        """Plain ``naive`` retrievals at a fixed rate (open loop: a stalled server does not
+        slow the prober down, so a stall counts once per request it delays, not once in
+        all), sorted into the calm and the hostile phase by their scheduled start. Each
+        latency runs from the scheduled start; requests in the kill window are not counted."""
+        t0 = time.monotonic()
+        tasks: set[asyncio.Task[None]] = set()
+        i = 0
+        while time.monotonic() < self.soak.deadline:
+            i += 1
+            due = t0 + i / rate
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            if len(tasks) < 64:  # a bound on the probes in flight
+                task = asyncio.create_task(self._probe(i, due))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+        await asyncio.gather(*tasks)
+
+    async def _probe(self, i: int, due: float) -> None:
         from benchmarks.service.soak import Client
 
+        phase = "hostile" if due >= self.hostile_from else "calm"
+        query = self.soak.queries[i % len(self.soak.queries)]
+        payload = {"query": query, "mode": "naive", "budget_tokens": 1000}
         client = Client(self.soak.server)
-        i = 0
         try:
-            while time.monotonic() < self.soak.deadline:
-                i += 1
-                phase = "hostile" if time.monotonic() >= self.hostile_from else "calm"
-                query = self.soak.queries[i % len(self.soak.queries)]
-                payload = {"query": query, "mode": "naive", "budget_tokens": 1000}
-                t0 = time.perf_counter()
-                status, body, _ = await client.call("POST", "/v1/retrieve", payload)
-                seconds = time.perf_counter() - t0
-                if self.soak.killing or status == 0:
-                    continue
-                self.soak.ledger.record("retrieve:plain-probe", status, seconds, body)
-                if status == 200:
-                    self.plain[phase].append(seconds * 1000)
-                    at = round(time.monotonic() - self.soak.deadline + self.duration, 1)
-                    self.slowest.append((round(seconds * 1000), at))
-                    self.slowest = sorted(self.slowest, reverse=True)[:5]
-                else:
-                    self.plain_failures[phase] += 1
-                await asyncio.sleep(0.05)
+            status, body, _ = await client.call("POST", "/v1/retrieve", payload)
         finally:
             await client.close()
+        seconds = time.monotonic() - due
+        if self.soak.killing or status == 0:
+            return
+        self.soak.ledger.record("retrieve:plain-probe", status, seconds, body)
+        if status == 200:
+            self.plain[phase].append(seconds * 1000)
+            at = round(due - self.soak.deadline + self.duration, 1)
+            self.slowest = sorted([*self.slowest, (round(seconds * 1000), at)], reverse=True)[:5]
+        else:
+            self.plain_failures[phase] += 1
 
     async def max_bound_client(self, payload: dict[str, Any]) -> None:
         """Maximal-bound graph batches, one after another, from the hostile phase on."""

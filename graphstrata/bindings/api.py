@@ -261,6 +261,10 @@ class Index:
             When ``path`` may not be (re)built, or ``source`` holds no documents.
         DocumentError
             When a document is invalid (nothing changed).
+        IndexLockedError
+            While a server is registered as a live writer of ``path`` (named: pid, command),
+            or when another writer committed to ``path`` while the rebuild ran (the build is
+            discarded; nothing changed).
         """
         cfg = _config(config)
         backends: dict[str, Any] = {"embedder": embedder, "llm": llm, "use_cache": use_cache}
