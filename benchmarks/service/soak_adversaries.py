@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -75,13 +76,34 @@ def max_bound_batch(index: Path, queries: list[str]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def slow_upstream(delay: float) -> Iterator[str]:
-    """A loopback OpenAI-compatible upstream answering after ``delay`` seconds; yields the
-    server's ``--llm`` spec (per-request timeout ``2 * delay``, no retries)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.helpers.fake_openai_server import FakeOpenAIServer
-
-    with FakeOpenAIServer(delay=delay, max_requests=10**7) as fake:
-        yield f"openai:slow-model@{fake.url}?timeout={2 * delay:g}&max_retries=0"
+    """A loopback OpenAI-compatible upstream answering after ``delay`` seconds, in a process
+    of its own (its answers are Python work that must not stall the load generator); yields
+    the server's ``--llm`` spec (per-request timeout ``2 * delay``, no retries)."""
+    repo = Path(__file__).resolve().parents[2]
+    code = (
+        "import time\n"
+        "from tests.helpers.fake_openai_server import FakeOpenAIServer\n"
+        f"srv = FakeOpenAIServer(delay={delay!r}, max_requests=10**7).start()\n"
+        "print(srv.url, flush=True)\n"
+        "time.sleep(10**7)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,  # a client that went away is not news
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        if not url:
+            raise RuntimeError("the fake upstream did not start")
+        yield f"openai:slow-model@{url}?timeout={2 * delay:g}&max_retries=0"
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @dataclass
