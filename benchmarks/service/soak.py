@@ -1,7 +1,9 @@
-"""Soak test of the HTTP service: mixed traffic, a compaction, a ``kill -9`` and a restart.
+"""Soak test of the HTTP service: mixed traffic, hostile clients, a compaction, a ``kill -9``
+and a restart.
 
     python -m benchmarks.service.soak [--duration 600] [--concurrency N] [--embedder hashing]
                               [--probe-seconds 8] [--kill-at 0.5] [--compact-at 0.3]
+                              [--hostile-at 0.2] [--llm-delay 4] [--cli-every 15]
                               [--max-pending 16] [--seed 0] [--out benchmarks/results/soak.md]
 
 Builds one index from ``examples/sample`` (the folder; ``--embedder``, default the model-free
@@ -14,6 +16,14 @@ inserts and deletes, and status reads. During the run it compacts the index with
 ``graphstrata compact`` beside the live server (at ``--compact-at`` of the duration), kills
 the server with SIGKILL (at ``--kill-at``) and starts it again on the same index, while the
 workers keep going.
+
+The hostile side (issue 51, :mod:`benchmarks.service.soak_adversaries`): the server's LLM is a
+loopback upstream that takes ``--llm-delay`` seconds per answer (every ``/v1/answer`` waits on
+it, and the server's inserts too); from ``--hostile-at`` of the duration on, the mix's
+answers start (before, they are retrievals: the calm phase), a client sends maximal-bound ``graph`` batches
+and ``graphstrata insert`` commits beside the server every ``--cli-every`` seconds. One
+connection sends plain ``naive`` retrievals throughout: its p99 before the hostile clients
+start (calm) and after is the figure to compare (target: within 3x).
 
 Writes are tracked: an insert or delete answered 202 is *acknowledged*, and *committed*
 once the server reported its operation ``succeeded``. After the restart and again at the
@@ -47,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO, RESULTS, command_line, load1, log, machine
+from benchmarks.service.soak_adversaries import Adversaries, max_bound_batch, slow_upstream
 
 SAMPLE_DIR = REPO / "examples" / "sample"
 SAMPLE_QA = REPO / "examples" / "sample_qa.jsonl"
@@ -265,6 +276,8 @@ class Soak:
     run_id: str
     killing: bool = False
     quiet_writes: bool = False
+    #: Until then (the calm phase) answers, which wait on the slow upstream, are retrievals.
+    answers_from: float = 0.0
 
     def new_doc(self, rng: random.Random) -> dict[str, Any]:
         n = self.ledger.next_doc
@@ -288,6 +301,8 @@ class Soak:
                 kind = rng.choices(kinds, weights)[0]
                 if self.quiet_writes and kind in ("insert", "delete"):
                     kind = "status"
+                if kind == "answer" and time.monotonic() < self.answers_from:
+                    kind = "retrieve"
                 await self.one(client, kind, rng, i)
         finally:
             await client.close()
@@ -438,12 +453,15 @@ async def warm_up(server: Server, modes: list[str]) -> dict[str, Any]:
 async def compact(soak: Soak, index: Path, until: float) -> dict[str, Any]:
     """``graphstrata compact`` beside the live server, finished (or given up) by ``until``.
 
-    The command takes the index lock without waiting, so while the server's writer goes from
-    one operation to the next it is refused ("locked by another writer": nothing is changed,
-    nothing is lost). After a refusal under full traffic, writes are paused (reads go
+    The command waits up to 30 s for the index lock; while the server's writer goes from one
+    operation to the next it may still be refused ("locked by another writer": nothing is
+    changed, nothing is lost). After a refusal under full traffic, writes are paused (reads go
     on) until the writer's queue is empty, and the compaction is tried again.
     """
+    # --wait: the server's writer holds the lock for a whole insert, which the slow upstream
+    # LLM makes long; the compaction takes the lock between two of them.
     cmd = [sys.executable, "-m", "graphstrata.bindings.cli", "compact", str(index), "--json"]
+    cmd += ["--wait", "30"]
     t0 = time.perf_counter()
     refused: list[str] = []
     out: dict[str, Any] = {"rc": 1}
@@ -517,7 +535,9 @@ def saturating_concurrency(url: str, queries: list[str], seconds: float) -> tupl
 
 # ---------------------------------------------------------------------------- the run
 async def soak_run(args: argparse.Namespace, index: Path, info: dict[str, Any]) -> dict[str, Any]:
-    server = Server(index, ["--max-pending-operations", str(args.max_pending)])
+    llm = ["--llm", args.llm_spec] if args.llm_spec else []
+    server = Server(index, ["--max-pending-operations", str(args.max_pending), *llm])
+    heaviest = max_bound_batch(index, questions())
     startup = await server.start()
     log(f"server up at {server.url} in {startup:.1f}s")
     probe_rows: list[Any] = []
@@ -581,13 +601,23 @@ async def soak_run(args: argparse.Namespace, index: Path, info: dict[str, Any]) 
         log(f"killed and restarted in {restart:.1f}s ({unknown} operations unconfirmed)")
         verifications.append(await soak.verify("after the restart"))
 
+    adversaries = Adversaries(
+        soak, index, hostile_from=t0 + args.hostile_at * args.duration, duration=args.duration
+    )
+    soak.answers_from = adversaries.hostile_from
     tasks = [asyncio.create_task(soak.worker(w, args.seed)) for w in range(workers)]
+    tasks.append(asyncio.create_task(adversaries.plain_prober()))
+    tasks.append(asyncio.create_task(adversaries.max_bound_client(heaviest)))
+    tasks.append(asyncio.create_task(adversaries.cli_writer(args.cli_every)))
     tasks.append(asyncio.create_task(soak.poller()))
     tasks.append(asyncio.create_task(sampler(soak, t0, every, samples)))
     tasks.append(asyncio.create_task(compaction()))
     tasks.append(asyncio.create_task(kill_and_restart()))
     await asyncio.gather(*tasks)
     wall = time.monotonic() - t0
+    # Operations the poller could not see finish (its grace period ended): their fate is
+    # unknown, as at the kill (a delete still queued may yet run when the server stops).
+    still_pending = ledger.lose_generation(server.generation)
     verifications.append(await soak.verify("at the end"))
     longest_gap = ledger.longest_gap
     final_rss = rss_mib(server.pid)
@@ -608,17 +638,26 @@ async def soak_run(args: argparse.Namespace, index: Path, info: dict[str, Any]) 
         "errors": dict(ledger.errors),
         "server_errors": ledger.server_errors,
         "latency_ms": {
-            k: {"p50": round(percentile(v, 50), 1), "p95": round(percentile(v, 95), 1)}
+            k: {
+                "p50": round(percentile(v, 50), 1),
+                "p95": round(percentile(v, 95), 1),
+                "p99": round(percentile(v, 99), 1),
+            }
             for k, v in sorted(ledger.latencies.items())
         },
         "operations": dict(ledger.op_outcomes),
         "failed_operations": ledger.failed_ops,
         "acknowledged_inserts": ledger.inserted,
         "unknown_fate": len(ledger.unknown),
+        "pending_at_the_end": still_pending,
         "events": events,
         "verifications": verifications,
         "samples": samples,
         "final_rss_mib": final_rss,
+        "max_rss_mib": max((x["rss_mib"] or 0 for x in samples), default=None),
+        "hostile": adversaries.summary(),
+        "llm_delay_s": args.llm_delay,
+        "hostile_at_s": args.hostile_at * args.duration,
         "server_reports": [o.strip().splitlines()[-1] if o.strip() else "" for o in server.outputs],
     }
 
@@ -649,7 +688,7 @@ def offline_check(index: Path, ledger: Ledger) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- report
 def markdown(result: dict[str, Any], info: dict[str, Any], command: str) -> str:
     lines = [
-        "# Soak: mixed traffic, compaction, kill -9 and restart",
+        "# Soak: mixed traffic, hostile clients, compaction, kill -9 and restart",
         "",
         f"Command: `{command}`",
         "",
@@ -697,8 +736,8 @@ def markdown(result: dict[str, Any], info: dict[str, Any], command: str) -> str:
         f"{result['errors'].get('transport', 0)} |",
         f"| inserts acknowledged (202) | {result['acknowledged_inserts']} |",
         f"| operations | {', '.join(f'{k}: {v}' for k, v in sorted(result['operations'].items()))} |",
-        f"| acknowledged, not confirmed before the kill (either outcome allowed) | "
-        f"{result['unknown_fate']} |",
+        f"| acknowledged, not confirmed before the kill or the end (either outcome allowed) | "
+        f"{result['unknown_fate']} (still pending at the end: {result['pending_at_the_end']}) |",
     ]
     for label, v in ver.items():
         lines.append(
@@ -710,10 +749,12 @@ def markdown(result: dict[str, Any], info: dict[str, Any], command: str) -> str:
         detail = ", ".join(f"{k} {v}" for k, v in e.items() if k not in ("t", "event"))
         lines.append(f"| t = {e['t']} s: {e['event']} | {detail} |")
     lines.append(f"| server RSS at the end | {fmt_mib(result['final_rss_mib'])} |")
+    lines.append(f"| server RSS, largest sample | {fmt_mib(result['max_rss_mib'])} |")
+    lines += hostile_rows(result)
     lines += ["", "Latency of successful requests (ms, client side, under the soak):", ""]
-    lines += ["| request | p50 | p95 |", "|---|---|---|"]
+    lines += ["| request | p50 | p95 | p99 |", "|---|---|---|---|"]
     for kind, lat in result["latency_ms"].items():
-        lines.append(f"| {kind} | {lat['p50']} | {lat['p95']} |")
+        lines.append(f"| {kind} | {lat['p50']} | {lat['p95']} | {lat['p99']} |")
     lines += [
         "",
         "## Server memory over time",
@@ -734,6 +775,40 @@ def markdown(result: dict[str, Any], info: dict[str, Any], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def hostile_rows(result: dict[str, Any]) -> list[str]:
+    """The report's section on the hostile clients (issue 51's targets)."""
+    h = result["hostile"]
+    calm, hostile = h["plain"]["calm"], h["plain"]["hostile"]
+    mb, cli = h["max_bound"], h["cli_writer"]
+    served = [s for s in cli["served_after_s"] if s is not None]
+    never = sum(1 for s in cli["served_after_s"] if s is None)
+    refusal = re.sub(r"/\S+", "INDEX", cli.get("last_refusal", "-"))
+    return [
+        "",
+        "## Hostile clients (issue 51)",
+        "",
+        "| what | value |",
+        "|---|---|",
+        f"| **plain `naive` retrieve p99, calm / hostile phase** | **{calm['p99']} ms / "
+        f"{hostile['p99']} ms (x{h['p99_ratio']}; target <= 3)** |",
+        f"| plain retrieves (p50) calm / hostile | {calm['requests']} ({calm['p50']} ms) / "
+        f"{hostile['requests']} ({hostile['p50']} ms); failures {calm['failures']} / "
+        f"{hostile['failures']} |",
+        f"| slowest plain retrieves (ms at t s; hostile from t = "
+        f"{result['hostile_at_s']:g} s) | "
+        f"{', '.join(f'{ms} at {t:g}' for ms, t in h['slowest_plain'])} |",
+        f"| maximal-bound graph batches (256 queries, top_k 1000, budget 1,000,000, "
+        f"{mb.get('params')}) | sent {mb.get('sent')}, statuses {mb.get('statuses')} "
+        f"(0 = no answer within {REQUEST_TIMEOUT_S:g} s), longest {mb.get('longest_s')} s |",
+        f"| slow upstream LLM behind `/v1/answer` | {result['llm_delay_s']:g} s per answer |",
+        f"| `graphstrata insert` beside the server | {cli['commits']} commits ({cli['docs']} "
+        f"documents), {cli['refused']} refused (lock held: "
+        f"`{refusal}`) |",
+        f"| CLI commits served by the server after (s) | "
+        f"{', '.join(f'{s:g}' for s in served) or '-'}; never within 60 s: {never} |",
+    ]
+
+
 def fmt_mib(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0f}"
 
@@ -751,6 +826,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="hashing", help="embedder spec (default hashing)")
     parser.add_argument("--kill-at", type=float, default=0.5, help="share of the duration")
     parser.add_argument("--compact-at", type=float, default=0.3, help="share of the duration")
+    parser.add_argument(
+        "--hostile-at", type=float, default=0.2, help="share of the duration (default 0.2)"
+    )
+    parser.add_argument(
+        "--llm-delay",
+        type=float,
+        default=4.0,
+        help="seconds the loopback upstream LLM takes per answer (0: the extractive LLM)",
+    )
+    parser.add_argument(
+        "--cli-every", type=float, default=15.0, help="seconds between CLI inserts (default 15)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--max-pending",
@@ -771,7 +858,11 @@ def main(argv: list[str] | None = None) -> int:
         log(f"building the index from {SAMPLE_DIR} ({args.embedder})")
         info = {**build_index(index, args.embedder), "embedder": args.embedder}
         log(f"built: {info}")
-        result = asyncio.run(soak_run(args, index, info))
+        with contextlib.ExitStack() as upstream:
+            args.llm_spec = (
+                upstream.enter_context(slow_upstream(args.llm_delay)) if args.llm_delay else ""
+            )
+            result = asyncio.run(soak_run(args, index, info))
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -21,6 +21,7 @@ from graphstrata.bindings.rebuild import RebuildError, rebuild
 from graphstrata.bindings.registry import LLM_CACHE_FILE, Backends, resolve_backends
 from graphstrata.engine import (
     LLM,
+    MANIFEST,
     Answer,
     BackendError,
     ConfigError,
@@ -41,9 +42,11 @@ from graphstrata.engine import (
     QueryError,
     QueryResult,
     SearchConfig,
+    StoreError,
     StoreWriteError,
     answer_result,
     as_documents,
+    live_writer,
     read_documents,
     read_version,
     stored_manifest,
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LLM",
     "LLM_CACHE_FILE",
+    "MANIFEST",
     "Answer",
     "BackendError",
     "Backends",
@@ -84,6 +88,7 @@ __all__ = [
     "QueryResult",
     "RebuildError",
     "SearchConfig",
+    "StoreError",
     "StoreWriteError",
     "as_documents",
     "load_qa",
@@ -260,6 +265,10 @@ class Index:
             When ``path`` may not be (re)built, or ``source`` holds no documents.
         DocumentError
             When a document is invalid (nothing changed).
+        IndexLockedError
+            While a server is registered as a live writer of ``path`` (named: pid, command),
+            or when another writer committed to ``path`` while the rebuild ran (the build is
+            discarded; nothing changed).
         """
         cfg = _config(config)
         backends: dict[str, Any] = {"embedder": embedder, "llm": llm, "use_cache": use_cache}
@@ -325,7 +334,10 @@ class Index:
 
     # ------------------------------------------------------------------ writes
     def insert(
-        self, docs: Iterable[Any], progress: Callable[[str, int, int], None] | None = None
+        self,
+        docs: Iterable[Any],
+        progress: Callable[[str, int, int], None] | None = None,
+        wait: float = 0.0,
     ) -> OperationReport:
         """Insert or update documents; an unchanged document is a no-op.
 
@@ -335,6 +347,8 @@ class Index:
             Dicts with ``doc_id``, ``text``, ``title``?, ``metadata``? (or ``Document``).
         progress:
             ``progress(stage, done, total)`` on long work.
+        wait:
+            Seconds to wait for the index lock while another writer (a server) holds it.
 
         Returns
         -------
@@ -346,7 +360,7 @@ class Index:
         DocumentError
             When a document is invalid (nothing is written).
         """
-        return self._engine.insert(docs, progress=progress)
+        return self._engine.insert(docs, progress=progress, wait=wait)
 
     def insert_path(
         self, source: str | Path, progress: Callable[[str, int, int], None] | None = None
@@ -586,8 +600,23 @@ class Index:
         return self._engine.stats()
 
     def refresh(self) -> bool:
-        """Switch to the newest committed version if another process wrote one."""
+        """Switch to the newest committed version if another process wrote one (never to an
+        older one than the version served)."""
         return self._engine.refresh()
+
+    def live_writer(self, command: str) -> contextlib.AbstractContextManager[None]:
+        """Register this process as a long-lived writer of the index while the block runs.
+
+        ``graphstrata index --force`` (:meth:`rebuild`) refuses to replace an index with a
+        registered writer, naming its pid and ``command``: the writes it acknowledges would
+        be lost with the old directory.
+
+        Raises
+        ------
+        OSError
+            When the index folder is read-only.
+        """
+        return live_writer(self.path, command)
 
     @property
     def version(self) -> int:

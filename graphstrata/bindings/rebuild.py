@@ -52,6 +52,7 @@ from graphstrata.engine import (
     OperationReport,
     StoreError,
     check_index_folder,
+    check_no_live_writer,
     recover_replace,
     sibling_path,
     swap_in,
@@ -121,7 +122,7 @@ def rebuild(
     for line in recover_replace(out):
         if on_recover is not None:
             on_recover(line)
-    check_target(out, force)
+    version = check_target(out, force)
     try:
         docs = prepare()
     except OSError as exc:  # a missing or unreadable source
@@ -144,7 +145,7 @@ def rebuild(
         index = create(stage)
         report = insert(index, docs)
         index.close()
-        swap_in(stage, out)
+        swap_in(stage, out, expect_version=version)
     except BaseException as exc:
         if index is not None:
             index.close()
@@ -179,7 +180,7 @@ def target_path(out: Path) -> Path:
     return out
 
 
-def check_target(out: Path, force: bool) -> None:
+def check_target(out: Path, force: bool) -> int | None:
     """Refuse a ``path`` that may not be built or rebuilt (module docstring).
 
     Parameters
@@ -189,15 +190,22 @@ def check_target(out: Path, force: bool) -> None:
     force:
         Replace a graphstrata index there.
 
+    Returns
+    -------
+    int or None
+        The version of the index to replace (None when there is none).
+
     Raises
     ------
     RebuildError
         Naming why, before anything is read or written.
+    IndexLockedError
+        When a long-lived writer (a server) is registered at ``out``.
     """
     if not out.exists():
         if out.is_symlink():
             raise RebuildError(f"{out} is a dangling symbolic link; refusing to build there")
-        return
+        return None
     if not out.is_dir():
         raise RebuildError(f"{out} exists and is not a folder; refusing to build there")
     entries = sorted(p.name for p in out.iterdir())
@@ -233,13 +241,15 @@ def check_target(out: Path, force: bool) -> None:
                 f"{out} holds an index but also {_names(foreign)}, which --force would delete; "
                 "move them out of the index folder first"
             )
-        return
+        check_no_live_writer(out, "rebuilding it")
+        return version
     foreign = [n for n in entries if n != "LOCK" and not n.startswith(LLM_CACHE_FILE)]
     if foreign:
         raise RebuildError(
             f"{out} exists, is not empty ({_names(foreign)}) and holds no graphstrata index; "
             "refusing to build there, with or without --force (choose another --out)"
         )
+    return None
 
 
 def _names(names: list[str]) -> str:

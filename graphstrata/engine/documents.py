@@ -12,7 +12,15 @@ so the index never holds half of a batch. Decisions for the cases users hit:
   included), line or paragraph separators (U+2028, U+2029), or lone surrogates (a file name
   that is not UTF-8): invalid, each one named with its file, since a ``doc_id`` is printed,
   logged and matched by ``delete``;
-* re-inserting a ``doc_id`` with identical content: a no-op; with other content: an update.
+* re-inserting a ``doc_id`` with identical content: a no-op; with other content: an update;
+* metadata holding ``NaN`` or an infinity, or nested deeper than :data:`MAX_METADATA_DEPTH`
+  levels: invalid, from JSONL, the Python API or the server alike (the server's JSON parser
+  refuses both in a request body; issue 51, #15);
+* a JSONL line nested too deep for the parser, or with an integer of more than 4,300 digits:
+  invalid, with its line.
+
+Every bad line of a JSONL file and every bad file of a folder is listed in one error (the
+readers yield the good documents and raise at the end).
 
 Folder input (:func:`read_folder`) reads the ``.txt``/``.md``/``.markdown`` files under the
 folder, ``doc_id`` = the path relative to it. Symbolic links: a link to a file inside the
@@ -29,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +47,10 @@ from typing import Any
 from graphstrata.engine.config import IngestConfig
 
 log = logging.getLogger(__name__)
+
+#: Deepest nesting of a document's metadata (the server's JSON nesting limit,
+#: ``bindings/server/jsonbody.py``'s ``MAX_DEPTH``, so a JSONL file and a request agree).
+MAX_METADATA_DEPTH = 200
 
 
 class DocumentError(ValueError):
@@ -104,6 +117,9 @@ def coerce_document(obj: Any, where: str = "") -> Document:
     metadata = obj.get("metadata") or {}
     if not isinstance(metadata, Mapping):
         raise DocumentError([f"{prefix}doc {doc_id!r}: metadata must be an object"])
+    bad_metadata = metadata_problem(metadata)
+    if bad_metadata:
+        raise DocumentError([f"{prefix}doc {doc_id!r}: {bad_metadata}"])
     return Document(
         doc_id=doc_id,
         text=text,
@@ -111,6 +127,36 @@ def coerce_document(obj: Any, where: str = "") -> Document:
         metadata=dict(metadata),
         source=str(obj.get("source", "")),
     )
+
+
+def metadata_problem(metadata: Mapping[str, Any]) -> str | None:
+    """Why ``metadata`` may not be stored, or None: ``NaN`` or an infinity anywhere in it (not
+    JSON: the server refuses them), or nesting deeper than :data:`MAX_METADATA_DEPTH`.
+
+    Parameters
+    ----------
+    metadata:
+        A document's metadata.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"metadata holds nan at 'score' (NaN and infinities are not JSON)"``.
+    """
+    stack: list[tuple[Any, int, str]] = [(metadata, 1, "")]
+    while stack:  # iterative: a deep value must not exhaust Python's recursion
+        value, depth, where = stack.pop()
+        if depth > MAX_METADATA_DEPTH:
+            return f"metadata is nested deeper than {MAX_METADATA_DEPTH} levels"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"metadata holds {value} at {where!r} (NaN and infinities are not JSON)"
+        if isinstance(value, Mapping):
+            stack.extend(
+                (v, depth + 1, f"{where}.{k}" if where else str(k)) for k, v in value.items()
+            )
+        elif isinstance(value, list | tuple):
+            stack.extend((v, depth + 1, f"{where}[{i}]") for i, v in enumerate(value))
+    return None
 
 
 def validate_batch(docs: list[Document], config: IngestConfig) -> None:
@@ -181,20 +227,43 @@ def doc_id_problem(doc_id: str) -> str | None:
 
 
 def read_jsonl(path: str | Path) -> Iterator[Document]:
-    """Documents from JSONL: ``{"doc_id", "text", "title"?, "metadata"?}`` per line."""
+    """Documents from JSONL: ``{"doc_id", "text", "title"?, "metadata"?}`` per line.
+
+    Raises
+    ------
+    DocumentError
+        After the good lines, listing every bad one (not JSON, too deep, a number too long,
+        an invalid document).
+    """
     path = Path(path)
+    problems: list[str] = []
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
             where = f"{path.name}:{lineno}"
             try:
-                obj = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                raise DocumentError([f"{where}: line is not UTF-8"]) from exc
-            except json.JSONDecodeError as exc:
-                raise DocumentError([f"{where}: not valid JSON ({exc.msg})"]) from exc
-            yield coerce_document(obj, where)
+                yield coerce_document(_json_line(raw, where), where)
+            except DocumentError as exc:
+                problems.extend(exc.problems)
+    if problems:
+        raise DocumentError(problems)
+
+
+def _json_line(raw: bytes, where: str) -> Any:
+    """One JSONL line decoded, or ``DocumentError`` saying why it cannot be."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DocumentError([f"{where}: line is not UTF-8"]) from exc
+    except json.JSONDecodeError as exc:
+        raise DocumentError([f"{where}: not valid JSON ({exc.msg})"]) from exc
+    except RecursionError as exc:
+        raise DocumentError(
+            [f"{where}: nested too deeply to parse (metadata may nest {MAX_METADATA_DEPTH} levels)"]
+        ) from exc
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise DocumentError([f"{where}: not valid JSON ({exc})"]) from exc
 
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
@@ -249,6 +318,11 @@ def read_folder(path: str | Path) -> Iterator[Document]:
 
     Symlinks that lead outside the folder are not followed (module docstring); the skipped
     ones are named in one warning.
+
+    Raises
+    ------
+    DocumentError
+        After the good files, listing every file that is not UTF-8 text.
     """
     root = Path(path)
     files, skipped = folder_files(root)
@@ -260,19 +334,23 @@ def read_folder(path: str | Path) -> Iterator[Document]:
             "; ".join(skipped[:10])
             + (f" (and {len(skipped) - 10} more)" if len(skipped) > 10 else ""),
         )
+    problems: list[str] = []
     for file in files:
         rel = file.relative_to(root).as_posix()
         raw = file.read_bytes()
         try:
             text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DocumentError([f"{rel}: not UTF-8 text (binary file?)"]) from exc
+        except UnicodeDecodeError:
+            problems.append(f"{rel}: not UTF-8 text (binary file?)")
+            continue
         title = ""
         for line in text.splitlines():
             if line.strip():
                 title = line.strip().lstrip("#").strip()
                 break
         yield Document(doc_id=rel, text=text, title=title, source=str(file))
+    if problems:  # every bad file, after the good ones
+        raise DocumentError(problems)
 
 
 def read_documents(source: str | Path) -> Iterator[Document]:

@@ -82,6 +82,10 @@ class QueryResult:
         return format_context(self.nodes)
 
 
+#: Largest ``budget_tokens`` or ``top_k`` a query may ask for: the kernels count in 32-bit
+#: integers, and a larger Python int reached them as a typing error (issue 51, #15).
+MAX_QUERY_INT = 2**31 - 1
+
 KIND_TITLES = {
     "T": "Text chunks",
     "L": "Summaries",
@@ -214,22 +218,31 @@ class Engine:
         return list(self._state.views)
 
     def refresh(self) -> bool:
-        """Switch to the newest committed version if another process wrote one."""
+        """Switch to the newest committed version if another process wrote one.
+
+        Never to an older version than the one served (a manifest rewound by a replaced
+        index): readers never see the index go back. A load that fails is retried by the
+        next call (the comparison is with the version served, not the manifest last read).
+        """
         with self._write_lock:
-            if not self.store.reload_manifest():
+            self.store.reload_manifest()
+            if self.store.version <= self._state.version:
                 return False
             self._state = self._load_state(self.store.load())
             return True
 
     # ------------------------------------------------------------------ writes
-    def insert(self, docs: Iterable[Any], progress: ProgressFn | None = None) -> OperationReport:
-        """Insert or update documents; an unchanged document is a no-op."""
+    def insert(
+        self, docs: Iterable[Any], progress: ProgressFn | None = None, wait: float = 0.0
+    ) -> OperationReport:
+        """Insert or update documents; an unchanged document is a no-op (``wait``: seconds to
+        wait for the writer lock another process holds)."""
         report = OperationReport("insert")
         start = time.perf_counter()
         with report.stage("validate"):
             batch = as_documents(docs)
             validate_batch(batch, self.config.ingest)
-        with self._write_lock, self.store.writer():
+        with self._write_lock, self.store.writer(wait=wait):
             state = self._fresh_state()
             snapshot = state.snapshot
             existing = doc_lookup(snapshot, [d.doc_id for d in batch])
@@ -485,11 +498,11 @@ class Engine:
         budget = int(
             budget_tokens if budget_tokens is not None else self.config.search.budget_tokens
         )
-        if budget < 0:
-            raise QueryError(f"budget_tokens must be >= 0, got {budget}")
+        if not 0 <= budget <= MAX_QUERY_INT:
+            raise QueryError(f"budget_tokens must be between 0 and {MAX_QUERY_INT}, got {budget}")
         k = int(top_k if top_k is not None else self.config.search.top_k)
-        if k <= 0:
-            raise QueryError(f"top_k must be > 0, got {k}")
+        if not 0 < k <= MAX_QUERY_INT:
+            raise QueryError(f"top_k must be between 1 and {MAX_QUERY_INT}, got {k}")
         results = []
         for text, qvec in zip(texts, vectors, strict=True):
             qreport = OperationReport("query")

@@ -45,7 +45,7 @@ def cmd_insert(args: argparse.Namespace) -> int:
     index = open_index(args)
     progress = progress_for(args)
     try:
-        report = index.insert(list(read_documents(args.source)), progress=progress)
+        report = index.insert(list(read_documents(args.source)), progress=progress, wait=args.wait)
     finally:
         progress.close()
     print_report(report.to_dict(), args.json)
@@ -117,7 +117,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
 
 
 def add_wait_arg(p: argparse.ArgumentParser) -> None:
-    """``--wait``: how long a maintenance command waits for the index lock."""
+    """``--wait``: how long a writing command waits for the index lock."""
     p.add_argument(
         "--wait",
         type=float,
@@ -161,6 +161,7 @@ def register(sub: Any) -> None:
     p.add_argument("source")
     p.add_argument("--json", action="store_true")
     add_quiet_arg(p)
+    add_wait_arg(p)
     add_backend_args(p)
     p.set_defaults(func=cmd_insert)
 

@@ -61,6 +61,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         "shutdown_grace_s",
         "answer_threads",
         "max_body_memory_bytes",
+        "refresh_interval_s",
     ):
         value = getattr(args, name)
         if value is not None:
@@ -236,6 +237,12 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         ("--shutdown-grace", "shutdown_grace_s", float, "seconds to drain on SIGTERM (30)"),
         ("--answer-threads", "answer_threads", int, "threads for answers/upstream LLM (16)"),
         ("--max-body-memory", "max_body_memory_bytes", int, "body bytes held at once (64 MiB)"),
+        (
+            "--refresh-interval",
+            "refresh_interval_s",
+            float,
+            "seconds between looks for versions other processes committed (1; 0 = never)",
+        ),
     ):
         p.add_argument(flag, type=kind, dest=dest, help=what)
     p.add_argument("--log-level", default="warning", dest="log_level")  # fmt: skip

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -26,15 +27,18 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from graphstrata.bindings.api import Index, ModeParams, QueryResult
+from graphstrata.bindings.api import Index, IndexLockedError, ModeParams, QueryResult
 from graphstrata.bindings.embed.microbatch import MicroBatcher
 from graphstrata.bindings.server.deadline import check as check_deadline
 from graphstrata.bindings.server.deadline import in_context
 from graphstrata.bindings.server.errors import ApiError
 from graphstrata.bindings.server.metrics import ServiceMetrics
+from graphstrata.bindings.server.refresher import VersionWatcher
 from graphstrata.bindings.server.settings import ServerSettings
 from graphstrata.bindings.server.writer import Writer
 from graphstrata.bindings.threads import budget, current, thread_initializer
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -436,18 +440,40 @@ class Service:
             settings.retry_after_s,
             settings.writer_lock_wait_s,
         )
+        self.watcher = VersionWatcher(index, settings.refresh_interval_s, self.metrics)
         self.started = time.time()
         self.metrics.observe_index(index)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
-        """The app's lifespan: the writer runs while the app serves, then stops."""
+        """The app's lifespan: while the app serves, the process is registered as a live
+        writer of the index (a rebuild refuses to replace it), the writer applies document
+        operations and the watcher follows versions committed by other processes."""
+        loop = asyncio.get_running_loop()
+        registered = await loop.run_in_executor(None, self._register)
         self.writer.start()
+        self.watcher.start()
         try:
             yield
         finally:
-            await asyncio.get_running_loop().run_in_executor(None, self.writer.stop)
+            await loop.run_in_executor(None, self.watcher.stop)
+            await loop.run_in_executor(None, self.writer.stop)
             self.runner.close()
+            registered.close()
+
+    def _register(self) -> contextlib.ExitStack:
+        """Enter the live-writer registration (``Index.live_writer``); a folder where it
+        cannot be written (read-only) is served all the same, with a warning."""
+        registered = contextlib.ExitStack()
+        try:
+            registered.enter_context(self.index.live_writer("graphstrata serve"))
+        except (OSError, IndexLockedError) as exc:
+            log.warning(
+                "%s: not registered as its live writer (%s); a rebuild will not see this service",
+                self.index.path,
+                exc,
+            )
+        return registered
 
     # ------------------------------------------------------------------ input checks
     def check_mode(self, mode: str) -> None:

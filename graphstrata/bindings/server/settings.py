@@ -49,6 +49,14 @@ class ServerSettings:
         How long a document operation waits for the index lock while another process holds
         it (e.g. ``graphstrata compact`` run beside the service; default 120 s) before it
         fails with ``overloaded``.
+    refresh_interval_s:
+        How often the service looks for versions committed by other processes
+        (``graphstrata insert``, ``compact``, ``maintain`` beside it): a background thread
+        stats ``manifest.json`` every ``refresh_interval_s`` seconds (default 1) and, when it
+        changed, loads the newer version; a commit made elsewhere is served within this
+        interval plus the time to load it. The service never goes back to an older version
+        than it served. 0 turns the polling off (the service then moves only with its own
+        writes).
     search_threads:
         Threads that run searches (and whole-query batches); ``None`` (default): the server
         role's thread budget, ``min(8, cores + 2)``, where ``cores`` is the number of CPUs
@@ -147,6 +155,7 @@ class ServerSettings:
     max_pending_operations: int = 64
     keep_operations: int = 10_000
     writer_lock_wait_s: float = 120.0
+    refresh_interval_s: float = 1.0
     search_threads: int | None = None
     threads: int | str | None = None
     microbatch_wait_ms: float = 2.0
@@ -218,6 +227,9 @@ class ServerSettings:
         size = self.query_cache_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             problems.append(f"query_cache_size must be an integer >= 0, got {size!r}")
+        every = self.refresh_interval_s
+        if isinstance(every, bool) or not isinstance(every, int | float) or not every >= 0:
+            problems.append(f"refresh_interval_s must be a number >= 0, got {every!r}")
         wait = self.microbatch_wait_ms
         if isinstance(wait, bool) or not isinstance(wait, int | float) or not wait >= 0:
             problems.append(f"microbatch_wait_ms must be a number >= 0, got {wait!r}")

@@ -33,6 +33,7 @@ from typing import Any
 
 from graphstrata.engine.store.caches import CACHE_FOLDERS, cache_entries
 from graphstrata.engine.store.errors import CorruptIndexError, IndexNotFoundError
+from graphstrata.engine.store.lock import LIVE_WRITERS
 
 FORMAT_NAME = "graphstrata-index"
 FORMAT_VERSION = 1
@@ -41,7 +42,15 @@ MANIFEST = "manifest.json"
 TABLES = ("nodes", "edges", "docs", "vectors", "node_tombstones", "doc_tombstones")
 #: The entries the store itself keeps in an index directory (besides ``.*.tmp`` files).
 INDEX_ENTRIES = frozenset(
-    {MANIFEST, "manifests", "segments", *CACHE_FOLDERS.values(), "hyperplanes.npy", "LOCK"}
+    {
+        MANIFEST,
+        "manifests",
+        "segments",
+        *CACHE_FOLDERS.values(),
+        "hyperplanes.npy",
+        "LOCK",
+        LIVE_WRITERS,
+    }
 )
 
 
