@@ -279,6 +279,10 @@ class Soak:
     #: Until then (the calm phase) answers, which wait on the slow upstream, are retrievals.
     answers_from: float = 0.0
 
+    def client(self) -> Client:
+        """A new HTTP client of the soaked server (the adversaries use it too)."""
+        return Client(self.server)
+
     def new_doc(self, rng: random.Random) -> dict[str, Any]:
         n = self.ledger.next_doc
         self.ledger.next_doc += 1

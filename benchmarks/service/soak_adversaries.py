@@ -141,12 +141,10 @@ class Adversaries:
         await asyncio.gather(*tasks)
 
     async def _probe(self, i: int, due: float) -> None:
-        from benchmarks.service.soak import Client
-
         phase = "hostile" if due >= self.hostile_from else "calm"
         query = self.soak.queries[i % len(self.soak.queries)]
         payload = {"query": query, "mode": "naive", "budget_tokens": 1000}
-        client = Client(self.soak.server)
+        client = self.soak.client()
         try:
             status, body, _ = await client.call("POST", "/v1/retrieve", payload)
         finally:
@@ -164,10 +162,8 @@ class Adversaries:
 
     async def max_bound_client(self, payload: dict[str, Any]) -> None:
         """Maximal-bound graph batches, one after another, from the hostile phase on."""
-        from benchmarks.service.soak import Client
-
         await asyncio.sleep(max(0.0, self.hostile_from - time.monotonic()))
-        client = Client(self.soak.server)
+        client = self.soak.client()
         seen: dict[str, Any] = {"sent": 0, "statuses": {}, "seconds": []}
         self.max_bound = seen
         seen["params"] = payload["params"]
@@ -233,9 +229,7 @@ class Adversaries:
 
     async def _served_after(self, doc_id: str) -> None:
         """Seconds until the server serves ``doc_id`` (committed by the CLI just now)."""
-        from benchmarks.service.soak import Client
-
-        client = Client(self.soak.server)
+        client = self.soak.client()
         t0 = time.monotonic()
         try:
             while time.monotonic() - t0 < 60:
