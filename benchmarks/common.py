@@ -142,3 +142,11 @@ def busy_process(on: bool = True) -> Iterator[None]:
     finally:
         proc.kill()
         proc.wait()
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``values`` by the nearest rank; nan when empty."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]

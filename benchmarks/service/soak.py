@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO, RESULTS, command_line, load1, log, machine
+from benchmarks.common import REPO, RESULTS, command_line, load1, log, machine, percentile
 from benchmarks.service.soak_adversaries import Adversaries, max_bound_batch, slow_upstream
 
 SAMPLE_DIR = REPO / "examples" / "sample"
@@ -510,13 +510,6 @@ async def sampler(soak: Soak, t0: float, every: float, samples: list[dict[str, A
             }
         )
         await asyncio.sleep(every)
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def saturating_concurrency(url: str, queries: list[str], seconds: float) -> tuple[int, list[Any]]:

@@ -244,7 +244,7 @@ class Adversaries:
 
     def summary(self) -> dict[str, Any]:
         """The figures of the report."""
-        from benchmarks.service.soak import percentile
+        from benchmarks.common import percentile
 
         plain = {
             phase: {
