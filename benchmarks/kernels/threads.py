@@ -410,10 +410,9 @@ def report(res: dict[str, Any]) -> str:
         f"{env['numba']}. Load average (1 min) at start {env['load_start']}, at end "
         f"{env['load_end']}; run took {env['seconds']} s.",
         "",
-        "**The machine was shared during this run**: other jobs were running on the same "
-        "2 cores, so the `idle` rows are not idle (see each row's load average); `busy` adds "
-        "one more spinning process. Compare configurations within a row (interleaved cells), "
-        "not rows across runs.",
+        "**The cores may be shared**: `idle` means no process of this benchmark competes "
+        "(other jobs may; see each row's load average), `busy` adds one spinning process. "
+        "Compare configurations within a row (interleaved cells), not rows across runs.",
         "",
         "Configurations: `budget` = the server role of `graphstrata.bindings.threads` "
         f"({_budget_line(res['search']['budgets']['budget'])}); `defaults` = "
