@@ -12,6 +12,7 @@ from tests.helpers import REPO
 def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     """``graphstrata ARGS...`` (the hashing embedder); raise on a non-zero exit if ``check``."""
     env = dict(os.environ, PYTHONPATH=str(REPO), GRAPHSTRATA_EMBEDDER="hashing:64")
+    env.pop("GRAPHSTRATA_DEBUG", None)  # errors as the user sees them: one line, no traceback
     proc = subprocess.run(
         [sys.executable, "-m", "graphstrata.bindings.cli", *args],
         capture_output=True,

@@ -13,7 +13,6 @@ import errno
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,21 +21,15 @@ from graphstrata.bindings.api import Index
 from graphstrata.bindings.embed.models import HashingEmbedder
 from graphstrata.engine.sparse import cache as sparse_cache
 from graphstrata.engine.store import StoreWriteError
+from tests.helpers.cli import run as run_cli
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO), GRAPHSTRATA_EMBEDDER="hashing:64")
-    env.pop("GRAPHSTRATA_DEBUG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "graphstrata.bindings.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    """``graphstrata ARGS...``; the caller checks the exit code."""
+    return run_cli(*args, check=False)
 
 
 @pytest.fixture(scope="module")
