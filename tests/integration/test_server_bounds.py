@@ -27,6 +27,7 @@ import pytest
 
 from benchmarks.service.server_process import server_process
 from tests.helpers.fake_openai_server import FakeOpenAIServer
+from tests.helpers.servers import threaded_server
 
 pytestmark = pytest.mark.integration
 
@@ -55,34 +56,6 @@ def graph_index(tmp_path_factory, sample_docs, hashing_embedder) -> Path:
 def client(url: str, token: str | None = None, timeout: float = 60) -> httpx.Client:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.Client(base_url=url, headers=headers, timeout=timeout, trust_env=False)
-
-
-@contextlib.contextmanager
-def threaded_server(index_path: Path, **overrides: Any) -> Iterator[tuple[str, Any]]:
-    """The service's uvicorn server (its protocol, middleware and limits) in a thread."""
-    import uvicorn
-
-    from graphstrata.bindings.server import ServerSettings, bind_socket, create_app
-    from graphstrata.bindings.server.run import uvicorn_config
-
-    options: dict[str, Any] = {"port": 0, "token": "", "microbatch_wait_ms": 0, **overrides}
-    settings = ServerSettings(**options)
-    app = create_app(index_path, settings=settings)
-    sock = bind_socket("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn_config(app, settings, log_level="error"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(600):
-        if server.started or not thread.is_alive():
-            break
-        time.sleep(0.05)
-    assert server.started, "the threaded server did not start"
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", app
-    finally:
-        server.should_exit = True
-        thread.join(60)
-        sock.close()
 
 
 def read_until_closed(sock: socket.socket) -> bytes:
@@ -266,7 +239,7 @@ def test_bodies_in_flight_are_bounded_by_a_memory_budget(graph_index):
     with Retry-After before its body is read; the budget frees as bodies end."""
     with threaded_server(
         graph_index, max_body_bytes=1 << 20, max_body_memory_bytes=2 << 20, body_timeout_s=30
-    ) as (url, _app):
+    ) as (url, _app, _server):
         port = int(url.rsplit(":", 1)[1])
         head = (
             "POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -413,7 +386,7 @@ def test_a_write_on_a_full_disk_is_507_naming_the_file(graph_index, tmp_path, sa
     with small_tmpfs(tmp_path / "fs", "64m") as fs:
         path = fs / "ix"
         shutil.copytree(graph_index, path)
-        with threaded_server(path) as (url, _app), client(url) as c:
+        with threaded_server(path) as (url, _app, _server), client(url) as c:
             (path / "LOCK").touch()  # the writer's lock file exists before the disk fills
             filler = fs / "filler"
             # Fill the disk, leaving a few KiB.

@@ -16,7 +16,6 @@ import re
 import select
 import shutil
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ import pytest
 
 from benchmarks.service.server_process import server_process
 from tests.helpers.fake_openai_server import FakeOpenAIServer
+from tests.helpers.servers import threaded_server
 
 pytestmark = pytest.mark.integration
 
@@ -48,39 +48,6 @@ def base_index(tmp_path_factory, sample_docs, hashing_embedder) -> Path:
     index = Index.create(path, embedder=hashing_embedder)
     index.insert(sample_docs[:12])
     return path
-
-
-@contextlib.contextmanager
-def threaded_server(index_path: Path, **overrides: Any) -> Iterator[tuple[str, Any, Any]]:
-    """The service's uvicorn server (its protocol, limits and timeouts) in a thread.
-
-    Yields ``(url, app, server)``; the server is stopped (graceful, as on SIGTERM) on exit.
-    """
-    import uvicorn
-
-    from graphstrata.bindings.api import Index
-    from graphstrata.bindings.server import ServerSettings, bind_socket, create_app
-    from graphstrata.bindings.server.run import uvicorn_config
-
-    options: dict[str, Any] = {"port": 0, "token": "", "microbatch_wait_ms": 0, **overrides}
-    settings = ServerSettings(**options)
-    index = Index.open(index_path)
-    app = create_app(index_path, settings=settings, index=index)
-    sock = bind_socket("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn_config(app, settings, log_level="error"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(600):
-        if server.started or not thread.is_alive():
-            break
-        time.sleep(0.05)
-    assert server.started, "the threaded server did not start"
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", app, server
-    finally:
-        server.should_exit = True
-        thread.join(60)
-        sock.close()
 
 
 @pytest.fixture(scope="module")
