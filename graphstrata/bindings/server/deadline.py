@@ -25,10 +25,10 @@ from typing import TypeVar
 from graphstrata.bindings.server.errors import ApiError
 from graphstrata.bindings.server.middleware import (
     ASGIApp,
-    Message,
     Receive,
     Scope,
     Send,
+    StartWatch,
     send_error,
 )
 
@@ -83,19 +83,12 @@ class DeadlineMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        watched = StartWatch(send)
         token = _DEADLINE.set((time.monotonic() + self.timeout_s, self.timeout_s))
         try:
-            await asyncio.wait_for(self.app(scope, receive, send_wrapper), self.timeout_s)
+            await asyncio.wait_for(self.app(scope, receive, watched), self.timeout_s)
         except TimeoutError:
-            if started:
+            if watched.started:
                 # Nothing can be answered any more: the response ends unfinished (the server
                 # closes the connection), so the client sees a cut stream, not a whole one.
                 return

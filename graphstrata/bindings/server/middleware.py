@@ -383,22 +383,29 @@ class ErrorMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        watched = StartWatch(send)
         try:
-            await self.app(scope, receive, send_wrapper)
+            await self.app(scope, receive, watched)
         except Exception as exc:
-            if started:
+            if watched.started:
                 raise
             err = api_error(exc, f"{scope.get('method', '')} {scope.get('path', '')}")
             response = JSONResponse(err.body(), status_code=err.status, headers=err.headers)
             await response(scope, receive, send)
+
+
+class StartWatch:
+    """``send`` wrapped to note whether the response has started: after its start an error
+    can no longer be answered, only the connection cut."""
+
+    def __init__(self, send: Send):
+        self.send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self.send(message)
 
 
 def head_size(scope: Scope) -> int:
