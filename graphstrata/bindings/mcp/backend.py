@@ -26,6 +26,7 @@ from graphstrata.bindings.api import (
     Index,
     QueryError,
 )
+from graphstrata.bindings.integrations.source import query_kwargs
 
 
 class ToolFailure(Exception):
@@ -59,7 +60,7 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     async def indexes(self, caller: str | None) -> list[dict[str, Any]]:
-        """The indexes the caller may read: ``{"name", "default", "modes", "documents"}``."""
+        """The indexes the caller may read: ``{"name", "default", **index_summary}``."""
 
     @abc.abstractmethod
     async def search(
@@ -124,11 +125,14 @@ class Backend(abc.ABC):
         """The index's statistics (``Index.stats``, without its path)."""
 
 
-def with_filter(params: dict[str, Any], filter: dict[str, Any] | None) -> dict[str, Any]:
-    """The keyword arguments of ``Index.query``/``answer``: the mode's ``params``, plus
-    ``filter`` only when one was given (an index without filter support then refuses it as
-    an unknown parameter instead of silently ignoring it)."""
-    return params if filter is None else {**params, "filter": filter}
+def index_summary(index: Index) -> dict[str, Any]:
+    """What ``list_indexes`` tells of one index: its modes, documents and version."""
+    pinned = index.pinned()
+    return {
+        "modes": sorted(index.modes),
+        "documents": pinned.document_count,
+        "version": pinned.version,
+    }
 
 
 class LocalBackend(Backend):
@@ -164,16 +168,7 @@ class LocalBackend(Backend):
             raise ToolFailure("backend_error", " ".join(str(exc).split())) from exc
 
     async def indexes(self, caller: str | None) -> list[dict[str, Any]]:
-        stats = await self._run(self.index.stats)
-        return [
-            {
-                "name": self.name,
-                "default": True,
-                "modes": sorted(self.index.modes),
-                "documents": stats.get("documents"),
-                "version": self.index.version,
-            }
-        ]
+        return [{"name": self.name, "default": True, **index_summary(self.index)}]
 
     async def search(
         self,
@@ -187,7 +182,7 @@ class LocalBackend(Backend):
         filter: dict[str, Any] | None,
     ) -> dict[str, Any]:
         self._check(index)
-        kwargs = with_filter(params, filter)
+        kwargs = query_kwargs(params, filter)
         result = await self._run(self.index.query, query, mode, budget_tokens, top_k, **kwargs)
         return {"index": self.name, **result.to_dict()}
 
@@ -204,7 +199,7 @@ class LocalBackend(Backend):
         max_tokens: int,
     ) -> dict[str, Any]:
         self._check(index)
-        kwargs = with_filter(params, filter)
+        kwargs = query_kwargs(params, filter)
         if top_k is not None:
             kwargs["top_k"] = top_k
         result = await self._run(

@@ -7,7 +7,8 @@ snapshot swap, limits) and its routes under ``/v1/indexes/{name}/...`` (``retrie
 first index is also served by the single-index routes (``/v1/retrieve``, ... and
 ``/metrics``), which are the ones the OpenAPI document lists (the per-index copies take the
 same bodies). ``/v1/indexes`` lists the indexes, ``/v1/models`` and ``/v1/chat/completions``
-serve them all as chat models, and ``/`` is the web page (:mod:`.routes.page`).
+serve them all as chat models, ``/`` is the web page (:mod:`.routes.page`) and ``/mcp`` the
+MCP tools over streamable HTTP when the ``mcp`` package is installed (:mod:`.mcp`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from graphstrata.bindings.api import ConfigError, Index
 from graphstrata.bindings.server.auth import TokenTable, bearer_guard
 from graphstrata.bindings.server.deadline import DeadlineMiddleware
 from graphstrata.bindings.server.errors import install_error_handlers
+from graphstrata.bindings.server.mcp import PATH as MCP_PATH
+from graphstrata.bindings.server.mcp import mount as mount_mcp
 from graphstrata.bindings.server.middleware import (
     AuthMiddleware,
     BodyBudget,
@@ -133,6 +136,8 @@ def create_app(
         async with contextlib.AsyncExitStack() as stack:
             for s in services.values():
                 await stack.enter_async_context(s.lifespan(app))
+            if mcp_running is not None:
+                await stack.enter_async_context(mcp_running())
             readiness.start()  # /readyz answers 503 until it ends
             stack.callback(readiness.stop, settings.shutdown_grace_s)
             yield
@@ -204,6 +209,7 @@ def create_app(
     routers.append(docs.router(app.title, app.openapi_url or "/openapi.json"))
     for api in routers:
         app.include_router(api)
+    mcp_running = mount_mcp(app, services, tokens, settings)
     # Every route, flat (FastAPI nests included routers), for the metrics labels and the
     # ``Allow`` header of OPTIONS and 405 answers (:mod:`.routing`).
     routes.extend(r for r in app.router.routes if isinstance(r, Route))
@@ -226,13 +232,13 @@ def route_access(default: str, method: str, path: str) -> tuple[str | None, str]
     tuple
         ``(index name or None, "read" or "write")``: document inserts and deletes need
         ``write``, everything else ``read``; the chat, model and index lists name no index
-        here (the chat route checks the model's index itself).
+        here (the chat route and the MCP tools check the index and right themselves).
     """
     match = _INDEX_PATH.match(path)
     if match:
         index: str | None = match.group(1)
         rest = match.group(2) or ""
-    elif path in ("/v1/chat/completions", "/v1/models", "/v1/indexes"):
+    elif path in ("/v1/chat/completions", "/v1/models", "/v1/indexes", MCP_PATH):
         return None, "read"
     else:
         index, rest = default, path.removeprefix("/v1")

@@ -100,3 +100,34 @@ def test_torch_embedders_without_sentence_transformers(
     assert str(info.value) == (
         f"the {name} embedder needs the torch extra: pip install 'graphstrata[torch]'"
     )
+
+
+def test_mcp_without_the_mcp_extra(tmp_path: Path) -> None:
+    done = run_without(["mcp"], ["mcp", str(tmp_path)])
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "graphstrata mcp needs the mcp extra: pip install 'graphstrata[mcp]'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "hidden", "extra"),
+    [
+        ("graphstrata.bindings.integrations.langchain", "langchain_core.retrievers", "langchain"),
+        (
+            "graphstrata.bindings.integrations.llamaindex",
+            "llama_index.core.retrievers",
+            "llamaindex",
+        ),
+        ("graphstrata.bindings.mcp.tools", "mcp.server.mcpserver", "mcp"),
+    ],
+)
+def test_integrations_without_their_extra(
+    module: str, hidden: str, extra: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.setitem(sys.modules, hidden, None)
+    with pytest.raises(MissingExtraError, match=rf"pip install 'graphstrata\[{extra}\]'$"):
+        importlib.import_module(module)
