@@ -131,6 +131,7 @@ class ServiceBackend(Backend):
                         top_k,
                         **query_kwargs(checked, filter),
                     )
+                    service.runner.account([result])
             return {"index": service.name, **result.to_dict()}
 
         return dict(await self._served("search", work))
