@@ -24,6 +24,7 @@ from graphstrata.bindings.api import (
     ConfigError,
     DocumentError,
     Index,
+    IndexLockedError,
     QueryError,
 )
 from graphstrata.bindings.integrations.source import query_kwargs
@@ -166,6 +167,8 @@ class LocalBackend(Backend):
             raise ToolFailure("bad_request", " ".join(str(exc).split())) from exc
         except BackendError as exc:
             raise ToolFailure("backend_error", " ".join(str(exc).split())) from exc
+        except IndexLockedError as exc:  # a writer beside this process (graphstrata serve)
+            raise ToolFailure("overloaded", " ".join(str(exc).split())) from exc
 
     async def indexes(self, caller: str | None) -> list[dict[str, Any]]:
         return [{"name": self.name, "default": True, **index_summary(self.index)}]

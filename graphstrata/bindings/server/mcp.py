@@ -181,24 +181,26 @@ class ServiceBackend(Backend):
         filter: dict[str, Any] | None,
     ) -> dict[str, Any]:
         service = self._service(caller, index, "read")
-        documents = service.index.documents  # type: ignore[attr-defined]  # issue 47.2's contract
+
+        def page() -> Any:
+            # Index.documents: the documents contract of issue 47.2 (merged separately).
+            return service.index.documents(  # type: ignore[attr-defined]
+                offset=offset, limit=limit, query=query, filter=filter
+            )
 
         async def work() -> dict[str, Any]:
-            loop = asyncio.get_running_loop()
-            return dict(
-                await loop.run_in_executor(
-                    None, lambda: documents(offset=offset, limit=limit, query=query, filter=filter)
-                )
-            )
+            return dict(await asyncio.get_running_loop().run_in_executor(None, page))
 
         return dict(await self._served("list_documents", work))
 
     async def document(self, caller: str | None, index: str | None, doc_id: str) -> dict[str, Any]:
         service = self._service(caller, index, "read")
-        document = service.index.document  # type: ignore[attr-defined]  # issue 47.2's contract
+
+        def one() -> Any:
+            return service.index.document(doc_id)  # type: ignore[attr-defined]  # issue 47.2
 
         async def work() -> dict[str, Any] | None:
-            return await asyncio.get_running_loop().run_in_executor(None, document, doc_id)
+            return await asyncio.get_running_loop().run_in_executor(None, one)
 
         found = await self._served("get_document", work)
         if found is None:
