@@ -210,6 +210,7 @@ def create_app(
     for api in routers:
         app.include_router(api)
     mcp_running = mount_mcp(app, services, tokens, settings)
+    app.state.mcp = mcp_running is not None
     # Every route, flat (FastAPI nests included routers), for the metrics labels and the
     # ``Allow`` header of OPTIONS and 405 answers (:mod:`.routing`).
     routes.extend(r for r in app.router.routes if isinstance(r, Route))

@@ -125,7 +125,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"modes {','.join(sorted(service.index.modes))}, "
             f"auth {'on' if app.state.tokens else 'off'}, micro-batching "
             f"{settings.microbatch_wait_ms:g} ms / {settings.microbatch_max}, "
-            f"query cache {settings.query_cache_size})",
+            f"query cache {settings.query_cache_size}, "
+            f"MCP {'at /mcp' if app.state.mcp else 'off: no mcp package'})",
             flush=True,
         )
 

@@ -21,7 +21,7 @@ def test_without_the_mcp_package_the_route_is_absent_and_logged(make_index, monk
     monkeypatch.setitem(sys.modules, "mcp", None)  # as if it were not installed
     with caplog.at_level("INFO", logger="graphstrata.server"):
         app = create_app(index.path, settings=ServerSettings(token=""), index=index)
-    assert mcp_paths(app) == []
+    assert mcp_paths(app) == [] and app.state.mcp is False
     assert "pip install 'graphstrata[mcp]'" in caplog.text
 
 
@@ -31,7 +31,7 @@ def test_with_the_mcp_package_the_route_is_served(make_index):
 
     index = make_index()
     app = create_app(index.path, settings=ServerSettings(token=""), index=index)
-    assert mcp_paths(app) == ["/mcp"]
+    assert mcp_paths(app) == ["/mcp"] and app.state.mcp is True
 
 
 def test_mcp_needs_a_known_token_with_the_read_right_on_any_index():
