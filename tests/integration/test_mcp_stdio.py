@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
+from graphstrata.engine.store.lock import live_writers
 from tests.helpers import REPO
 
 pytest.importorskip("mcp")
@@ -83,6 +84,8 @@ def test_search_answer_insert_delete_over_stdio(index_path, sample_docs) -> None
             "list_indexes",
             "stats",
         }
+        # while it may write, the server is a registered live writer (a rebuild refuses)
+        assert [w.command for w in live_writers(index_path)] == ["graphstrata mcp"]
         listed = await call(session, "list_indexes")
         assert [i["name"] for i in listed["indexes"]] == ["sample"]
         assert {"naive", "bm25"} <= set(listed["indexes"][0]["modes"])
@@ -127,13 +130,30 @@ def test_search_answer_insert_delete_over_stdio(index_path, sample_docs) -> None
     with_session(index_path, body)
 
 
-def test_read_only_offers_no_write_tools(index_path) -> None:
+def test_read_only_offers_no_write_tools_and_follows_other_writers(
+    index_path, hashing_embedder
+) -> None:
+    from graphstrata.bindings.api import Index
+
+    def write_elsewhere(change: Callable[[Index], object]) -> None:
+        """A commit by another writer (this test's process) beside the server."""
+        other = Index.open(index_path, embedder=hashing_embedder)
+        change(other)
+        other.close()
+
     async def body(session: ClientSession) -> None:
         names = {t.name for t in (await session.list_tools()).tools}
         assert "insert_documents" not in names and "delete_document" not in names
         assert {"search", "answer", "stats"} <= names
         refused = await session.call_tool("insert_documents", {"documents": [NEW_DOC]})
         assert refused.is_error
+        assert live_writers(index_path) == []
+        assert (await call(session, "stats"))["documents"] == 8
+        # the long-lived server serves what another process committed meanwhile
+        await anyio.to_thread.run_sync(write_elsewhere, lambda i: i.insert([NEW_DOC]))
+        found = await call(session, "search", query="Brakstad lighthouse orange", mode="bm25")
+        assert NEW_DOC["doc_id"] in found["results"][0]["docs"]
+        await anyio.to_thread.run_sync(write_elsewhere, lambda i: i.delete([NEW_DOC["doc_id"]]))
         assert (await call(session, "stats"))["documents"] == 8
 
     with_session(index_path, body, "--read-only")

@@ -15,19 +15,25 @@ that carried the tool call, or None (stdio). A refusal or bad input raises
 from __future__ import annotations
 
 import abc
+import logging
+import os
 from typing import Any
 
 import anyio
 
 from graphstrata.bindings.api import (
+    MANIFEST,
     BackendError,
     ConfigError,
     DocumentError,
     Index,
     IndexLockedError,
     QueryError,
+    StoreError,
 )
 from graphstrata.bindings.integrations.source import query_kwargs
+
+log = logging.getLogger(__name__)
 
 
 class ToolFailure(Exception):
@@ -139,7 +145,10 @@ def index_summary(index: Index) -> dict[str, Any]:
 class LocalBackend(Backend):
     """The tools over one :class:`Index` opened in this process (``graphstrata mcp``).
 
-    Blocking engine calls run in worker threads; writes run one at a time.
+    Blocking engine calls run in worker threads; writes run one at a time. A stdio server
+    lives as long as its client (a desktop app, for days), so before each read it follows the
+    versions other processes committed (``graphstrata insert`` beside it): one ``stat`` of the
+    manifest, and ``Index.refresh`` when it changed, as the HTTP service's watcher does.
 
     Parameters
     ----------
@@ -154,10 +163,33 @@ class LocalBackend(Backend):
         self.name = index.path.name
         self.writes = not read_only
         self._write_lock = anyio.Lock()
+        self._seen = self._manifest_signature()
 
-    def _check(self, index: str | None) -> None:
+    def _manifest_signature(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.index.path / MANIFEST)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    async def _follow(self) -> None:
+        """Move to the newest committed version if the manifest changed since last seen (a
+        failed load is retried at the next call)."""
+        signature = self._manifest_signature()
+        if signature == self._seen:
+            return
+        try:
+            await anyio.to_thread.run_sync(self.index.refresh)
+        except StoreError as exc:  # e.g. a version compacted away meanwhile: serve this one
+            log.warning("could not load the newest version of %s: %s", self.index.path, exc)
+            return
+        self._seen = signature
+
+    async def _check(self, index: str | None) -> None:
+        """Refuse another index's name; follow the index's newest version."""
         if index is not None and index != self.name:
             raise ToolFailure("not_found", f"no index {index!r}; this server serves {self.name!r}")
+        await self._follow()
 
     async def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` in a worker thread, its input errors as :class:`ToolFailure`."""
@@ -171,6 +203,7 @@ class LocalBackend(Backend):
             raise ToolFailure("overloaded", " ".join(str(exc).split())) from exc
 
     async def indexes(self, caller: str | None) -> list[dict[str, Any]]:
+        await self._follow()
         return [{"name": self.name, "default": True, **index_summary(self.index)}]
 
     async def search(
@@ -184,7 +217,7 @@ class LocalBackend(Backend):
         params: dict[str, Any],
         filter: dict[str, Any] | None,
     ) -> dict[str, Any]:
-        self._check(index)
+        await self._check(index)
         kwargs = query_kwargs(params, filter)
         result = await self._run(self.index.query, query, mode, budget_tokens, top_k, **kwargs)
         return {"index": self.name, **result.to_dict()}
@@ -201,7 +234,7 @@ class LocalBackend(Backend):
         filter: dict[str, Any] | None,
         max_tokens: int,
     ) -> dict[str, Any]:
-        self._check(index)
+        await self._check(index)
         kwargs = query_kwargs(params, filter)
         if top_k is not None:
             kwargs["top_k"] = top_k
@@ -219,7 +252,7 @@ class LocalBackend(Backend):
         query: str | None,
         filter: dict[str, Any] | None,
     ) -> dict[str, Any]:
-        self._check(index)
+        await self._check(index)
         # Index.documents/document: the documents contract of issue 47.2 (merged separately).
         page = await self._run(
             self.index.documents,  # type: ignore[attr-defined]
@@ -231,21 +264,21 @@ class LocalBackend(Backend):
         return dict(page)
 
     async def document(self, caller: str | None, index: str | None, doc_id: str) -> dict[str, Any]:
-        self._check(index)
+        await self._check(index)
         found = await self._run(self.index.document, doc_id)  # type: ignore[attr-defined]
         if found is None:
             raise ToolFailure("not_found", f"document {doc_id!r} is not in the index")
         return dict(found)
 
-    def _check_write(self, index: str | None) -> None:
-        self._check(index)
+    async def _check_write(self, index: str | None) -> None:
+        await self._check(index)
         if not self.writes:
             raise ToolFailure("read_only", "this MCP server was started with --read-only")
 
     async def insert(
         self, caller: str | None, index: str | None, docs: list[dict[str, Any]], wait_s: float
     ) -> dict[str, Any]:
-        self._check_write(index)
+        await self._check_write(index)
         async with self._write_lock:
             report = await self._run(self.index.insert, docs)
         return {"status": "succeeded", "doc_ids": [d["doc_id"] for d in docs], **_report(report)}
@@ -253,13 +286,13 @@ class LocalBackend(Backend):
     async def delete(
         self, caller: str | None, index: str | None, doc_id: str, wait_s: float
     ) -> dict[str, Any]:
-        self._check_write(index)
+        await self._check_write(index)
         async with self._write_lock:
             report = await self._run(self.index.delete, [doc_id])
         return {"status": "succeeded", "doc_ids": [doc_id], **_report(report)}
 
     async def stats(self, caller: str | None, index: str | None) -> dict[str, Any]:
-        self._check(index)
+        await self._check(index)
         stats = dict(await self._run(self.index.stats))
         stats.pop("path", None)  # the same view as the HTTP service's
         return stats
