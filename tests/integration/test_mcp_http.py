@@ -108,6 +108,9 @@ def test_a_read_token_is_refused_a_write(served) -> None:
             text = refused.content[0].text
             assert "forbidden" in text and "no write right on index 'sample'" in text
         assert (await call(session, "stats"))["documents"] == 8
+        # its scope is one index: another name is refused before it is looked up
+        other = await session.call_tool("search", {"query": "x", "index": "other"})
+        assert other.is_error and "no read right on index 'other'" in other.content[0].text
 
     with_session(served, READER, body)
 
@@ -130,6 +133,8 @@ def test_an_insert_goes_through_the_writer_then_a_search_finds_it(served) -> Non
         assert missing.is_error and "not_found" in missing.content[0].text
         bad = await session.call_tool("search", {"query": "x", "mode": "no-such-mode"})
         assert bad.is_error and "mode_unavailable" in bad.content[0].text
+        bad = await session.call_tool("search", {"query": "x", "index": "other"})
+        assert bad.is_error and "not_found: no index 'other'" in bad.content[0].text
 
     with_session(served, ADMIN, body)
 
