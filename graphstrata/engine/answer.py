@@ -11,6 +11,7 @@ so a streamed and a non-streamed answer to the same request read the same.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -185,6 +186,7 @@ def answer_result(
     result: Answered,
     history: Sequence[tuple[str, str]] = (),
     max_tokens: int = ANSWER_MAX_TOKENS,
+    query: str | None = None,
 ) -> Answer:
     """Answer ``question`` from a retrieval with one LLM call (blocking).
 
@@ -203,6 +205,11 @@ def answer_result(
         Earlier ``(role, content)`` turns of a chat, put into the prompt before the question.
     max_tokens:
         The completion limit.
+    query:
+        What the retrieval searched with when it is not ``question`` (a chat's
+        ``conversation_query``): the prompt keeps the user's words and the earlier turns,
+        and the request's ``inputs`` carry this query, so a backend that reads only the
+        inputs (the extractive one) answers the follow-up's subject.
 
     Returns
     -------
@@ -210,7 +217,10 @@ def answer_result(
         The answer text, the citations of the nodes it cites and the usage.
     """
     report = OperationReport("answer")
-    request = answer_request(question, numbered_context(result.nodes), max_tokens, history)
+    context = numbered_context(result.nodes)
+    request = answer_request(question, context, max_tokens, history)
+    if query is not None and query != question:
+        request = dataclasses.replace(request, inputs=(query, context))
     start = time.perf_counter()
     (response,) = MeteredLLM(llm, report).complete("answer", [request])
     text = response.text.strip()

@@ -21,6 +21,7 @@ import numpy as np
 
 from graphstrata.core.lsh import sample_hyperplanes
 from graphstrata.engine.answer import answer_result
+from graphstrata.engine.conversation import conversation_query
 from graphstrata.engine.component import (
     Component,
     ComponentView,
@@ -540,9 +541,11 @@ class Engine:
         **params: Any,
     ) -> QueryResult:
         """Retrieve, then answer citing the retrieved nodes as ``[n]`` (``answer.answer_result``:
-        one prompt for every mode and door; ``history``: a chat's earlier turns)."""
-        result = self.query(text, mode, budget_tokens, **params)
-        answer_result(self.llm, text, result, history, max_tokens)
+        one prompt for every mode and door; ``history``: a chat's earlier turns, whose user
+        turns complete the search query, ``conversation.conversation_query``)."""
+        query = conversation_query(text, history)
+        result = self.query(query, mode, budget_tokens, **params)
+        answer_result(self.llm, text, result, history, max_tokens, query=query)
         return result
 
     def pinned(self) -> PinnedVersion:
