@@ -21,7 +21,6 @@ import numpy as np
 
 from graphstrata.core.lsh import sample_hyperplanes
 from graphstrata.engine.answer import answer_result
-from graphstrata.engine.conversation import conversation_query
 from graphstrata.engine.component import (
     Component,
     ComponentView,
@@ -33,6 +32,7 @@ from graphstrata.engine.component import (
     UpdateContext,
 )
 from graphstrata.engine.config import ConfigError, IndexConfig, SearchConfig
+from graphstrata.engine.conversation import conversation_query
 from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
 from graphstrata.engine.ingest import add_docs, doc_lookup, remove_docs
 from graphstrata.engine.interfaces import LLM, Embedder

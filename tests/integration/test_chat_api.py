@@ -65,7 +65,7 @@ def test_chat_completion_answers_with_citations(client) -> None:
     assert any(c["doc_id"].startswith("optics/") for c in citations)
     assert all(c["text"] for c in citations)
     # The content names them too, for clients that keep only the text.
-    answer, footer = text.split("\n\nSources:\n")
+    footer = text.split("\n\nSources:\n")[1]
     assert {int(m) for m in re.findall(r"^\[(\d+)\] ", footer, re.MULTILINE)} == markers
     assert completion.usage.total_tokens > 0
 
@@ -125,6 +125,11 @@ def test_answer_streams_the_same_answer(chat_server) -> None:
     assert text == whole["answer"] == decoded[-1]["answer"]
     assert decoded[-1]["done"] is True
     assert [n["id"] for n in decoded[-1]["nodes"]] == [n["id"] for n in whole["nodes"]]
+    # Answered like chat: [n] markers, and citations of exactly the cited nodes.
+    markers = {int(m) for m in re.findall(r"\[(\d+)\]", whole["answer"])}
+    assert markers and {c["marker"] for c in whole["citations"]} == markers
+    assert decoded[-1]["citations"] == whole["citations"]
+    assert all(c["node_id"] == whole["nodes"][c["marker"] - 1]["id"] for c in whole["citations"])
 
 
 def test_cli_answer_streams_with_citations(chat_server, tmp_path) -> None:

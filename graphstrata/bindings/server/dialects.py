@@ -109,7 +109,7 @@ class ErrorDialectMiddleware:
                 chunks.append(message.get("body", b""))
                 if message.get("more_body"):
                     return
-                status, body = _rewritten(dialect, start["status"], b"".join(chunks))
+                status, body = rewritten(dialect, start["status"], b"".join(chunks))
                 kept = [(k, v) for k, v in start.get("headers") or [] if k != b"content-length"]
                 kept.append((b"content-length", str(len(body)).encode()))
                 await send({**start, "status": status, "headers": kept})
@@ -120,7 +120,7 @@ class ErrorDialectMiddleware:
         await self.app(scope, receive, rewriting)
 
 
-def _rewritten(dialect: Dialect, status: int, raw: bytes) -> tuple[int, bytes]:
+def rewritten(dialect: Dialect, status: int, raw: bytes) -> tuple[int, bytes]:
     """The error in ``dialect``, or ``raw`` unchanged when it is not the service's shape."""
     try:
         parsed = json.loads(raw)

@@ -186,6 +186,18 @@ class ServiceMetrics:
         self.index_version = _Bound(self.app.index_version, index)
         self.nodes = _Bound(self.app.nodes, index)
         self.documents = _Bound(self.app.documents, index)
+        # The series of this index exist from the start (a counter at 0 is a sample).
+        for series in (
+            self.embed_batch_size,
+            self.embed_seconds,
+            self.query_cache_hits,
+            self.query_cache_misses,
+            self.in_flight,
+            self.pending_operations,
+            self.index_version,
+            self.documents,
+        ):
+            series.labels()
         self._counted_version = -1
 
     def observe_index(self, index: Index) -> None:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from graphstrata.bindings.api import QueryResult
 from graphstrata.bindings.server.auth import Guard
+from graphstrata.bindings.server.chat_request import Integer
 from graphstrata.bindings.server.errors import ApiError, error_responses
 from graphstrata.bindings.server.jsonbody import JSONRoute
 from graphstrata.bindings.server.models import OpenAIErrorOut
@@ -46,7 +47,7 @@ class VectorStoreSearch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     query: str | Annotated[list[str], Field(min_length=1, max_length=16)]
-    max_num_results: int = Field(default=10, ge=1, le=50, strict=True)
+    max_num_results: Integer(1, 50) = 10  # type: ignore[valid-type]
     filters: dict[str, Any] | None = None
     ranking_options: RankingOptions | None = None
     rewrite_query: bool = False
