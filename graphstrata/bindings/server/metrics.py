@@ -6,7 +6,8 @@ the app-wide ones (HTTP requests, the shared query-vector cache's size) do not. 
 index sees the app's metrics through a :class:`ServiceMetrics`, which fills its ``index``
 label in, so the code that counts never names the index. ``GET /metrics`` shows the series of
 every index the caller may read, ``GET /v1/indexes/{name}/metrics`` those of one
-(:func:`exposition`).
+(:func:`exposition`). Connections refused at the app's connection cap are counted in
+``graphstrata_rejected{what="connection"}`` under the first (default) index.
 """
 
 from __future__ import annotations
