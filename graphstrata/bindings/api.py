@@ -46,9 +46,12 @@ from graphstrata.engine import (
     StoreWriteError,
     answer_result,
     as_documents,
+    citations,
+    conversation_query,
     live_writer,
     read_documents,
     read_version,
+    sources_footer,
     stored_manifest,
     stream_pieces,
     validate_batch,
@@ -91,9 +94,12 @@ __all__ = [
     "StoreError",
     "StoreWriteError",
     "as_documents",
+    "citations",
+    "conversation_query",
     "load_qa",
     "read_documents",
     "resolve_backends",
+    "sources_footer",
     "stream_pieces",
     "validate_batch",
 ]
@@ -514,7 +520,8 @@ class Index:
         Parameters
         ----------
         history:
-            A chat's earlier ``(role, content)`` turns, put into the prompt.
+            A chat's earlier ``(role, content)`` turns, put into the prompt; their user turns
+            complete the search query (``conversation_query``).
         max_tokens:
             The completion limit.
 
@@ -540,16 +547,18 @@ class Index:
         result: QueryResult,
         history: Sequence[tuple[str, str]] = (),
         max_tokens: int = 256,
+        query: str | None = None,
     ) -> Answer:
         """:meth:`answer` for a retrieval already made (e.g. with :meth:`query_vectors`):
-        sets ``result.answer`` and ``result.citations``.
+        sets ``result.answer`` and ``result.citations``; ``query`` is what the retrieval
+        searched with when it is not ``text`` (a chat's ``conversation_query``).
 
         Returns
         -------
         Answer
             The text, the citations and the LLM's usage.
         """
-        return answer_result(self._engine.llm, text, result, history, max_tokens)
+        return answer_result(self._engine.llm, text, result, history, max_tokens, query)
 
     def evaluate(
         self,

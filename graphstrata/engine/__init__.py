@@ -20,7 +20,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from graphstrata.engine.answer import Answer, answer_result, citations, stream_pieces
+    from graphstrata.engine.answer import (
+        Answer,
+        answer_result,
+        citations,
+        sources_footer,
+        stream_pieces,
+    )
     from graphstrata.engine.config import (
         ChunkingConfig,
         ConfigError,
@@ -28,6 +34,7 @@ if TYPE_CHECKING:
         IngestConfig,
         SearchConfig,
     )
+    from graphstrata.engine.conversation import conversation_query
     from graphstrata.engine.directory import (
         INDEX_ENTRIES,
         MANIFEST,
@@ -72,7 +79,10 @@ if TYPE_CHECKING:
 
 #: Public name -> the module that defines it.
 _PUBLIC: dict[str, str] = {
-    **dict.fromkeys(("Answer", "answer_result", "citations", "stream_pieces"), "answer"),
+    **dict.fromkeys(
+        ("Answer", "answer_result", "citations", "sources_footer", "stream_pieces"), "answer"
+    ),
+    "conversation_query": "conversation",
     **dict.fromkeys(
         ("ChunkingConfig", "ConfigError", "IndexConfig", "IngestConfig", "SearchConfig"), "config"
     ),
@@ -167,6 +177,7 @@ __all__ = [
     "chunk_text",
     "citations",
     "coerce_document",
+    "conversation_query",
     "count_tokens",
     "live_writer",
     "live_writers",
@@ -174,6 +185,7 @@ __all__ = [
     "read_version",
     "recover_replace",
     "sibling_path",
+    "sources_footer",
     "stored_manifest",
     "stream_pieces",
     "swap_in",

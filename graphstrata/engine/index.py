@@ -32,6 +32,7 @@ from graphstrata.engine.component import (
     UpdateContext,
 )
 from graphstrata.engine.config import ConfigError, IndexConfig, SearchConfig
+from graphstrata.engine.conversation import conversation_query
 from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
 from graphstrata.engine.ingest import add_docs, doc_lookup, remove_docs
 from graphstrata.engine.interfaces import LLM, Embedder
@@ -540,9 +541,11 @@ class Engine:
         **params: Any,
     ) -> QueryResult:
         """Retrieve, then answer citing the retrieved nodes as ``[n]`` (``answer.answer_result``:
-        one prompt for every mode and door; ``history``: a chat's earlier turns)."""
-        result = self.query(text, mode, budget_tokens, **params)
-        answer_result(self.llm, text, result, history, max_tokens)
+        one prompt for every mode and door; ``history``: a chat's earlier turns, whose user
+        turns complete the search query, ``conversation.conversation_query``)."""
+        query = conversation_query(text, history)
+        result = self.query(query, mode, budget_tokens, **params)
+        answer_result(self.llm, text, result, history, max_tokens, query=query)
         return result
 
     def pinned(self) -> PinnedVersion:

@@ -12,10 +12,14 @@ from typing import Any
 
 
 @contextlib.contextmanager
-def threaded_server(index_path: Path, **overrides: Any) -> Iterator[tuple[str, Any, Any]]:
+def threaded_server(
+    index_path: Path | list[Path], **overrides: Any
+) -> Iterator[tuple[str, Any, Any]]:
     """The service's uvicorn server (its protocol, limits and timeouts) in a thread.
 
-    Yields ``(url, app, server)``; the server is stopped (graceful, as on SIGTERM) on exit.
+    ``index_path`` is one index, or a list of indexes served together (each under its
+    directory name). Yields ``(url, app, server)``; the server is stopped (graceful, as on
+    SIGTERM) on exit.
     """
     import uvicorn
 
@@ -25,8 +29,10 @@ def threaded_server(index_path: Path, **overrides: Any) -> Iterator[tuple[str, A
 
     options: dict[str, Any] = {"port": 0, "token": "", "microbatch_wait_ms": 0, **overrides}
     settings = ServerSettings(**options)
-    index = Index.open(index_path)
-    app = create_app(index_path, settings=settings, index=index)
+    if isinstance(index_path, list):
+        app = create_app(index_path, settings=settings)
+    else:
+        app = create_app(index_path, settings=settings, index=Index.open(index_path))
     sock = bind_socket("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn_config(app, settings, log_level="error"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -508,9 +508,10 @@ def test_stats_and_metrics(server):
     assert metrics.headers["content-type"].startswith("text/plain")
     text = metrics.text
     assert 'graphstrata_requests_total{endpoint="/v1/retrieve",method="POST",status="200"}' in text
-    assert 'graphstrata_query_seconds_bucket{le="0.001",mode="naive"}' in text
-    assert f"graphstrata_index_version {float(index['version'])}" in text
-    assert f'graphstrata_nodes{{kind="T"}} {float(index["nodes"]["T"])}' in text
+    # Every per-index series names its index (issue 47): the server serves "main".
+    assert 'graphstrata_query_seconds_bucket{index="main",le="0.001",mode="naive"}' in text
+    assert f'graphstrata_index_version{{index="main"}} {float(index["version"])}' in text
+    assert f'graphstrata_nodes{{index="main",kind="T"}} {float(index["nodes"]["T"])}' in text
     assert "graphstrata_embed_batch_size_count" in text
 
 
@@ -584,7 +585,7 @@ def test_saturation_answers_429_with_retry_after(guarded):
         # Once the slot is free again, requests are served.
         assert c.post("/v1/retrieve", json={"query": "lidar"}).status_code == 200
         metrics = c.get("/metrics").text
-    assert 'graphstrata_rejected_total{what="query"}' in metrics
+    assert re.search(r'graphstrata_rejected_total\{index="[^"]+",what="query"\}', metrics)
 
 
 def test_writer_queue_is_bounded(guarded):

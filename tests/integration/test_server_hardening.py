@@ -264,7 +264,9 @@ def test_connections_over_the_cap_get_503_and_are_closed(strict_server):
             pass
         time.sleep(0.05)
     assert metrics.status_code == 200
-    assert re.search(r'graphstrata_rejected_total\{what="connection"\} [1-9]', metrics.text)
+    assert re.search(
+        r'graphstrata_rejected_total\{index="[^"]+",what="connection"\} [1-9]', metrics.text
+    )
 
 
 def test_oversized_headers_are_refused(strict_server):

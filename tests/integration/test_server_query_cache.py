@@ -24,7 +24,7 @@ def index_dir(tmp_path_factory, sample_docs, hashing_embedder) -> Path:
 
 
 def metric(text: str, name: str) -> float:
-    match = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
+    match = re.search(rf"^{name}(?:{{index=\"[^\"]+\"}})? (\S+)$", text, re.MULTILINE)
     assert match, f"{name} not in /metrics"
     return float(match.group(1))
 

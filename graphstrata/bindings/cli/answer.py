@@ -43,6 +43,7 @@ def remote_answer(args: argparse.Namespace) -> tuple[Iterator[str], list[dict[st
         "model": model,
         "stream": True,
         "messages": [{"role": "user", "content": args.question}],
+        "sources": False,  # the citations are written below, one line per marker
     }
     if args.budget is not None:
         body["budget_tokens"] = args.budget

@@ -25,9 +25,11 @@ from starlette.routing import BaseRoute, Route
 from graphstrata.bindings.api import ConfigError, Index
 from graphstrata.bindings.server.auth import TokenTable, bearer_guard
 from graphstrata.bindings.server.deadline import DeadlineMiddleware
+from graphstrata.bindings.server.dialects import ErrorDialectMiddleware
 from graphstrata.bindings.server.errors import install_error_handlers
 from graphstrata.bindings.server.mcp import PATH as MCP_PATH
 from graphstrata.bindings.server.mcp import mount as mount_mcp
+from graphstrata.bindings.server.metrics import AppMetrics
 from graphstrata.bindings.server.middleware import (
     AuthMiddleware,
     BodyBudget,
@@ -43,10 +45,13 @@ from graphstrata.bindings.server.routes import (
     docs,
     documents,
     indexes,
+    metrics,
     nodes,
+    ollama,
     page,
     retrieve,
     status,
+    vector_stores,
 )
 from graphstrata.bindings.server.runtime import QueryVectorCache, Service
 from graphstrata.bindings.server.settings import ServerSettings, set_embed_threads
@@ -62,6 +67,7 @@ DESCRIPTION = (
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 _INDEX_PATH = re.compile(r"^/v1/indexes/([^/]+)(/.*)?$")
+_VECTOR_STORE_PATH = re.compile(r"^/v1/vector_stores/([^/]+)(/.*)?$")
 
 
 def create_app(
@@ -113,6 +119,7 @@ def create_app(
     # One cache for the app: it is keyed by embedder name, so indexes that share an
     # embedding function share their query vectors and the others never see them.
     query_cache = QueryVectorCache(settings.query_cache_size)
+    app_metrics = AppMetrics()
     for path in paths:
         opened = index
         if opened is None:
@@ -121,7 +128,7 @@ def create_app(
             )
         if settings.embed_threads is not None:
             set_embed_threads(opened.embedder, settings.embed_threads)
-        service = Service(opened, settings, query_cache)
+        service = Service(opened, settings, query_cache, app_metrics)
         if not NAME.match(service.name):
             raise ConfigError(f"index name {service.name!r} cannot be served (use [A-Za-z0-9._-])")
         if service.name in services:
@@ -185,6 +192,8 @@ def create_app(
             timeout_s=settings.body_timeout_s,
             access=lambda method, path: route_access(first.name, method, path),
         )
+    # Inside the metrics: they count the status the client gets (400, not the service's 422).
+    app.add_middleware(ErrorDialectMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=first.metrics, routes=routes)
     guard = bearer_guard(tokens)
     routers = []
@@ -203,6 +212,9 @@ def create_app(
     assert first_models is not None
     routers.append(chat.router(services, first_models, guard, tokens))
     routers.append(indexes.router(services, first_models, guard, tokens))
+    routers.append(metrics.router(services, first_models, guard, tokens))
+    routers.append(ollama.router(services, guard, tokens))
+    routers.append(vector_stores.router(services, guard))
     routers.append(status.health_router(first))
     routers.append(readiness.router())
     routers.append(page.router())
@@ -232,14 +244,21 @@ def route_access(default: str, method: str, path: str) -> tuple[str | None, str]
     -------
     tuple
         ``(index name or None, "read" or "write")``: document inserts and deletes need
-        ``write``, everything else ``read``; the chat, model and index lists name no index
-        here (the chat route and the MCP tools check the index and right themselves).
+        ``write``, everything else ``read``; the chat, model, index and metrics lists,
+        Ollama's routes and ``/mcp`` name no index here (the chat routes and the MCP tools
+        check the index and right themselves, the lists show the indexes the token may read).
     """
-    match = _INDEX_PATH.match(path)
+    match = _INDEX_PATH.match(path) or _VECTOR_STORE_PATH.match(path)
     if match:
         index: str | None = match.group(1)
         rest = match.group(2) or ""
-    elif path in ("/v1/chat/completions", "/v1/models", "/v1/indexes", MCP_PATH):
+    elif path in (
+        "/v1/chat/completions",
+        "/v1/models",
+        "/v1/indexes",
+        "/metrics",
+        MCP_PATH,
+    ) or path.startswith("/api/"):
         return None, "read"
     else:
         index, rest = default, path.removeprefix("/v1")

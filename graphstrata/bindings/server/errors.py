@@ -265,6 +265,15 @@ def validation_messages(errors: Sequence[Any]) -> list[str]:
     return out
 
 
+def first_param(exc: RequestValidationError) -> str | None:
+    """The member of the body that the first validation error is about (``messages.0.role``;
+    None for the body as a whole): OpenAI's ``error.param``."""
+    for err in exc.errors()[:1]:
+        loc = [str(p) for p in err.get("loc", ()) if p != "body"]
+        return ".".join(loc) or None
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Every error leaves as JSON with a stable code (the mapping of :func:`api_error`).
 
@@ -285,7 +294,9 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = validation_messages(exc.errors())
-        return error_response(422, "bad_request", "; ".join(problems), problems=problems)
+        return error_response(
+            422, "bad_request", "; ".join(problems), problems=problems, param=first_param(exc)
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:

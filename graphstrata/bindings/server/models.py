@@ -151,13 +151,32 @@ def per_mode_params(mode_params: Mapping[str, type[ModeParams]], default: str) -
 
 
 class Citation(BaseModel):
-    """What an answer's ``[marker]`` cites: a retrieved node and one of its documents."""
+    """What an answer's ``[marker]`` cites: a retrieved node and one of its documents (only
+    the nodes the answer cites are listed)."""
 
     marker: int
     doc_id: str | None
     node_id: int
     kind: str
     score: float
+    title: str | None
+    metadata: dict[str, Any]
+    spans: list[dict[str, Any]]
+    text: str
+
+
+class OpenAIErrorDetail(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class OpenAIErrorOut(BaseModel):
+    """An error of the OpenAI-compatible routes, in OpenAI's shape."""
+
+    error: OpenAIErrorDetail
 
 
 class RetrieveFields(BaseModel):

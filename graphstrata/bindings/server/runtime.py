@@ -32,7 +32,7 @@ from graphstrata.bindings.embed.microbatch import MicroBatcher
 from graphstrata.bindings.server.deadline import check as check_deadline
 from graphstrata.bindings.server.deadline import in_context
 from graphstrata.bindings.server.errors import ApiError
-from graphstrata.bindings.server.metrics import ServiceMetrics
+from graphstrata.bindings.server.metrics import AppMetrics, ServiceMetrics
 from graphstrata.bindings.server.refresher import VersionWatcher
 from graphstrata.bindings.server.settings import ServerSettings
 from graphstrata.bindings.server.writer import Writer
@@ -420,16 +420,23 @@ class Service:
     query_cache:
         The app's query-vector cache (shared by its indexes); default: one of this service's
         own, of ``settings.query_cache_size`` vectors.
+    metrics:
+        The app's metrics (shared by its indexes, each series labelled with its index);
+        default: a registry of this service's own.
     """
 
     def __init__(
-        self, index: Index, settings: ServerSettings, query_cache: QueryVectorCache | None = None
+        self,
+        index: Index,
+        settings: ServerSettings,
+        query_cache: QueryVectorCache | None = None,
+        metrics: AppMetrics | None = None,
     ):
         self.index = index
         self.name = index.path.name
         self.settings = settings
         self.token = settings.resolved_token()
-        self.metrics = ServiceMetrics()
+        self.metrics = ServiceMetrics(metrics, self.name)
         self.slots = Slots(settings.max_concurrency, settings.retry_after_s, self.metrics)
         self.runner = QueryRunner(index, settings, self.metrics, query_cache)
         self.writer = Writer(

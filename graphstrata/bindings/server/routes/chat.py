@@ -1,111 +1,67 @@
-"""OpenAI-compatible ``POST /v1/chat/completions`` and ``GET /v1/models``.
+"""OpenAI-compatible ``POST /v1/chat/completions`` and ``GET /v1/models`` (docs/guide/openai.md).
 
 ``model`` names the index (``NAME``) or the index and a search mode (``NAME:MODE``; the
-default mode is ``hybrid`` where the index serves it, else ``naive``). The last user message
-is the query (else the last message; cut to ``max_query_chars``); the retrieved nodes, numbered, go into the system prompt and the index's LLM
-answers with ``[n]`` markers. Extension fields: ``budget_tokens`` and ``top_k`` in the
-request; ``citations`` (``{marker, doc_id, node_id, kind, score}``) on the response and on
-the last chunk of a stream. ``stream: true`` answers server-sent events of
-``chat.completion.chunk`` objects ending with ``data: [DONE]``; the streamed content is the
-non-streamed content, piece by piece.
+default mode is ``hybrid`` where the index serves it, else ``naive``). The request is
+:class:`~graphstrata.bindings.server.chat_request.ChatRequest` (every OpenAI member accepted;
+what cannot be honoured is a 400). The search query is the conversation's
+(``conversation_query``: the last user message completed from the earlier user turns); the
+retrieved nodes, numbered, go into the one answer prompt with the earlier turns, and the
+index's LLM answers with ``[n]`` markers. The content ends with a ``Sources:`` footer of the
+cited references (``"sources": false`` leaves it out); ``citations`` on the response (and on
+the last chunk of a stream) lists the cited nodes only, and the ``X-Graphstrata-Citations``
+header carries them in short (LangChain keeps headers with ``include_response_headers``).
+Extension fields: ``budget_tokens``, ``top_k``, ``sources``. ``stream: true`` answers
+server-sent events of ``chat.completion.chunk`` objects ending with ``data: [DONE]``; the
+streamed content is the non-streamed content, piece by piece. Errors are in OpenAI's shape
+(:mod:`graphstrata.bindings.server.dialects`).
 
 No ``from __future__ import annotations`` (see :mod:`graphstrata.bindings.server.routes.retrieve`).
 """
 
+import json
 import time
 import uuid
-from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from graphstrata.bindings.api import Answer, stream_pieces
+from graphstrata.bindings.api import citations, conversation_query, sources_footer, stream_pieces
 from graphstrata.bindings.server.auth import Guard, TokenTable
+from graphstrata.bindings.server.chat_request import (
+    ChatRequest,
+    Integer,
+    conversation,
+    cut_at_stop,
+    refuse_unsupported,
+)
 from graphstrata.bindings.server.errors import ApiError, error_responses
 from graphstrata.bindings.server.events import SSE_SCHEMA, sse, until_disconnect
 from graphstrata.bindings.server.jsonbody import JSONRoute
-from graphstrata.bindings.server.models import Citation, Models, integral
+from graphstrata.bindings.server.models import Citation, Models, OpenAIErrorOut
 from graphstrata.bindings.server.routes.retrieve import RETRIEVE_ERRORS
 from graphstrata.bindings.server.runtime import Service
 
 #: Preferred default search modes of a chat model that names no mode, best first.
 DEFAULT_MODES = ("hybrid", "naive")
-
-
-#: Non-blank text (the schema says so, so schema-valid requests are never refused for it).
-NON_BLANK = r"\S"
-
-
-def Bounded(low: int, high: int) -> Any:
-    """An integer as JSON Schema defines it (``5`` or ``5.0``) in ``[low, high]``; never a
-    boolean or a string (strict: ``false`` is not 0)."""
-    return Annotated[int, Field(ge=low, le=high, strict=True), BeforeValidator(integral)]
-
-
-class TextPart(BaseModel):
-    """One part of a message's content list (only text parts are read)."""
-
-    model_config = ConfigDict(extra="forbid")
-    type: Literal["text"]
-    text: str = Field(pattern=NON_BLANK)
-
-
-class ChatMessage(BaseModel):
-    """One chat message."""
-
-    model_config = ConfigDict(extra="forbid")
-    role: Literal["system", "developer", "user", "assistant"]
-    content: (
-        Annotated[str, Field(pattern=NON_BLANK)]
-        | Annotated[list[TextPart], Field(min_length=1, max_length=16)]
-    )
-    name: str | None = None
-
-    def text(self) -> str:
-        """The message's text (text parts joined by newlines)."""
-        if isinstance(self.content, str):
-            return self.content
-        return "\n".join(p.text for p in self.content)
-
-
-class StreamOptions(BaseModel):
-    """``stream_options`` (``include_usage`` adds a usage chunk before ``[DONE]``)."""
-
-    model_config = ConfigDict(extra="forbid")
-    include_usage: bool = False
-
-
-class ChatRequest(BaseModel):
-    """The request of the chat completions API (sampling options are accepted and ignored:
-    the answer comes from the index's LLM backend)."""
-
-    model_config = ConfigDict(extra="forbid")
-    model: str
-    messages: list[ChatMessage] = Field(min_length=1)
-    stream: bool = False
-    stream_options: StreamOptions | None = None
-    max_tokens: Bounded(1, 4096) | None = None  # type: ignore[valid-type]
-    max_completion_tokens: Bounded(1, 4096) | None = None  # type: ignore[valid-type]
-    n: Bounded(1, 1) | None = None  # type: ignore[valid-type]
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    seed: Bounded(-(2**63), 2**63 - 1) | None = None  # type: ignore[valid-type]
-    stop: str | list[str] | None = None
-    user: str | None = None
-    budget_tokens: Bounded(1, 2**53) | None = None  # type: ignore[valid-type]
-    top_k: Bounded(1, 2**53) | None = None  # type: ignore[valid-type]
+#: Largest ``X-Graphstrata-Citations`` header (HTTP clients cap a response's head near
+#: 16 KiB; the whole citations are in the body).
+MAX_HEADER_BYTES = 8192
 
 
 class ChatResponseMessage(BaseModel):
     role: Literal["assistant"]
     content: str
+    refusal: None = None
 
 
 class ChatChoice(BaseModel):
     index: int
     message: ChatResponseMessage
+    logprobs: None = None
     finish_reason: str
 
 
@@ -171,18 +127,127 @@ def resolve_model(
     Raises
     ------
     ApiError
-        404 ``not_found`` for an index not served, 400 ``mode_unavailable`` for a mode not
-        served by the index.
+        404 ``model_not_found`` for an index not served, 400 ``mode_unavailable`` for a mode
+        not served by the index.
     """
     name, sep, mode = model.partition(":")
     service = services.get(name)
     if service is None:
         shown = model_ids(services if readable is None else readable)
-        raise ApiError(404, "not_found", f"model {model!r} does not exist; served: {shown}")
+        raise ApiError(
+            404,
+            "model_not_found",
+            f"model {model!r} does not exist; served: {shown}",
+            param="model",
+        )
     if not sep:
         return service, default_mode(service.index.modes)
     service.check_mode(mode)
     return service, mode
+
+
+def readable_by(
+    services: dict[str, Service], tokens: TokenTable, request: Request
+) -> dict[str, Service]:
+    """The indexes the request's token may read (all of them without tokens)."""
+    scope = tokens.scope_of_header(request.headers.get("authorization"))
+    return {
+        name: s
+        for name, s in services.items()
+        if not tokens or (scope is not None and scope.allows(name, "read"))
+    }
+
+
+def model_service(
+    services: dict[str, Service], tokens: TokenTable, request: Request, model: str
+) -> tuple[Service, str]:
+    """The index and mode of a chat ``model`` the caller may read (:func:`resolve_model`).
+
+    Raises
+    ------
+    ApiError
+        403 when the token may not read the index (checked first, so a mode error lists the
+        index's modes only to a reader), 404 and 400 as :func:`resolve_model`.
+    """
+    name = model.partition(":")[0]
+    if name in services:
+        tokens.require(request.headers.get("authorization"), name, "read")
+    return resolve_model(services, model, readable_by(services, tokens, request))
+
+
+@dataclass
+class Reply:
+    """A grounded chat reply: its content, the citations of its markers and the usage."""
+
+    content: str
+    citations: list[dict[str, Any]]
+    usage: dict[str, int]
+
+
+async def grounded_reply(
+    service: Service,
+    mode: str,
+    question: str,
+    history: list[tuple[str, str]],
+    *,
+    max_tokens: int,
+    budget_tokens: int | None = None,
+    top_k: int | None = None,
+    stops: Sequence[str] = (),
+    sources: bool = True,
+    kind: str = "chat",
+) -> Reply:
+    """Search with the conversation, answer with the index's LLM, cite (chat and Ollama).
+
+    Parameters
+    ----------
+    service, mode:
+        The index and the search mode.
+    question, history:
+        The last user message and the earlier turns (``chat_request.conversation``).
+    max_tokens:
+        The completion limit.
+    budget_tokens, top_k:
+        The retrieval's (None: the index's).
+    stops:
+        Stop sequences: the answer ends before the first one.
+    sources:
+        Append the ``Sources:`` footer of the cited references.
+    kind:
+        The metrics label prefix (``chat``, ``ollama``).
+
+    Returns
+    -------
+    Reply
+        The content (answer, then the footer), the citations of the markers it holds.
+    """
+    query = conversation_query(question, history, service.settings.max_query_chars)
+    service.check_query(query)
+    async with service.slots.hold():
+        start = time.perf_counter()
+        result = await service.runner.retrieve(query, mode, budget_tokens, top_k, {})
+        answer = await service.runner.run_answer(
+            service.index.answer_result, question, result, history, max_tokens, query
+        )
+        service.metrics.query_seconds.labels(f"{kind}:{mode}").observe(time.perf_counter() - start)
+    text = cut_at_stop(answer.text, list(stops))
+    cited = answer.citations if text == answer.text else citations(result.nodes, text)
+    footer = sources_footer(cited) if sources else ""
+    return Reply(text + footer, cited, answer.usage)
+
+
+def citations_header(cited: list[dict[str, Any]]) -> str:
+    """The citations in short for the ``X-Graphstrata-Citations`` header: a JSON list of
+    ``{marker, doc_id, node_id, title, pages}`` in ASCII, as many as fit in
+    :data:`MAX_HEADER_BYTES`."""
+    short: list[dict[str, Any]] = []
+    for c in cited:
+        pages = sorted({sp["page"] for sp in c["spans"] if sp.get("page") is not None})
+        item = {k: c[k] for k in ("marker", "doc_id", "node_id", "title")} | {"pages": pages}
+        if len(json.dumps([*short, item])) > MAX_HEADER_BYTES:
+            break
+        short.append(item)
+    return json.dumps(short)
 
 
 def router(
@@ -195,7 +260,7 @@ def router(
     services:
         Index name -> its service, the first one first.
     models:
-        The first index's request/response models (for the error model).
+        The first index's request/response models.
     guard:
         The bearer-token guard.
     tokens:
@@ -208,7 +273,8 @@ def router(
         The routes, to include in the app.
     """
     api = APIRouter(dependencies=guard.dependencies, route_class=JSONRoute)
-    errors = error_responses(404, *RETRIEVE_ERRORS, *guard.statuses, model=models.ErrorOut)
+    statuses = sorted({400, 404, *RETRIEVE_ERRORS, *guard.statuses} - {422})
+    errors = error_responses(*statuses, model=OpenAIErrorOut)
     first = next(iter(services.values()))
     settings = first.settings
     max_chars = settings.max_query_chars
@@ -219,26 +285,17 @@ def router(
         """The chat request of this app: ``model`` among the served ones, bounded extras."""
 
         model: str = Field(json_schema_extra=enum_extra)
-        budget_tokens: Bounded(1, settings.max_budget_tokens) | None = None  # type: ignore[valid-type]
-        top_k: Bounded(1, settings.max_top_k) | None = None  # type: ignore[valid-type]
-
-    def readable_by(request: Request) -> dict[str, Service]:
-        """The indexes the request's token may read (all of them without tokens)."""
-        scope = tokens.scope_of_header(request.headers.get("authorization"))
-        return {
-            name: s
-            for name, s in services.items()
-            if not tokens or (scope is not None and scope.allows(name, "read"))
-        }
+        budget_tokens: Integer(1, settings.max_budget_tokens) | None = None  # type: ignore[valid-type]
+        top_k: Integer(1, settings.max_top_k) | None = None  # type: ignore[valid-type]
 
     @api.get(
         "/v1/models",
         summary="The served indexes and their modes, as chat models",
         response_model=ModelList,
-        responses=error_responses(*guard.statuses, model=models.ErrorOut),
+        responses=error_responses(*guard.statuses, model=OpenAIErrorOut),
     )
     async def list_models(request: Request) -> Response:
-        readable = readable_by(request)
+        readable = readable_by(services, tokens, request)
         created = int(first.started)
         data = [
             {"id": m, "object": "model", "created": created, "owned_by": "graphstrata"}
@@ -260,38 +317,29 @@ def router(
         },
     )
     async def chat_completions(body: AppChatRequest, request: Request) -> Response:
-        name = body.model.partition(":")[0]
-        if name in services:  # the right first: a mode error lists the index's modes
-            tokens.require(request.headers.get("authorization"), name, "read")
-        service, mode = resolve_model(services, body.model, readable_by(request))
-        users = [i for i, m in enumerate(body.messages) if m.role == "user"]
-        last = users[-1] if users else len(body.messages) - 1
-        # The query: the last user message (else the last message), cut to the query limit.
-        question = body.messages[last].text()[:max_chars]
-        service.check_query(question)
-        history = [
-            (m.role, m.text()) for m in body.messages[:last] if m.role in ("user", "assistant")
-        ]
-        max_tokens = body.max_completion_tokens or body.max_tokens or 256
-        async with service.slots.hold():
-            start = time.perf_counter()
-            result = await service.runner.retrieve(
-                question, mode, body.budget_tokens, body.top_k, {}
-            )
-            answer = await service.runner.run_answer(
-                service.index.answer_result, question, result, history, max_tokens
-            )
-            service.metrics.query_seconds.labels(f"chat:{mode}").observe(
-                time.perf_counter() - start
-            )
+        service, mode = model_service(services, tokens, request, body.model)
+        refuse_unsupported(body)
+        question, history = conversation(body.messages, max_chars)
+        reply = await grounded_reply(
+            service,
+            mode,
+            question,
+            history,
+            max_tokens=body.completion_limit(),
+            budget_tokens=body.budget_tokens,
+            top_k=body.top_k,
+            stops=body.stop_sequences(),
+            sources=body.sources,
+        )
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
+        headers = {"X-Graphstrata-Citations": citations_header(reply.citations)}
         if body.stream:
             include_usage = bool(body.stream_options and body.stream_options.include_usage)
             return StreamingResponse(
-                until_disconnect(chunks(completion_id, created, body.model, answer, include_usage)),
+                until_disconnect(chunks(completion_id, created, body.model, reply, include_usage)),
                 media_type="text/event-stream",
-                headers={"Cache-Control": "no-cache"},
+                headers={"Cache-Control": "no-cache", **headers},
             )
         return JSONResponse(
             {
@@ -302,24 +350,26 @@ def router(
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": answer.text},
+                        "message": {"role": "assistant", "content": reply.content, "refusal": None},
+                        "logprobs": None,
                         "finish_reason": "stop",
                     }
                 ],
-                "usage": answer.usage,
-                "citations": answer.citations,
-            }
+                "usage": reply.usage,
+                "citations": reply.citations,
+            },
+            headers=headers,
         )
 
     return api
 
 
 async def chunks(
-    completion_id: str, created: int, model: str, answer: Answer, include_usage: bool
+    completion_id: str, created: int, model: str, reply: Reply, include_usage: bool
 ) -> AsyncIterator[bytes]:
     """The server-sent events of a streamed completion.
 
-    A first chunk with the assistant role, one chunk per word piece of the answer, a last
+    A first chunk with the assistant role, one chunk per word piece of the content, a last
     chunk with ``finish_reason: "stop"`` and the ``citations``, a usage chunk when asked
     (``stream_options.include_usage``), then ``data: [DONE]``.
     """
@@ -337,9 +387,9 @@ async def chunks(
         )
 
     yield chunk({"role": "assistant", "content": ""})
-    for piece in stream_pieces(answer.text):
+    for piece in stream_pieces(reply.content):
         yield chunk({"content": piece})
-    yield chunk({}, "stop", citations=answer.citations)
+    yield chunk({}, "stop", citations=reply.citations)
     if include_usage:
         yield sse(
             {
@@ -348,7 +398,7 @@ async def chunks(
                 "created": created,
                 "model": model,
                 "choices": [],
-                "usage": answer.usage,
+                "usage": reply.usage,
             }
         )
     yield sse("[DONE]")

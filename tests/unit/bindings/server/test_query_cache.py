@@ -144,7 +144,7 @@ def test_runner_embeds_a_repeated_query_once(make_index, sample_docs, hashing_em
     engine = index.engine
     counting = CountingEmbedder(hashing_embedder)
     engine.embedder = counting
-    metrics = ServiceMetrics()
+    metrics = ServiceMetrics(index="ix")
     runner = QueryRunner(index, ServerSettings(query_cache_size=16), metrics)
     try:
 
@@ -163,7 +163,8 @@ def test_runner_embeds_a_repeated_query_once(make_index, sample_docs, hashing_em
         assert counting.texts == ["solar power storage", "ocean tides"]
         q = runner.stats()["query_cache"]
         assert (q["hits"], q["misses"], q["entries"]) == (2, 3, 2)
-        assert metrics.registry.get_sample_value("graphstrata_query_cache_hits_total") == 2
-        assert metrics.registry.get_sample_value("graphstrata_query_cache_misses_total") == 3
+        of_ix = {"index": "ix"}  # every per-index series names its index (issue 47)
+        assert metrics.registry.get_sample_value("graphstrata_query_cache_hits_total", of_ix) == 2
+        assert metrics.registry.get_sample_value("graphstrata_query_cache_misses_total", of_ix) == 3
     finally:
         runner.close()
