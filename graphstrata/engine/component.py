@@ -16,12 +16,14 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 from graphstrata.core import sets
 from graphstrata.engine.config import IndexConfig, MaintenanceConfig
+from graphstrata.engine.doc_records import DocRecords
+from graphstrata.engine.filters import Filter
 from graphstrata.engine.graph_bases import NeighbourLists
 from graphstrata.engine.interfaces import LLM, Embedder, LLMError, LLMRequest, LLMResponse
 from graphstrata.engine.layered import LayeredDict
@@ -33,6 +35,9 @@ from graphstrata.engine.store.arrow_numpy import numpy_of
 from graphstrata.engine.types import EMBEDDED_KINDS, NodeKind
 from graphstrata.engine.vectors import VectorIndex
 from graphstrata.engine.versioned import Versioned
+
+if TYPE_CHECKING:
+    from graphstrata.engine.filtered import Allowed, DocNodes
 
 #: ``progress(stage, done, total)``: called as long operations advance.
 ProgressFn = Callable[[str, int, int], None]
@@ -419,6 +424,30 @@ class DocNames:
     def __init__(self, snapshot: Snapshot, names: LayeredDict[int, str] | None = None):
         self._snapshot = snapshot
         self._names = names
+        self._records: DocRecords | None = None
+        self._doc_nodes: DocNodes | None = None
+
+    @property
+    def records(self) -> DocRecords:
+        """The version's documents as hits cite them and filters read them (built once)."""
+        if self._records is None:
+            self._records = DocRecords(self._snapshot.docs)
+        return self._records
+
+    def documents(self, lists: Sequence[Sequence[int]]) -> list[list[dict[str, Any]]]:
+        """Per list of doc keys, ``{"doc_id", "title", "metadata"}`` of each, aligned with
+        ``self(keys)`` (each document read once: ``DocRecords.cited``)."""
+        found = self.records.cited(sorted({int(k) for keys in lists for k in keys}))
+        return [[found[k] for k in keys if k in found] for keys in lists]
+
+    def allowed(self, flt: Filter, exact_share: float) -> Allowed:
+        """The nodes of this version a parsed filter (``engine.filters``) allows."""
+        from graphstrata.engine.filtered import Allowed, DocNodes
+
+        if self._doc_nodes is None:
+            self._doc_nodes = DocNodes(self._snapshot.nodes)
+        keys = self.records.allowed_keys(flt)
+        return Allowed(self._snapshot.nodes, self._doc_nodes, keys, exact_share)
 
     def _mapping(self) -> LayeredDict[int, str]:
         names = self._names
@@ -463,6 +492,8 @@ class Hit:
     score: float
     tokens: int
     docs: list[str]
+    #: ``{"doc_id", "title", "metadata"}`` of each of ``docs``, in the same order.
+    documents: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (score rounded to 6 decimals)."""
@@ -474,6 +505,7 @@ class Hit:
             "score": round(float(self.score), 6),
             "tokens": self.tokens,
             "docs": self.docs,
+            "documents": self.documents,
         }
 
 
@@ -488,6 +520,8 @@ class Query:
     params: ModeParams
     llm: MeteredLLM | None
     report: dict[str, Any]
+    #: The nodes a metadata filter allows (``engine.filtered``); None: no filter.
+    allowed: Allowed | None = None
 
 
 class VersionState(Protocol):
