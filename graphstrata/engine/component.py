@@ -16,11 +16,12 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from graphstrata.core import sets
+from graphstrata.engine.allowed import Allowed, DocNodes
 from graphstrata.engine.config import IndexConfig, MaintenanceConfig
 from graphstrata.engine.doc_records import DocRecords
 from graphstrata.engine.filters import Filter
@@ -35,9 +36,6 @@ from graphstrata.engine.store.arrow_numpy import numpy_of
 from graphstrata.engine.types import EMBEDDED_KINDS, NodeKind
 from graphstrata.engine.vectors import VectorIndex
 from graphstrata.engine.versioned import Versioned
-
-if TYPE_CHECKING:
-    from graphstrata.engine.filtered import Allowed, DocNodes
 
 #: ``progress(stage, done, total)``: called as long operations advance.
 ProgressFn = Callable[[str, int, int], None]
@@ -442,8 +440,6 @@ class DocNames:
 
     def allowed(self, flt: Filter, exact_share: float) -> Allowed:
         """The nodes of this version a parsed filter (``engine.filters``) allows."""
-        from graphstrata.engine.filtered import Allowed, DocNodes
-
         if self._doc_nodes is None:
             self._doc_nodes = DocNodes(self._snapshot.nodes)
         keys = self.records.allowed_keys(flt)
