@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from graphstrata.engine.filters import AllOf, AnyOf, Condition, Filter, instant
+from graphstrata.engine.filters import AllOf, AnyOf, Condition, Filter, as_float, instant
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 
 __all__ = ["FILTER_MEMO", "DocRecords"]
@@ -144,8 +144,10 @@ class DocRecords:
                 elif isinstance(v, bool):
                     bools.setdefault(v, []).append(row)
                 elif isinstance(v, int | float):
-                    num_rows.append(row)
-                    nums.append(float(v))
+                    number = as_float(v)
+                    if number is not None:
+                        num_rows.append(row)
+                        nums.append(number)
                 elif isinstance(v, str):
                     texts.setdefault(v, []).append(row)
                     when = instant(v)

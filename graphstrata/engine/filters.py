@@ -20,6 +20,7 @@ document of a version at once (columnar, tested equal to :func:`matches`).
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,7 @@ __all__ = [
     "AnyOf",
     "Condition",
     "Filter",
+    "as_float",
     "instant",
     "matches",
     "parse_filter",
@@ -100,6 +102,18 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def as_float(value: Any) -> float | None:
+    """A JSON number as a finite float, else None (booleans, strings, and integers too
+    large for a float, which compare with nothing: the columns hold float64)."""
+    if not _number(value):
+        return None
+    try:
+        out = float(value)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
+
+
 def parse_filter(obj: Any) -> Filter | None:
     """The typed filter of a JSON filter object; None when ``obj`` is None.
 
@@ -158,6 +172,7 @@ def _condition(field: str, op: Any, value: Any, where: str, count: list[int]) ->
             raise QueryError(
                 f"{where}.{op} needs a string, number, boolean or null, got {type(value).__name__}"
             )
+        _finite(value, f"{where}.{op}")
         return Condition(field, op, value)
     if op in ("$in", "$nin"):
         if not isinstance(value, list) or not value:
@@ -170,8 +185,11 @@ def _condition(field: str, op: Any, value: Any, where: str, count: list[int]) ->
                 f"{where}.{op} takes strings, numbers, booleans or null, "
                 f"got {type(bad[0]).__name__}"
             )
+        for v in value:
+            _finite(v, f"{where}.{op}")
         return Condition(field, op, tuple(value))
     if _number(value):
+        _finite(value, f"{where}.{op}")
         return Condition(field, op, float(value))
     if isinstance(value, str):
         when = instant(value)
@@ -186,22 +204,26 @@ def _condition(field: str, op: Any, value: Any, where: str, count: list[int]) ->
     )
 
 
+def _finite(value: Any, where: str) -> None:
+    if _number(value) and as_float(value) is None:
+        raise QueryError(f"{where}: {value!r} is not a finite number a float can hold")
+
+
 def _equal(a: Any, b: Any) -> bool:
     """JSON equality: a boolean never equals a number (``True == 1`` in Python)."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if _number(a) and _number(b):
-        return float(a) == float(b)
+        fa = as_float(a)
+        return fa is not None and fa == as_float(b)
     return type(a) is type(b) and a == b
 
 
 def _in_range(op: str, value: Any, bound: Any) -> bool:
     if isinstance(bound, dt.datetime):
         value = instant(value) if isinstance(value, str) else None
-    elif _number(value):
-        value = float(value)
     else:
-        value = None
+        value = as_float(value)
     if value is None:
         return False
     if op == "$gt":

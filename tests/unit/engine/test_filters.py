@@ -104,6 +104,9 @@ def test_each_operator_on_one_document(flt, expected):
         ({"$or": {"year": 1}}, "non-empty list"),
         ({"$and": [5]}, "must be a JSON object"),
         ({"": 1}, "non-empty string"),
+        ({"year": 10**400}, "not a finite number"),
+        ({"year": {"$gt": float("inf")}}, "not a finite number"),
+        ({"year": {"$in": [1, float("nan")]}}, "not a finite number"),
     ],
 )
 def test_bad_filters_name_the_problem(flt, message):
@@ -195,6 +198,12 @@ def test_columnar_evaluation_equals_matches_on_random_documents():
         assert np.array_equal(got, expected), flt
         keys = np.asarray([100 + 3 * i for i in np.flatnonzero(expected)], np.int64)
         assert np.array_equal(table.allowed_keys(parse_filter(flt)), keys)
+
+
+def test_numbers_too_large_for_a_float_match_nothing():
+    doc = {"doc_id": "a", "title": "", "v": 10**400}
+    assert not matches(doc, {"v": {"$gt": 1}})
+    assert not records([doc]).mask(parse_filter({"v": {"$gt": 1}}))[0]
 
 
 def test_booleans_and_numbers_are_memoized_apart():
