@@ -72,10 +72,19 @@ class Allowed:
     exact_share:
         At most this share of the vectors searched allowed: they are scored exactly
         (``SearchConfig.filter_exact_share``).
+    summary_docs_max:
+        A summary citing this many documents cites a sample of those below it
+        (``HierarchyConfig.summary_docs_max``, decision 0011; 0: no cap): it is never allowed,
+        since the documents it leaves out may not match.
     """
 
     def __init__(
-        self, nodes: NodeTable, doc_nodes: DocNodes, doc_keys: np.ndarray, exact_share: float
+        self,
+        nodes: NodeTable,
+        doc_nodes: DocNodes,
+        doc_keys: np.ndarray,
+        exact_share: float,
+        summary_docs_max: int = 0,
     ):
         self.doc_keys = doc_keys
         self.exact_share = float(exact_share)
@@ -83,6 +92,8 @@ class Allowed:
         kinds = nodes.kind[rows]
         any_rule = np.isin(kinds, np.asarray(ANY_DOC_KINDS, np.uint8))
         keep = any_rule | (counts == doc_nodes.cited[rows])
+        if summary_docs_max > 0:
+            keep &= (kinds != np.uint8(NodeKind.L)) | (counts < summary_docs_max)
         #: Ascending positions (rows of the node table) of the allowed nodes.
         self.rows = rows[keep]
         self._kinds = kinds[keep]

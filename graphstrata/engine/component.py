@@ -438,12 +438,14 @@ class DocNames:
         found = self.records.cited(sorted({int(k) for keys in lists for k in keys}))
         return [[found[k] for k in keys if k in found] for keys in lists]
 
-    def allowed(self, flt: Filter, exact_share: float) -> Allowed:
-        """The nodes of this version a parsed filter (``engine.filters``) allows."""
+    def allowed(self, flt: Filter, exact_share: float, summary_docs_max: int = 0) -> Allowed:
+        """The nodes of this version a parsed filter (``engine.filters``) allows (``Allowed``
+        explains the arguments)."""
         if self._doc_nodes is None:
             self._doc_nodes = DocNodes(self._snapshot.nodes)
         keys = self.records.allowed_keys(flt)
-        return Allowed(self._snapshot.nodes, self._doc_nodes, keys, exact_share)
+        nodes = self._snapshot.nodes
+        return Allowed(nodes, self._doc_nodes, keys, exact_share, summary_docs_max)
 
     def _mapping(self) -> LayeredDict[int, str]:
         names = self._names

@@ -514,7 +514,11 @@ class Engine:
         allowed, filtered = None, {}
         if flt is not None:  # one evaluation for the batch (docs/guide/filters.md)
             f0 = time.perf_counter()
-            allowed = state.doc_names.allowed(flt, self.config.search.filter_exact_share)
+            share, cap = (
+                self.config.search.filter_exact_share,
+                self.config.hierarchy.summary_docs_max,
+            )
+            allowed = state.doc_names.allowed(flt, share, cap)
             filtered = {**allowed.report(), "seconds": round(time.perf_counter() - f0, 6)}
         results = []
         for text, qvec in zip(texts, vectors, strict=True):

@@ -26,9 +26,11 @@ def server(tmp_path_factory, hashing_embedder):
 
     path: Path = tmp_path_factory.mktemp("filters_http") / "ix"
     Index.create(path, embedder=hashing_embedder).insert(corpus(N_DOCS))
-    with threaded_server(path) as (url, _, _):
-        with httpx.Client(base_url=url, timeout=60, trust_env=False) as client:
-            yield client
+    with (
+        threaded_server(path) as (url, _, _),
+        httpx.Client(base_url=url, timeout=60, trust_env=False) as client,
+    ):
+        yield client
 
 
 def record(doc: dict) -> dict:
@@ -63,7 +65,8 @@ def test_unfiltered_hits_carry_metadata_too(server):
 def test_batch_and_answer_take_the_filter(server):
     flt = {"doc_id": {"$in": ["doc-0003", "doc-0011"]}}
     r = server.post(
-        "/v1/retrieve/batch", json={"queries": [QUESTION, "antenna"], "mode": "hybrid", "filter": flt}
+        "/v1/retrieve/batch",
+        json={"queries": [QUESTION, "antenna"], "mode": "hybrid", "filter": flt},
     )
     assert r.status_code == 200, r.text
     for result in r.json()["results"]:

@@ -77,7 +77,7 @@ def allowed_ids(index: Index, flt: dict, kinds) -> np.ndarray:
     out = []
     for node, kind, keys in zip(ids, nodes.kind[nodes.rows(ids)], nodes.docs_of(ids), strict=True):
         hits = [k in keep for k in keys]
-        if (any(hits) if int(kind) in ANY_DOC_KINDS else bool(hits) and all(hits)):
+        if any(hits) if int(kind) in ANY_DOC_KINDS else bool(hits) and all(hits):
             out.append(int(node))
     return np.asarray(out, np.int64)
 
@@ -203,7 +203,9 @@ def test_graph_mode_keeps_to_the_filter(index):
             oracle.vectors = OracleVectors(view.vectors, index, flt)
             oracle.sparse = OracleSparse(view.sparse, index, flt)
             vector = np.asarray(index.engine.embedder.embed([question]), np.float32)[0]
-            query = Query(question, vector, 2000, 50, index.engine.parse_params("graph", {}), None, {})
+            query = Query(
+                question, vector, 2000, 50, index.engine.parse_params("graph", {}), None, {}
+            )
             filtered = copy.copy(query)
             filtered.allowed = index.engine.state.doc_names.allowed(parse_filter(flt), 0.05)
             for (gp, gs), (op, osc) in zip(
@@ -239,3 +241,18 @@ def test_filters_in_batches_and_answers(index):
     assert index.query(QUESTIONS[0], "naive", filter={"year": 1800}).nodes == []
     with pytest.raises(QueryError, match="unknown operator"):
         index.query(QUESTIONS[0], "naive", filter={"year": {"$like": 1}})
+
+
+def test_a_summary_citing_a_sample_is_never_allowed(index):
+    """A summary at ``summary_docs_max`` cites a sample of its documents (decision 0011)."""
+    state = index.engine.state
+    every = state.doc_names.allowed(parse_filter({}), 0.05)
+    capped = state.doc_names.allowed(parse_filter({}), 0.05, summary_docs_max=12)
+    lay, chunk = int(NodeKind.L), int(NodeKind.T)
+    summaries = every.ids([lay])
+    cited = [len(d) for d in state.snapshot.nodes.docs_of(summaries)]
+    assert summaries.size and max(cited) >= 12 and min(cited) < 12
+    kept = [i for i, c in zip(summaries.tolist(), cited, strict=True) if c < 12]
+    assert capped.ids([lay]).tolist() == kept
+    assert capped.ids([chunk]).tolist() == every.ids([chunk]).tolist()
+    assert every.documents == N_DOCS
