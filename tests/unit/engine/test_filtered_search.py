@@ -198,6 +198,10 @@ def test_graph_mode_keeps_to_the_filter(index):
             assert {h.id for h in got.nodes} <= allowed, name
             for hit in got.nodes:
                 assert all(matches({**d["metadata"], **d}, flt) for d in hit.documents)
+            trace = index.query(question, "graph", filter=flt, trace=True).report["trace"]
+            walked = {e["id"] for e in trace["entry_points"]}
+            walked |= {e[end] for e in trace["walk_edges"] for end in ("src", "dst")}
+            assert walked <= allowed, name
             view = index.engine.state.views["graph"]
             oracle = copy.copy(view)
             oracle.vectors = OracleVectors(view.vectors, index, flt)

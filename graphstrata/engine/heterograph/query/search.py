@@ -313,7 +313,7 @@ class HeterographView(ComponentView):
             seeds, seed_weights, query, cfg, options.rank, info, exact, mask
         )
         if options.trace:
-            info["trace"] = self.trace(positions, walks, labelled, cfg)
+            info["trace"] = self.trace(positions, walks, labelled, cfg, mask)
         query.report.update(info)
         return make_hits(self.snapshot, self.doc_names, self.ids[positions], chosen)
 
@@ -384,14 +384,10 @@ class HeterographView(ComponentView):
         reached, their scores). ``mask`` (bool per position: a metadata filter) keeps the
         walk on the allowed nodes: the mass an edge would carry to another node is lost
         (the row weights stay the whole graph's, decision 0025)."""
-        graph = self.graph
+        graph = self.restricted(mask)
         if mask is not None:
             keep = mask[seeds]
             seeds, seed_weights = seeds[keep], seed_weights[keep]
-            on_slots = mask if self._slots_are_positions else np.zeros(graph.n, bool)
-            if not self._slots_are_positions:
-                on_slots[self.stored.slot_of_position] = mask
-            graph = graph._replace(alive=graph.alive & on_slots)
         if seeds.size == 0:
             return _EMPTY_I, _EMPTY_F
         same = self._slots_are_positions
@@ -405,6 +401,17 @@ class HeterographView(ComponentView):
         )
         positions = touched if same else self.stored.position_of_slot[touched]
         return positions, np.asarray(scores, np.float64)
+
+    def restricted(self, mask: np.ndarray | None) -> LayeredCSR:
+        """The walk's graph with only the positions of ``mask`` alive (a metadata filter;
+        None: the whole graph)."""
+        graph = self.graph
+        if mask is None:
+            return graph
+        on_slots = mask if self._slots_are_positions else np.zeros(graph.n, bool)
+        if not self._slots_are_positions:
+            on_slots[self.stored.slot_of_position] = mask
+        return graph._replace(alive=graph.alive & on_slots)
 
     def top_by_kind(
         self, touched: np.ndarray, scores: np.ndarray, cfg: HeterographConfig
@@ -519,6 +526,8 @@ class HeterographView(ComponentView):
                 exact,
                 int(cfg.bridge_max_units),
             )
+            if mask is not None:  # only allowed entities lead on (and are traced)
+                entities, weights = entities[mask[entities]], weights[mask[entities]]
             info["bridge_nodes"] = int(entities.size)
             if entities.size:
                 walks.append((entities, weights, w_bridge))
@@ -602,6 +611,7 @@ class HeterographView(ComponentView):
         walks: list[tuple[np.ndarray, np.ndarray, float]],
         groups: list[tuple[str, np.ndarray, np.ndarray, float]],
         cfg: HeterographConfig,
+        mask: np.ndarray | None = None,
     ) -> dict[str, Any]:
         """Why the walk reached the returned nodes: its entry points and the edges it used.
 
@@ -615,19 +625,21 @@ class HeterographView(ComponentView):
         the mass came from), ``dst``, ``kind`` (the heaviest stored edge's ``EdgeKind``,
         ``ranking.TITLE_LINK`` = 0 for a title link), ``weight`` (the walk's), ``flow`` (the
         mass carried) and ``level``; numbers to 6 significant digits (a flow is never
-        rounded to 0). Costs two to three more walks; only on request.
+        rounded to 0). Costs two to three more walks; only on request. ``mask``: the
+        positions a metadata filter kept the walks on.
         """
+        graph = self.restricted(mask)
         alpha = float(cfg.ppr_alpha)
         iters = int(cfg.ppr_iters)
         # The walks run on slots (``WalkEdges``); what is reported is on positions.
         slot, position = self.stored.slot_of_position, self.stored.position_of_slot
         on_slots = [(slot[seeds], w, share) for seeds, w, share in walks]
-        restart = walk_distribution(self.graph, self.row_sums, on_slots, alpha, 0)
+        restart = walk_distribution(graph, self.row_sums, on_slots, alpha, 0)
         levels = range(iters - 1, max(iters - 1 - TRACE_LEVELS, -1), -1)
-        earlier = [walk_distribution(self.graph, self.row_sums, on_slots, alpha, t) for t in levels]
+        earlier = [walk_distribution(graph, self.row_sums, on_slots, alpha, t) for t in levels]
         seed_slots = np.flatnonzero(restart > 0)
         src, dst, w, flow, level = walk_edges(
-            self.graph, self.row_sums, earlier, alpha, slot[returned], seed_slots, TRACE_EDGES
+            graph, self.row_sums, earlier, alpha, slot[returned], seed_slots, TRACE_EDGES
         )
         src, dst = position[src], position[dst]
         restart = restart[slot]
