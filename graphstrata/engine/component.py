@@ -23,7 +23,7 @@ import numpy as np
 from graphstrata.core import sets
 from graphstrata.engine.allowed import Allowed, DocNodes
 from graphstrata.engine.config import IndexConfig, MaintenanceConfig
-from graphstrata.engine.doc_records import DocRecords
+from graphstrata.engine.doc_records import ALLOWED_MEMO, DocRecords, LastFilters
 from graphstrata.engine.filters import Filter
 from graphstrata.engine.graph_bases import NeighbourLists
 from graphstrata.engine.interfaces import LLM, Embedder, LLMError, LLMRequest, LLMResponse
@@ -424,6 +424,7 @@ class DocNames:
         self._names = names
         self._records: DocRecords | None = None
         self._doc_nodes: DocNodes | None = None
+        self._allowed: LastFilters[Allowed] = LastFilters(ALLOWED_MEMO)
 
     @property
     def records(self) -> DocRecords:
@@ -440,12 +441,16 @@ class DocNames:
 
     def allowed(self, flt: Filter, exact_share: float, summary_docs_max: int = 0) -> Allowed:
         """The nodes of this version a parsed filter (``engine.filters``) allows (``Allowed``
-        explains the arguments)."""
-        if self._doc_nodes is None:
-            self._doc_nodes = DocNodes(self._snapshot.nodes)
-        keys = self.records.allowed_keys(flt)
-        nodes = self._snapshot.nodes
-        return Allowed(nodes, self._doc_nodes, keys, exact_share, summary_docs_max)
+        explains the arguments; memoized for the last filters)."""
+
+        def make() -> Allowed:
+            if self._doc_nodes is None:
+                self._doc_nodes = DocNodes(self._snapshot.nodes)
+            keys = self.records.allowed_keys(flt)
+            nodes = self._snapshot.nodes
+            return Allowed(nodes, self._doc_nodes, keys, exact_share, summary_docs_max)
+
+        return self._allowed.get(repr((flt, exact_share, summary_docs_max)), make)
 
     def _mapping(self) -> LayeredDict[int, str]:
         names = self._names

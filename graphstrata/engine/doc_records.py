@@ -15,8 +15,9 @@ import datetime as dt
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -24,10 +25,45 @@ import pyarrow as pa
 from graphstrata.engine.filters import AllOf, AnyOf, Condition, Filter, as_float, instant
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 
-__all__ = ["FILTER_MEMO", "DocRecords"]
+__all__ = ["ALLOWED_MEMO", "FILTER_MEMO", "DocRecords", "LastFilters"]
 
-#: Filters whose matching documents a version keeps (a server's clients repeat theirs).
+#: Filters whose matching documents a version keeps (a server's clients repeat theirs) ...
 FILTER_MEMO = 64
+#: ... and whose allowed nodes it keeps (arrays of up to every node id: fewer).
+ALLOWED_MEMO = 8
+
+V = TypeVar("V")
+
+
+class LastFilters(Generic[V]):
+    """What the last ``size`` filters gave, by key (least recently used out; thread-safe).
+
+    Parameters
+    ----------
+    size:
+        Entries kept.
+    """
+
+    def __init__(self, size: int):
+        self.size = int(size)
+        self._memo: OrderedDict[str, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str, make: Callable[[], V]) -> V:
+        """The value of ``key``, made by ``make`` (outside the lock) when not kept."""
+        with self._lock:
+            found = self._memo.get(key)
+            if found is not None:
+                self._memo.move_to_end(key)
+                return found
+        made = make()
+        with self._lock:
+            self._memo[key] = made
+            while len(self._memo) > self.size:
+                self._memo.popitem(last=False)
+        return made
+
+
 _EPOCH = dt.datetime(1970, 1, 1)
 
 
@@ -71,9 +107,7 @@ class DocRecords:
         self._keys = keys[self._order]
         self._records: list[dict[str, Any]] | None = None
         self._columns: dict[str, _Column] = {}
-        # Keyed by the filter's repr: ``True`` and ``1`` are equal and hash alike in Python.
-        self._memo: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        self._memo: LastFilters[np.ndarray] = LastFilters(FILTER_MEMO)
 
     def __len__(self) -> int:
         return int(self._keys.size)
@@ -210,17 +244,13 @@ class DocRecords:
         return out
 
     def allowed_keys(self, flt: Filter) -> np.ndarray:
-        """Ascending doc keys of the documents that pass ``flt`` (memoized per filter)."""
-        key = repr(flt)
-        with self._lock:
-            found = self._memo.get(key)
-            if found is not None:
-                self._memo.move_to_end(key)
-                return found
-        keys = np.sort(np.asarray(numpy_of(self._docs.column("key")), np.int64)[self.mask(flt)])
-        keys.flags.writeable = False
-        with self._lock:
-            self._memo[key] = keys
-            while len(self._memo) > FILTER_MEMO:
-                self._memo.popitem(last=False)
-        return keys
+        """Ascending doc keys of the documents that pass ``flt`` (memoized per filter, keyed
+        by its repr: ``True`` and ``1`` are equal and hash alike in Python)."""
+
+        def make() -> np.ndarray:
+            keys = np.asarray(numpy_of(self._docs.column("key")), np.int64)[self.mask(flt)]
+            keys = np.sort(keys)
+            keys.flags.writeable = False
+            return keys
+
+        return self._memo.get(repr(flt), make)
