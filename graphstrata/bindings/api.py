@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,7 @@ from graphstrata.engine import (
     citations,
     conversation_query,
     live_writer,
+    parse_filter,
     read_documents,
     read_version,
     sources_footer,
@@ -447,6 +448,8 @@ class Index:
         mode: str = "naive",
         budget_tokens: int | None = None,
         top_k: int | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
         **params: Any,
     ) -> QueryResult:
         """Retrieve a context for ``text`` with one search mode.
@@ -459,21 +462,25 @@ class Index:
             A mode of :attr:`modes`.
         budget_tokens, top_k:
             Token budget of the context and vector candidates per kind (default: the config's).
+        filter:
+            A metadata filter (docs/guide/filters.md), e.g. ``{"year": {"$gte": 2020}}``:
+            only nodes of matching documents are searched and returned.
         params:
             The mode's typed parameters (``Engine.mode_params[mode]``, e.g. ``bias_share``).
 
         Returns
         -------
         QueryResult
-            The retrieved nodes and the query's report.
+            The retrieved nodes (each with its ``documents``: doc_id, title, metadata) and
+            the query's report (``report["filter"]``: matching documents and nodes).
 
         Raises
         ------
         QueryError
-            On an unknown mode, unknown or ill-typed parameters, a bad budget or top-k, or an
-            empty query.
+            On an unknown mode, unknown or ill-typed parameters, a bad filter, a bad budget or
+            top-k, or an empty query.
         """
-        return self._engine.query(text, mode, budget_tokens, top_k, **params)
+        return self._engine.query(text, mode, budget_tokens, top_k, filter=filter, **params)
 
     def query_batch(
         self,
@@ -481,10 +488,12 @@ class Index:
         mode: str = "naive",
         budget_tokens: int | None = None,
         top_k: int | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
         **params: Any,
     ) -> list[QueryResult]:
         """:meth:`query` for many questions, embedded in one call (one result per question)."""
-        return self._engine.query_batch(texts, mode, budget_tokens, top_k, **params)
+        return self._engine.query_batch(texts, mode, budget_tokens, top_k, filter=filter, **params)
 
     def query_vectors(
         self,
@@ -510,9 +519,10 @@ class Index:
         *,
         history: Sequence[tuple[str, str]] = (),
         max_tokens: int = 256,
+        filter: Mapping[str, Any] | None = None,
         **params: Any,
     ) -> QueryResult:
-        """Retrieve as :meth:`query` (``top_k`` may be among ``params``), then answer with
+        """Retrieve as :meth:`query` (``top_k`` and ``filter`` as there), then answer with
         the LLM, citing the retrieved nodes as ``[1]``, ``[2]``, ... (one prompt for every
         mode, and the same answer as ``POST /v1/answer``, the chat API and
         ``graphstrata answer``).
@@ -538,8 +548,20 @@ class Index:
             When the LLM backend fails.
         """
         return self._engine.answer(
-            text, mode, budget_tokens, history=history, max_tokens=max_tokens, **params
+            text,
+            mode,
+            budget_tokens,
+            history=history,
+            max_tokens=max_tokens,
+            filter=filter,
+            **params,
         )
+
+    @staticmethod
+    def check_filter(filter: Mapping[str, Any] | None) -> None:
+        """Raise ``QueryError`` naming the problem when ``filter`` is not a valid metadata
+        filter (docs/guide/filters.md); the server checks one before embedding a query."""
+        parse_filter(filter)
 
     def answer_result(
         self,

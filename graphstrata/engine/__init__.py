@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         read_documents,
         validate_batch,
     )
+    from graphstrata.engine.filters import matches, parse_filter
     from graphstrata.engine.index import Engine, QueryResult, check_embedder
     from graphstrata.engine.ingest.chunking import chunk_text
     from graphstrata.engine.interfaces import (
@@ -116,6 +117,7 @@ _PUBLIC: dict[str, str] = {
         ),
         "documents",
     ),
+    **dict.fromkeys(("matches", "parse_filter"), "filters"),
     **dict.fromkeys(("Engine", "QueryResult", "check_embedder"), "index"),
     "chunk_text": "ingest.chunking",
     **dict.fromkeys(
@@ -181,6 +183,8 @@ __all__ = [
     "count_tokens",
     "live_writer",
     "live_writers",
+    "matches",
+    "parse_filter",
     "read_documents",
     "read_version",
     "recover_replace",

@@ -21,7 +21,10 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from graphstrata.core import sets
+from graphstrata.engine.allowed import Allowed, DocNodes
 from graphstrata.engine.config import IndexConfig, MaintenanceConfig
+from graphstrata.engine.doc_records import ALLOWED_MEMO, DocRecords, LastFilters
+from graphstrata.engine.filters import Filter
 from graphstrata.engine.graph_bases import NeighbourLists
 from graphstrata.engine.interfaces import LLM, Embedder, LLMError, LLMRequest, LLMResponse
 from graphstrata.engine.layered import LayeredDict
@@ -419,6 +422,35 @@ class DocNames:
     def __init__(self, snapshot: Snapshot, names: LayeredDict[int, str] | None = None):
         self._snapshot = snapshot
         self._names = names
+        self._records: DocRecords | None = None
+        self._doc_nodes: DocNodes | None = None
+        self._allowed: LastFilters[Allowed] = LastFilters(ALLOWED_MEMO)
+
+    @property
+    def records(self) -> DocRecords:
+        """The version's documents as hits cite them and filters read them (built once)."""
+        if self._records is None:
+            self._records = DocRecords(self._snapshot.docs)
+        return self._records
+
+    def documents(self, lists: Sequence[Sequence[int]]) -> list[list[dict[str, Any]]]:
+        """Per list of doc keys, ``{"doc_id", "title", "metadata"}`` of each, aligned with
+        ``self(keys)`` (each document read once: ``DocRecords.cited``)."""
+        found = self.records.cited(sorted({int(k) for keys in lists for k in keys}))
+        return [[found[k] for k in keys if k in found] for keys in lists]
+
+    def allowed(self, flt: Filter, exact_share: float, summary_docs_max: int = 0) -> Allowed:
+        """The nodes of this version a parsed filter (``engine.filters``) allows (``Allowed``
+        explains the arguments; memoized for the last filters)."""
+
+        def make() -> Allowed:
+            if self._doc_nodes is None:
+                self._doc_nodes = DocNodes(self._snapshot.nodes)
+            keys = self.records.allowed_keys(flt)
+            nodes = self._snapshot.nodes
+            return Allowed(nodes, self._doc_nodes, keys, exact_share, summary_docs_max)
+
+        return self._allowed.get(repr((flt, exact_share, summary_docs_max)), make)
 
     def _mapping(self) -> LayeredDict[int, str]:
         names = self._names
@@ -463,6 +495,8 @@ class Hit:
     score: float
     tokens: int
     docs: list[str]
+    #: ``{"doc_id", "title", "metadata"}`` of each of ``docs``, in the same order.
+    documents: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (score rounded to 6 decimals)."""
@@ -474,6 +508,7 @@ class Hit:
             "score": round(float(self.score), 6),
             "tokens": self.tokens,
             "docs": self.docs,
+            "documents": self.documents,
         }
 
 
@@ -488,6 +523,8 @@ class Query:
     params: ModeParams
     llm: MeteredLLM | None
     report: dict[str, Any]
+    #: The nodes a metadata filter allows (``engine.filtered``); None: no filter.
+    allowed: Allowed | None = None
 
 
 class VersionState(Protocol):

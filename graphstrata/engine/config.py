@@ -338,6 +338,9 @@ class SearchConfig:
     #: were created with; ``Index.open(path, search=SearchConfig(expansion_search=128))``
     #: searches one with another, without a rebuild.
     expansion_search: int = 64
+    #: A filter allowing at most this share of a kind's vectors scores them exactly, else asks
+    #: the ANN index for k / share (``engine.filtered``; benchmarks/results/filters.md, 0025).
+    filter_exact_share: float = 0.05
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from graphstrata.engine.component import (
 from graphstrata.engine.config import ConfigError, IndexConfig, SearchConfig
 from graphstrata.engine.conversation import conversation_query
 from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
+from graphstrata.engine.filters import parse_filter
 from graphstrata.engine.ingest import add_docs, doc_lookup, remove_docs
 from graphstrata.engine.interfaces import LLM, Embedder
 from graphstrata.engine.modes.registry import default_components, served_params
@@ -452,25 +453,29 @@ class Engine:
         mode: str = "naive",
         budget_tokens: int | None = None,
         top_k: int | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
         **params: Any,
     ) -> list[QueryResult]:
-        """Retrieve for many queries; their embeddings are computed in one call.
+        """Retrieve for many queries; their embeddings are computed in one call. ``filter``:
+        a metadata filter (``engine.filters``) pushed into the search.
 
         Raises
         ------
         QueryError
             On an unknown mode, unknown or ill-typed mode parameters, a bad budget or top-k,
-            or an empty query; checked before anything is embedded.
+            a bad filter or an empty query; checked before anything is embedded.
         """
         # Fail fast on bad input, before paying for the embedding.
         self._view(self._state, mode)
         self.parse_params(mode, params)
+        parse_filter(filter)
         _check_queries(texts)
         t0 = time.perf_counter()
         qvecs = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
         embed_seconds = (time.perf_counter() - t0) / max(len(texts), 1)
         return self.query_vectors(
-            texts, qvecs, mode, budget_tokens, top_k, embed_seconds=embed_seconds, **params
+            texts, qvecs, mode, budget_tokens, top_k, embed_seconds, filter=filter, **params
         )
 
     def query_vectors(
@@ -481,6 +486,8 @@ class Engine:
         budget_tokens: int | None = None,
         top_k: int | None = None,
         embed_seconds: float = 0.0,
+        *,
+        filter: Mapping[str, Any] | None = None,
         **params: Any,
     ) -> list[QueryResult]:
         """Retrieve for queries whose embeddings were computed by the caller (micro-batching).
@@ -490,6 +497,7 @@ class Engine:
         state = self._state
         view = self._view(state, mode)
         mode_params = self.parse_params(mode, params)
+        flt = parse_filter(filter)
         _check_queries(texts)
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.shape != (len(texts), self.embedder.dim):
@@ -504,11 +512,22 @@ class Engine:
         k = int(top_k if top_k is not None else self.config.search.top_k)
         if not 0 < k <= MAX_QUERY_INT:
             raise QueryError(f"top_k must be between 1 and {MAX_QUERY_INT}, got {k}")
+        allowed, filtered = None, {}
+        if flt is not None:  # one evaluation for the batch (docs/guide/filters.md)
+            f0 = time.perf_counter()
+            share, cap = (
+                self.config.search.filter_exact_share,
+                self.config.hierarchy.summary_docs_max,
+            )
+            allowed = state.doc_names.allowed(flt, share, cap)
+            filtered = {**allowed.report(), "seconds": round(time.perf_counter() - f0, 6)}
         results = []
         for text, qvec in zip(texts, vectors, strict=True):
             qreport = OperationReport("query")
-            info: dict[str, Any] = {}
-            query = Query(text, qvec, budget, k, mode_params, MeteredLLM(self.llm, qreport), info)
+            info: dict[str, Any] = {"filter": dict(filtered)} if filtered else {}
+            query = Query(
+                text, qvec, budget, k, mode_params, MeteredLLM(self.llm, qreport), info, allowed
+            )
             s0 = time.perf_counter()
             hits = view.search(mode, query)
             search_seconds = time.perf_counter() - s0

@@ -146,7 +146,16 @@ def test_retrieve_matches_the_engine_in_every_mode(server, base_index, sample_do
             assert report["mode"] == mode and report["version"] == 1
             assert report["tokens"] == sum(n["tokens"] for n in body["nodes"]) <= 400
             for node in body["nodes"]:
-                assert set(node) == {"id", "kind", "layer", "text", "score", "tokens", "docs"}
+                assert set(node) == {
+                    "id",
+                    "kind",
+                    "layer",
+                    "text",
+                    "score",
+                    "tokens",
+                    "docs",
+                    "documents",
+                }
                 assert set(node["docs"]) <= known
 
 

@@ -48,6 +48,14 @@ DOCUMENTED: list[tuple[str, frozenset[str], re.Pattern[str], str]] = [
     ),
     (
         "RejectedPositiveData",
+        frozenset({"POST /v1/retrieve", "POST /v1/retrieve/batch", "POST /v1/answer"}),
+        re.compile(r"\bfilter\b"),
+        "a metadata filter's grammar is checked by the engine's one parser (engine.filters: "
+        "operators, operand types, ISO dates); the schema gives its type, its description "
+        "the operators",
+    ),
+    (
+        "RejectedPositiveData",
         frozenset({"POST /v1/documents"}),
         re.compile(r"duplicate doc_id in one batch"),
         "a doc_id twice in one batch is refused; JSON Schema cannot say that one member of "

@@ -9,6 +9,7 @@ from typing import Any
 
 from graphstrata.bindings.cli.build import build_index
 from graphstrata.bindings.cli.common import (
+    json_object,
     load_config,
     open_index,
     parse_params,
@@ -67,15 +68,17 @@ def cmd_delete(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     """``graphstrata query INDEX QUESTION``: retrieve (and with ``--answer``, answer)."""
     params = parse_params(args.params)
+    flt = json_object(args.filter, "--filter", '{"year": {"$gte": 2020}}')
     skip_pyarrow_pandas_probe()
     index = open_index(args, version=args.version)
-    # Unknown or ill-typed mode parameters: one line naming the allowed ones, before any work.
+    # Unknown or ill-typed mode parameters, a bad filter: one line, before any work.
     index.parse_params(args.mode, params)
+    index.check_filter(flt)
     budget, top_k = args.budget, args.top_k
     if args.answer:
-        result = index.answer(args.question, args.mode, budget, top_k=top_k, **params)
+        result = index.answer(args.question, args.mode, budget, top_k=top_k, filter=flt, **params)
     else:
-        result = index.query(args.question, args.mode, budget, top_k, **params)
+        result = index.query(args.question, args.mode, budget, top_k, filter=flt, **params)
     if args.json:
         print(json.dumps(result.to_dict(), indent=1, ensure_ascii=False))
         return 0
@@ -187,6 +190,10 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--params",
         help="JSON object of mode parameters, e.g. '{\"bias_share\": 0.5}' for detailed",
+    )
+    p.add_argument(
+        "--filter",
+        help='JSON metadata filter, e.g. \'{"year": {"$gte": 2020}}\' (docs/guide/filters.md)',
     )
     p.add_argument("--answer", action="store_true", help="also generate an answer with the LLM")
     p.add_argument("--at-version", type=int, dest="version", help="query a pinned older version")

@@ -139,14 +139,23 @@ def parse_params(text: str | None) -> dict[str, Any]:
     CLIError
         When the value is not a JSON object.
     """
+    return json_object(text, "--params", '{"bias_share": 0.5}') or {}
+
+
+def json_object(text: str | None, option: str, example: str) -> dict[str, Any] | None:
+    """The JSON object an option gives (``--params``, ``--filter``), None without one.
+
+    Raises
+    ------
+    CLIError
+        When the value is not a JSON object (the message shows ``example``).
+    """
     if not text:
-        return {}
+        return None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CLIError(f"--params is not valid JSON ({exc.msg})") from exc
+        raise CLIError(f"{option} is not valid JSON ({exc.msg})") from exc
     if not isinstance(value, dict):
-        raise CLIError(
-            f"--params must be a JSON object such as '{{\"bias_share\": 0.5}}', got {text!r}"
-        )
+        raise CLIError(f"{option} must be a JSON object such as '{example}', got {text!r}")
     return value

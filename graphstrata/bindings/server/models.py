@@ -179,6 +179,26 @@ class OpenAIErrorOut(BaseModel):
     error: OpenAIErrorDetail
 
 
+#: The ``filter`` member of the retrieval requests (docs/guide/filters.md; checked by the
+#: engine's one parser, ``Index.check_filter``: a bad filter is a 422 naming the problem).
+FILTER_FIELD: Any = Field(
+    default=None,
+    description="Metadata filter: only nodes of matching documents are searched. Top-level "
+    "keys are ANDed; a key is a metadata field, doc_id or title; a value is a scalar "
+    "(equality) or an operator object ($eq, $ne, $in, $nin, $gt, $gte, $lt, $lte; ranges "
+    "take numbers or ISO-8601 dates); $and / $or take lists of filters.",
+    examples=[{"year": {"$gte": 2020}, "source": {"$in": ["news", "blog"]}}],
+)
+
+
+class DocumentRef(BaseModel):
+    """A document a retrieved node cites: its id, title and metadata."""
+
+    doc_id: str
+    title: str
+    metadata: dict[str, Any]
+
+
 class RetrieveFields(BaseModel):
     """The members of ``POST /v1/retrieve`` and ``/v1/answer`` (limits: the per-app subclass)."""
 
@@ -188,6 +208,7 @@ class RetrieveFields(BaseModel):
     budget_tokens: JsonInt | None = None
     top_k: JsonInt | None = None
     params: dict[str, Any] = Field(default_factory=dict)
+    filter: dict[str, Any] | None = FILTER_FIELD
 
 
 class BatchRetrieveFields(BaseModel):
@@ -199,6 +220,7 @@ class BatchRetrieveFields(BaseModel):
     budget_tokens: JsonInt | None = None
     top_k: JsonInt | None = None
     params: dict[str, Any] = Field(default_factory=dict)
+    filter: dict[str, Any] | None = FILTER_FIELD
 
 
 @dataclass(frozen=True)
@@ -308,6 +330,7 @@ def build_models(settings: ServerSettings, mode_params: Mapping[str, type[ModePa
         score: float
         tokens: int
         docs: list[str]
+        documents: list[DocumentRef]
 
     class RetrieveResponse(BaseModel):
         nodes: list[NodeOut]

@@ -529,6 +529,14 @@ class Service:
             ) from exc
         return params
 
+    def with_filter(self, params: dict[str, Any], flt: dict[str, Any] | None) -> dict[str, Any]:
+        """``params`` with a request's metadata ``filter`` added, checked first
+        (``QueryError`` -> 422), so a bad filter costs no embedding."""
+        if flt is None:
+            return params
+        self.index.check_filter(flt)
+        return {**params, "filter": flt}
+
     # ------------------------------------------------------------------ reports
     def stats(self) -> dict[str, Any]:
         """``GET /v1/stats``: the index's statistics (without its path) and the service's."""

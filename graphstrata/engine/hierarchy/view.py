@@ -23,6 +23,7 @@ from typing import Any
 
 from graphstrata.engine.component import ComponentView, DocNames, Hit, Query
 from graphstrata.engine.config import FusionConfig, HierarchyConfig, IndexConfig
+from graphstrata.engine.filtered import restricted_sparse, restricted_vectors
 from graphstrata.engine.modes.hybrid import fused_candidates, fusion_config
 from graphstrata.engine.modes.packing import pack_distinct_hits
 from graphstrata.engine.params import params_from
@@ -110,9 +111,11 @@ class HierarchyView(ComponentView):
         before: Sequence[Hit] = (),
     ) -> tuple[list[Hit], int]:
         """Fused candidates of ``kinds`` packed under ``budget``: (hits, tokens used)."""
-        ids, scores = fused_candidates(
-            self.snapshot, self.vectors, self.sparse, query, kinds, fusion, info
-        )
+        # A metadata filter: a summary is a candidate when all its documents match
+        # (``engine.filtered``); the matching chunks of the others are searched anyway.
+        vectors = restricted_vectors(self.vectors, query, self.snapshot)
+        sparse = restricted_sparse(self.sparse, query)
+        ids, scores = fused_candidates(self.snapshot, vectors, sparse, query, kinds, fusion, info)
         hits, duplicates = pack_distinct_hits(
             self.snapshot,
             self.doc_names,

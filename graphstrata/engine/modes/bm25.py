@@ -44,6 +44,7 @@ from graphstrata.engine.component import (
     VersionState,
 )
 from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.filtered import restricted_sparse
 from graphstrata.engine.modes.packing import pack_hits
 from graphstrata.engine.params import ModeParams, NoParams
 from graphstrata.engine.sparse.index import (
@@ -126,7 +127,7 @@ class SparseView(ComponentView):
         """The packed best-scoring chunks (``mode`` must be ``"bm25"``)."""
         if mode != "bm25":
             raise ValueError(f"the sparse component serves 'bm25', not {mode!r}")
-        ids, scores = self.sparse.search(query.text, [_T], query.top_k)
+        ids, scores = restricted_sparse(self.sparse, query).search(query.text, [_T], query.top_k)
         return pack_hits(self.snapshot, self.doc_names, ids, scores, query.budget_tokens)
 
 

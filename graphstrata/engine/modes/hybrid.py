@@ -41,6 +41,7 @@ from graphstrata.engine.component import (
     VersionState,
 )
 from graphstrata.engine.config import FusionConfig, IndexConfig
+from graphstrata.engine.filtered import restricted_sparse, restricted_vectors
 from graphstrata.engine.modes.packing import pack_distinct_hits, vector_candidates
 from graphstrata.engine.params import ModeParams, params_from
 from graphstrata.engine.sparse.index import SparseIndex
@@ -274,9 +275,9 @@ class HybridView(ComponentView):
             raise ValueError(f"the hybrid component serves 'hybrid', not {mode!r}")
         fusion = fusion_config(query.params, self.config.fusion)
         info: dict[str, Any] = {"method": fusion.method}
-        ids, scores = fused_candidates(
-            self.snapshot, self.vectors, self.sparse, query, [_T], fusion, info
-        )
+        vectors = restricted_vectors(self.vectors, query, self.snapshot)  # a metadata filter
+        sparse = restricted_sparse(self.sparse, query)
+        ids, scores = fused_candidates(self.snapshot, vectors, sparse, query, [_T], fusion, info)
         hits, info["duplicates"] = pack_distinct_hits(
             self.snapshot,
             self.doc_names,

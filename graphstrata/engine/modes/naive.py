@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from graphstrata.engine.component import ComponentView, DocNames, Hit, Query
+from graphstrata.engine.filtered import restricted_vectors
 from graphstrata.engine.modes.packing import pack_hits, vector_candidates
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
@@ -25,5 +26,6 @@ class NaiveView(ComponentView):
 
     def search(self, mode: str, query: Query) -> list[Hit]:
         """The packed nearest chunks (``mode`` is ``"naive"``)."""
-        ids, scores = vector_candidates(self.vectors, query.vector, [int(NodeKind.T)], query.top_k)
+        vectors = restricted_vectors(self.vectors, query, self.snapshot)
+        ids, scores = vector_candidates(vectors, query.vector, [int(NodeKind.T)], query.top_k)
         return pack_hits(self.snapshot, self.doc_names, ids, scores, query.budget_tokens)

@@ -64,6 +64,7 @@ def make_hits(
     rows = nodes.rows(ids) if rows is None else rows
     texts = nodes.texts_at(rows) if texts is None else texts
     docs = nodes.docs_at(rows)
+    documents = doc_names.documents(docs)
     return [
         Hit(
             id=int(ids[i]),
@@ -73,6 +74,7 @@ def make_hits(
             score=float(scores[i]),
             tokens=int(nodes.tokens[r]),
             docs=doc_names(docs[i]),
+            documents=documents[i],
         )
         for i, r in enumerate(rows)
     ]

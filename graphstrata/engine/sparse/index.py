@@ -273,13 +273,17 @@ class SparseIndex:
         """
         return self.merged([self.search_kind(text, kind, k) for kind in kinds], k)
 
-    def search_kind(self, text: str, kind: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search_kind(
+        self, text: str, kind: int, k: int, within: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`search` over one kind; :meth:`merged` joins such lists (searched on other
-        threads, say) into what :meth:`search` over their kinds returns."""
+        threads, say) into what :meth:`search` over their kinds returns. ``within``: only
+        these ascending node ids may be returned (a metadata filter; the statistics stay
+        the whole kind's)."""
         k = int(k)
         if k <= 0 or not query_words(text):
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        return self.part(kind).search(text, k, self.k1, self.b)
+        return self.part(kind).search(text, k, self.k1, self.b, within)
 
     @staticmethod
     def merged(

@@ -618,12 +618,19 @@ class KindIndex:
         return out
 
     def search(
-        self, text: str, k: int, k1: float = BM25_K1, b: float = BM25_B
+        self,
+        text: str,
+        k: int,
+        k1: float = BM25_K1,
+        b: float = BM25_B,
+        within: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """(node ids, scores) of the ``k`` best live documents with a positive score.
 
         Best first; equal scores in ascending node id. MaxScore (``core.bm25``): a common
-        term's postings are not scanned once the rarer terms decide the top ``k``.
+        term's postings are not scanned once the rarer terms decide the top ``k``. With
+        ``within`` (ascending node ids: a metadata filter) only those may be returned: the
+        other slots count as dead in the top-k, the statistics are unchanged.
         """
         terms = self.query_terms(text) if k > 0 and self.n_live else []
         tids, weights = self._weighted(terms)
@@ -631,9 +638,15 @@ class KindIndex:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         k = int(k)
         bounds = weights * self._bounds(tids, k1, b)
+        alive = self.alive
+        if within is not None:
+            alive = np.zeros_like(alive)
+            alive[self._live_slots(within)[1]] = True
         hit, vals, incomplete = top_candidates(
-            self._lists(tids), weights, bounds, self._norm(k1, b), self.alive, k
+            self._lists(tids), weights, bounds, self._norm(k1, b), alive, k
         )
+        # A filtered search leaves other live slots out: it is never complete for score_ids.
+        incomplete = incomplete or within is not None
         _local.last_search = (self, (tuple(terms), k1, b), hit, vals, incomplete)
         ids = self.slot_ids[hit]
         if ids.size > k:

@@ -55,7 +55,7 @@ def router(
         body = cast(RetrieveFields, request)
         service.check_mode(body.mode)
         service.check_query(body.query)
-        params = service.check_params(body.mode, body.params)
+        params = service.with_filter(service.check_params(body.mode, body.params), body.filter)
         async with service.slots.hold():
             start = time.perf_counter()
             result = await service.runner.run_answer(

@@ -62,7 +62,7 @@ def router(
         body = cast(RetrieveFields, request)
         service.check_mode(body.mode)
         service.check_query(body.query)
-        params = service.check_params(body.mode, body.params)
+        params = service.with_filter(service.check_params(body.mode, body.params), body.filter)
         async with service.slots.hold():
             result = await service.runner.retrieve(
                 body.query, body.mode, body.budget_tokens, body.top_k, params
@@ -82,7 +82,7 @@ def router(
             if len(q) > max_chars:
                 raise ApiError(422, "bad_request", f"a query is over {max_chars} characters")
             service.check_query(q)
-        params = service.check_params(body.mode, body.params)
+        params = service.with_filter(service.check_params(body.mode, body.params), body.filter)
         async with service.slots.hold():
             results = await service.runner.run(
                 service.runner.query_batch,

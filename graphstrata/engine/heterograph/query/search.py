@@ -64,6 +64,7 @@ from graphstrata.core.topk import top_k_by_kind
 from graphstrata.engine.component import ComponentView, Hit, Query
 from graphstrata.engine.config import HeterographConfig, IndexConfig
 from graphstrata.engine.fields import setting
+from graphstrata.engine.filtered import restricted_sparse, restricted_vectors
 from graphstrata.engine.heterograph.parse import (
     normalize_name,
     parse_query_entities,
@@ -287,8 +288,11 @@ class HeterographView(ComponentView):
             ]
             extra = [k for k in maximal_keys(known + matched) if k not in matched]
         exact, exact_w = self._exact_seeds(matched + extra)
+        mask = query.allowed.mask() if query.allowed is not None else None
+        if mask is not None:  # a metadata filter (``engine.filtered``: entry points allowed)
+            exact, exact_w = exact[mask[exact]], exact_w[mask[exact]]
         vector = self._vector_lists(query, int(cfg.entry_top_k))
-        sparse = self._sparse_lists(query.text, int(cfg.sparse_top_k))
+        sparse = self._sparse_lists(query.text, int(cfg.sparse_top_k), query)
         w_vec = float(cfg.vector_match_weight)
         w_sparse = float(cfg.sparse_match_weight)
         w_exact = float(cfg.exact_match_weight)
@@ -306,10 +310,10 @@ class HeterographView(ComponentView):
             "entry_nodes": int(seeds.size),
         }
         positions, chosen, walks = self._retrieve(
-            seeds, seed_weights, query, cfg, options.rank, info, exact
+            seeds, seed_weights, query, cfg, options.rank, info, exact, mask
         )
         if options.trace:
-            info["trace"] = self.trace(positions, walks, labelled, cfg)
+            info["trace"] = self.trace(positions, walks, labelled, cfg, mask)
         query.report.update(info)
         return make_hits(self.snapshot, self.doc_names, self.ids[positions], chosen)
 
@@ -347,33 +351,48 @@ class HeterographView(ComponentView):
         if k <= 0:
             return []
         out = []
+        vectors = restricted_vectors(self.vectors, query, self.snapshot)
         for kinds in (VECTOR_ENTRY_KINDS, (T,)):
-            ids, scores = vector_candidates(self.vectors, query.vector, kinds, k)
+            ids, scores = vector_candidates(vectors, query.vector, kinds, k)
             pos, live = self._live_positions(np.asarray(ids, np.int64))
             out.append((pos, minmax(np.asarray(scores, np.float64)[live])))
         return out
 
-    def _sparse_lists(self, text: str, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """BM25 top-k of each retrievable kind, as (positions, min-max normalized scores)."""
+    def _sparse_lists(
+        self, text: str, k: int, query: Query | None = None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """BM25 top-k of each retrievable kind, as (positions, min-max normalized scores)
+        (restricted by ``query``'s filter)."""
         if k <= 0:
             return []
         out = []
+        sparse = self.sparse if query is None else restricted_sparse(self.sparse, query)
         for kind in self.sparse_kinds:
-            ids, scores = self.sparse.search(text, [kind], k)
+            ids, scores = sparse.search(text, [kind], k)
             if ids.size:
                 out.append((self._positions(ids), minmax(scores)))
         return out
 
     def walk(
-        self, seeds: np.ndarray, seed_weights: np.ndarray, cfg: HeterographConfig
+        self,
+        seeds: np.ndarray,
+        seed_weights: np.ndarray,
+        cfg: HeterographConfig,
+        mask: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Shallow PPR from the seeds (``cfg.ppr_alpha``, ``cfg.ppr_iters``): (positions
-        reached, their scores)."""
+        reached, their scores). ``mask`` (bool per position: a metadata filter) keeps the
+        walk on the allowed nodes: the mass an edge would carry to another node is lost
+        (the row weights stay the whole graph's, decision 0025)."""
+        graph = self.restricted(mask)
+        if mask is not None:
+            keep = mask[seeds]
+            seeds, seed_weights = seeds[keep], seed_weights[keep]
         if seeds.size == 0:
             return _EMPTY_I, _EMPTY_F
         same = self._slots_are_positions
         touched, scores = layered_walk(
-            self.graph,
+            graph,
             self.row_sums,
             seeds if same else self.stored.slot_of_position[seeds],
             seed_weights,
@@ -382,6 +401,17 @@ class HeterographView(ComponentView):
         )
         positions = touched if same else self.stored.position_of_slot[touched]
         return positions, np.asarray(scores, np.float64)
+
+    def restricted(self, mask: np.ndarray | None) -> LayeredCSR:
+        """The walk's graph with only the positions of ``mask`` alive (a metadata filter;
+        None: the whole graph)."""
+        graph = self.graph
+        if mask is None:
+            return graph
+        on_slots = mask if self._slots_are_positions else np.zeros(graph.n, bool)
+        if not self._slots_are_positions:
+            on_slots[self.stored.slot_of_position] = mask
+        return graph._replace(alive=graph.alive & on_slots)
 
     def top_by_kind(
         self, touched: np.ndarray, scores: np.ndarray, cfg: HeterographConfig
@@ -471,10 +501,12 @@ class HeterographView(ComponentView):
         rank: str,
         info: dict[str, Any],
         exact: np.ndarray = _EMPTY_I,
+        mask: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray, float]]]:
         """(positions returned, their ranking scores, the walks run: (seeds, weights, share)),
-        with the settings of ``cfg`` (the query's) and the order ``rank``."""
-        touched, scores = self.walk(seeds, seed_weights, cfg)
+        with the settings of ``cfg`` (the query's) and the order ``rank``; ``mask``: the
+        positions a metadata filter allows (the walks stay on them)."""
+        touched, scores = self.walk(seeds, seed_weights, cfg, mask)
         walks = [(seeds, seed_weights, 1.0)]
         gamma = float(cfg.token_exponent)
         limit = int(cfg.max_candidates)
@@ -494,10 +526,12 @@ class HeterographView(ComponentView):
                 exact,
                 int(cfg.bridge_max_units),
             )
+            if mask is not None:  # only allowed entities lead on (and are traced)
+                entities, weights = entities[mask[entities]], weights[mask[entities]]
             info["bridge_nodes"] = int(entities.size)
             if entities.size:
                 walks.append((entities, weights, w_bridge))
-                b_touched, b_scores = self.walk(entities, weights, cfg)
+                b_touched, b_scores = self.walk(entities, weights, cfg, mask)
                 fresh = score[b_touched] == 0
                 score[b_touched] += w_bridge * b_scores
                 score /= 1.0 + w_bridge
@@ -527,6 +561,7 @@ class HeterographView(ComponentView):
             & (other_kinds != np.uint8(T))
             & (other_kinds != np.uint8(S))
             & (score[other] > 0)
+            & (True if mask is None else mask[other])
         ]
         other_density = score[other] / self.token_power(gamma)[other]
         # What the question names leads: the attributes of its matched entities and the
@@ -576,6 +611,7 @@ class HeterographView(ComponentView):
         walks: list[tuple[np.ndarray, np.ndarray, float]],
         groups: list[tuple[str, np.ndarray, np.ndarray, float]],
         cfg: HeterographConfig,
+        mask: np.ndarray | None = None,
     ) -> dict[str, Any]:
         """Why the walk reached the returned nodes: its entry points and the edges it used.
 
@@ -589,19 +625,21 @@ class HeterographView(ComponentView):
         the mass came from), ``dst``, ``kind`` (the heaviest stored edge's ``EdgeKind``,
         ``ranking.TITLE_LINK`` = 0 for a title link), ``weight`` (the walk's), ``flow`` (the
         mass carried) and ``level``; numbers to 6 significant digits (a flow is never
-        rounded to 0). Costs two to three more walks; only on request.
+        rounded to 0). Costs two to three more walks; only on request. ``mask``: the
+        positions a metadata filter kept the walks on.
         """
+        graph = self.restricted(mask)
         alpha = float(cfg.ppr_alpha)
         iters = int(cfg.ppr_iters)
         # The walks run on slots (``WalkEdges``); what is reported is on positions.
         slot, position = self.stored.slot_of_position, self.stored.position_of_slot
         on_slots = [(slot[seeds], w, share) for seeds, w, share in walks]
-        restart = walk_distribution(self.graph, self.row_sums, on_slots, alpha, 0)
+        restart = walk_distribution(graph, self.row_sums, on_slots, alpha, 0)
         levels = range(iters - 1, max(iters - 1 - TRACE_LEVELS, -1), -1)
-        earlier = [walk_distribution(self.graph, self.row_sums, on_slots, alpha, t) for t in levels]
+        earlier = [walk_distribution(graph, self.row_sums, on_slots, alpha, t) for t in levels]
         seed_slots = np.flatnonzero(restart > 0)
         src, dst, w, flow, level = walk_edges(
-            self.graph, self.row_sums, earlier, alpha, slot[returned], seed_slots, TRACE_EDGES
+            graph, self.row_sums, earlier, alpha, slot[returned], seed_slots, TRACE_EDGES
         )
         src, dst = position[src], position[dst]
         restart = restart[slot]
