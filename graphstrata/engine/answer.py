@@ -95,7 +95,7 @@ def citations(hits: Sequence[Hit], text: str) -> list[dict[str, Any]]:
         h = hits[n - 1]
         # Hit.documents (aligned with docs) and Hit.spans are the contract of the metadata
         # and file branches; a hit without them cites no title, metadata or span.
-        about = dict(zip(h.docs, getattr(h, "documents", None) or [], strict=False))
+        about = dict(zip(h.docs, h.documents, strict=False))
         spans: list[dict[str, Any]] = getattr(h, "spans", None) or []
         docs: list[str | None] = list(h.docs) or [None]
         for doc in docs:

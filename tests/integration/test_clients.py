@@ -169,7 +169,6 @@ def test_vector_store_search_with_the_openai_client(served) -> None:
     assert err.value.body["param"] == "filters"
 
 
-@pytest.mark.xfail(strict=False, reason="needs the filters branch")
 def test_vector_store_search_filters_by_metadata(served) -> None:
     openai = pytest.importorskip("openai")
     client = openai.OpenAI(base_url=f"{served}/v1", api_key=ADMIN, max_retries=0)

@@ -168,7 +168,6 @@ def test_documents_tools_over_http(served, sample_docs) -> None:
     with_session(served, READER, body)
 
 
-@pytest.mark.xfail(strict=False, reason="needs the filters branch")
 def test_search_with_a_filter_over_http(served, sample_docs) -> None:
     wanted = sample_docs[1]["doc_id"]
 

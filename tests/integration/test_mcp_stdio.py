@@ -172,7 +172,6 @@ def test_documents_tools_over_stdio(index_path, sample_docs) -> None:
     with_session(index_path, body)
 
 
-@pytest.mark.xfail(strict=False, reason="needs the filters branch")
 def test_search_with_a_filter_over_stdio(index_path, sample_docs) -> None:
     wanted = sample_docs[1]["doc_id"]
 

@@ -141,7 +141,6 @@ def test_llamaindex_retriever_over_an_index_and_the_service(index, url, passage,
     assert results[0] == results[1]
 
 
-@pytest.mark.xfail(strict=False, reason="needs the filters branch")
 def test_retrievers_pass_a_filter(index, url, passage, sample_docs):
     pytest.importorskip("langchain_core")
     from graphstrata.bindings.integrations.langchain import GraphstrataRetriever

@@ -101,7 +101,7 @@ def results(result: QueryResult, limit: int, threshold: float | None) -> list[di
         if threshold is not None and hit.score < threshold:
             continue
         # Hit.documents (aligned with docs) is the metadata branch's contract.
-        about = dict(zip(hit.docs, getattr(hit, "documents", None) or [], strict=False))
+        about = dict(zip(hit.docs, hit.documents, strict=False))
         for doc in hit.docs:
             info = about.get(doc) or {}
             metadata = info.get("metadata") or {}
