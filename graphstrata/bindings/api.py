@@ -348,7 +348,8 @@ class Index:
         progress:
             ``progress(stage, done, total)`` on long work.
         wait:
-            Seconds to wait for the index lock while another writer (a server) holds it.
+            Seconds to wait for the index lock while another writer (a server) holds it; the
+            lock is taken only to commit (the embeddings and LLM work are done before).
 
         Returns
         -------
@@ -386,6 +387,7 @@ class Index:
         doc_ids: Sequence[str],
         missing_ok: bool = False,
         progress: Callable[[str, int, int], None] | None = None,
+        wait: float = 0.0,
     ) -> OperationReport:
         """Delete documents by id.
 
@@ -397,13 +399,17 @@ class Index:
             Ignore ids that are not in the index (else ``DocumentError``).
         progress:
             ``progress(stage, done, total)`` as each write stage starts and ends.
+        wait:
+            As for :meth:`insert`.
 
         Returns
         -------
         OperationReport
             What was removed.
         """
-        return self._engine.delete(list(doc_ids), missing_ok=missing_ok, progress=progress)
+        return self._engine.delete(
+            list(doc_ids), missing_ok=missing_ok, progress=progress, wait=wait
+        )
 
     def maintain(self, wait: float = 0.0) -> OperationReport:
         """Redo over the whole index what writes do locally (``Engine.maintain``): the

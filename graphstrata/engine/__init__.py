@@ -52,7 +52,8 @@ if TYPE_CHECKING:
         read_documents,
         validate_batch,
     )
-    from graphstrata.engine.index import Engine, QueryResult, check_embedder
+    from graphstrata.engine.embedder_check import check_embedder
+    from graphstrata.engine.index import Engine, QueryResult
     from graphstrata.engine.ingest.chunking import chunk_text
     from graphstrata.engine.interfaces import (
         LLM,
@@ -106,7 +107,8 @@ _PUBLIC: dict[str, str] = {
         ),
         "documents",
     ),
-    **dict.fromkeys(("Engine", "QueryResult", "check_embedder"), "index"),
+    **dict.fromkeys(("Engine", "QueryResult"), "index"),
+    "check_embedder": "embedder_check",
     "chunk_text": "ingest.chunking",
     **dict.fromkeys(
         (
