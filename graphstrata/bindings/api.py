@@ -19,6 +19,7 @@ import numpy as np
 
 from graphstrata.bindings.rebuild import RebuildError, rebuild
 from graphstrata.bindings.registry import LLM_CACHE_FILE, Backends, resolve_backends
+from graphstrata.bindings.rerank import resolve_reranker
 from graphstrata.engine import (
     LLM,
     MANIFEST,
@@ -41,6 +42,8 @@ from graphstrata.engine import (
     PinnedVersion,
     QueryError,
     QueryResult,
+    Reranker,
+    RerankerError,
     SearchConfig,
     StoreError,
     StoreWriteError,
@@ -87,6 +90,8 @@ __all__ = [
     "QueryError",
     "QueryResult",
     "RebuildError",
+    "Reranker",
+    "RerankerError",
     "SearchConfig",
     "StoreError",
     "StoreWriteError",
@@ -135,11 +140,13 @@ class Index:
         embedder: str | Embedder | None = None,
         llm: str | LLM | None = None,
         use_cache: bool = True,
+        reranker: str | Reranker | None = None,
     ) -> Index:
         """Create an empty index at ``path`` (which must not hold one).
 
         The backends follow :func:`resolve_backends` (argument, then ``GRAPHSTRATA_*``, then
-        the config); the names of those chosen are recorded in the index.
+        the config); the names of those chosen are recorded in the index. ``reranker``: as
+        for :meth:`open`.
         """
         cfg = _config(config)
         chosen = resolve_backends(
@@ -152,7 +159,8 @@ class Index:
         )
         cfg.embedder = chosen.embedder.name
         cfg.llm = chosen.llm.name
-        return cls(Engine.create(path, cfg, chosen.embedder, chosen.llm))
+        reranks = resolve_reranker(reranker, cfg.search.reranker)
+        return cls(Engine.create(path, cfg, chosen.embedder, chosen.llm, reranker=reranks))
 
     @classmethod
     def open(
@@ -164,6 +172,7 @@ class Index:
         version: int | None = None,
         use_cache: bool = True,
         search: SearchConfig | None = None,
+        reranker: str | Reranker | None = None,
     ) -> Index:
         """Open an existing index (the newest version, or a pinned ``version``).
 
@@ -172,7 +181,9 @@ class Index:
         built the index unless the argument or ``GRAPHSTRATA_EMBEDDER`` names a compatible one.
         ``search`` replaces the query defaults recorded at creation (budget, top k, HNSW
         expansion) for this process, e.g. ``SearchConfig()`` for this release's defaults;
-        the index keeps its own.
+        the index keeps its own. ``reranker`` (a spec of :mod:`graphstrata.bindings.rerank`
+        or a :class:`Reranker`; ``""`` none) rescores the top ``rerank_candidates`` of each
+        query; else ``GRAPHSTRATA_RERANKER``, else ``search.reranker`` (docs/guide/rerank.md).
 
         Raises
         ------
@@ -189,7 +200,18 @@ class Index:
             cache_path=Path(path) / LLM_CACHE_FILE,
             use_cache=use_cache,
         )
-        return cls(Engine.open(path, chosen.embedder, chosen.llm, version=version, search=search))
+        recorded = (
+            search.reranker if search else manifest["config"].get("search", {}).get("reranker")
+        )
+        engine = Engine.open(
+            path,
+            chosen.embedder,
+            chosen.llm,
+            version=version,
+            search=search,
+            reranker=resolve_reranker(reranker, recorded),
+        )
+        return cls(engine)
 
     @classmethod
     def open_or_create(

@@ -63,6 +63,8 @@ if TYPE_CHECKING:
         LLMError,
         LLMRequest,
         LLMResponse,
+        Reranker,
+        RerankerError,
     )
     from graphstrata.engine.params import ModeParams, QueryError
     from graphstrata.engine.pinned import PinnedVersion
@@ -119,6 +121,8 @@ _PUBLIC: dict[str, str] = {
             "LLMError",
             "LLMRequest",
             "LLMResponse",
+            "Reranker",
+            "RerankerError",
         ),
         "interfaces",
     ),
@@ -158,6 +162,8 @@ __all__ = [
     "PinnedVersion",
     "QueryError",
     "QueryResult",
+    "Reranker",
+    "RerankerError",
     "SearchConfig",
     "StoreError",
     "StoreWriteError",

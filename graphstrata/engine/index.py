@@ -35,13 +35,14 @@ from graphstrata.engine.config import ConfigError, IndexConfig, SearchConfig
 from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
 from graphstrata.engine.embedder_check import check_embedder
 from graphstrata.engine.ingest import add_docs, doc_lookup, remove_docs
-from graphstrata.engine.interfaces import LLM, Embedder
+from graphstrata.engine.interfaces import LLM, Embedder, Reranker
 from graphstrata.engine.modes.registry import default_components, served_params
 from graphstrata.engine.params import ModeParams, QueryError
 from graphstrata.engine.pinned import PinnedVersion
 from graphstrata.engine.prompts import ANSWER_MAX_TOKENS
 from graphstrata.engine.read_caches import open_vectors, save_caches
 from graphstrata.engine.report import OperationReport
+from graphstrata.engine.rerank import rerank_candidates, reranked_search, with_rerank
 from graphstrata.engine.sparse.index import KindIndex
 from graphstrata.engine.state import EngineState
 from graphstrata.engine.store import Delta, Snapshot, Store
@@ -126,11 +127,14 @@ class Engine:
         embedder: Embedder,
         llm: LLM,
         components: list[Component] | None = None,
+        reranker: Reranker | None = None,
     ):
         self.store = store
         self.config = config
         self.embedder = embedder
         self.llm = llm
+        #: Rescores each mode's top candidates when a query asks (``engine.rerank``).
+        self.reranker = reranker
         comps = components if components is not None else default_components(config)
         enabled = store.manifest.get("components_enabled")
         if enabled is not None:
@@ -138,8 +142,11 @@ class Engine:
             # (one added later would answer from a partial structure).
             comps = [c for c in comps if c.name in enabled]
         self.components = comps
-        #: Typed parameters of every mode this index serves (``engine.modes.registry``).
-        self.mode_params: dict[str, type[ModeParams]] = served_params(comps)
+        #: Typed parameters of every mode this index serves (``engine.modes.registry``), each
+        #: with ``rerank_candidates`` (``engine.rerank.with_rerank``).
+        self.mode_params: dict[str, type[ModeParams]] = {
+            mode: with_rerank(cls) for mode, cls in served_params(comps).items()
+        }
         self._write_lock = threading.Lock()
         self._state = self._load_state(store.load())
 
@@ -152,6 +159,7 @@ class Engine:
         embedder: Embedder,
         llm: LLM,
         components: list[Component] | None = None,
+        reranker: Reranker | None = None,
     ) -> Engine:
         """Create an empty index at ``path`` (see ``Store.create``)."""
         config.validate()
@@ -174,7 +182,7 @@ class Engine:
             hyperplane_seed=hp_cfg.seed,
             components=[c.name for c in comps],
         )
-        return cls(store, config, embedder, llm, comps)
+        return cls(store, config, embedder, llm, comps, reranker)
 
     @classmethod
     def open(
@@ -185,6 +193,7 @@ class Engine:
         version: int | None = None,
         components: list[Component] | None = None,
         search: SearchConfig | None = None,
+        reranker: Reranker | None = None,
     ) -> Engine:
         """Open an index (its current or a pinned ``version``) with the embedder that built it.
 
@@ -197,7 +206,7 @@ class Engine:
         if search is not None:
             config = dataclasses.replace(config, search=search)
         check_embedder(store.manifest, embedder)
-        return cls(store, config, embedder, llm, components)
+        return cls(store, config, embedder, llm, components, reranker)
 
     # ------------------------------------------------------------------ state
     def _load_state(
@@ -559,7 +568,13 @@ class Engine:
             info: dict[str, Any] = {}
             query = Query(text, qvec, budget, k, mode_params, MeteredLLM(self.llm, qreport), info)
             s0 = time.perf_counter()
-            hits = view.search(mode, query)
+            n = rerank_candidates(mode_params, self.config.search)
+            if n and self.reranker is not None:
+                hits, info["rerank"] = reranked_search(view, mode, query, self.reranker, n)
+            else:
+                hits = view.search(mode, query)
+                if n:
+                    info["rerank"] = {"warning": "rerank_candidates is set but no reranker is"}
             search_seconds = time.perf_counter() - s0
             report = {
                 "mode": mode,
@@ -603,7 +618,10 @@ class Engine:
         """The typed parameters of ``mode`` from user input (``QueryError`` when invalid)."""
         if mode not in self.mode_params:
             self._view(self._state, mode)  # the error that lists the available modes
-        return self.mode_params[mode].parse(params, mode)
+        parsed = self.mode_params[mode].parse(params, mode)
+        if getattr(parsed, "rerank_candidates", None) and self.reranker is None:
+            raise QueryError("rerank_candidates needs a reranker; this index was opened without")
+        return parsed
 
     def _view(self, state: EngineState, mode: str) -> ComponentView:
         if mode not in state.views:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -93,6 +93,17 @@ class ServiceMetrics:
         self.documents = Gauge(
             "graphstrata_documents", "Documents in the served version", registry=r
         )
+        self.rerank_seconds = Histogram(
+            "graphstrata_rerank_seconds",
+            "Latency of the reranker's call per reranked query (docs/guide/rerank.md)",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.rerank_failures = Counter(
+            "graphstrata_rerank_failures",
+            "Queries whose reranker failed and which kept their mode's order",
+            registry=r,
+        )
         self._counted_version = -1
 
     def observe_index(self, index: Index) -> None:
@@ -112,6 +123,14 @@ class ServiceMetrics:
             self.nodes.labels(kind.letter).set(present.get(kind.letter, 0))
         self.documents.set(pinned.document_count)
         self._counted_version = pinned.version
+
+    def observe_rerank(self, entry: dict[str, Any] | None) -> None:
+        """Account a query report's ``rerank`` entry (none: the query was not reranked)."""
+        if entry is None or "seconds" not in entry:
+            return
+        self.rerank_seconds.observe(float(entry["seconds"]))
+        if "warning" in entry:
+            self.rerank_failures.inc()
 
     def totals(self) -> tuple[int, int]:
         """Requests answered so far, and how many of them were refused with 429."""
