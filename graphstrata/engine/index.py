@@ -576,8 +576,10 @@ class Engine:
                 hits, info["rerank"] = reranked_search(view, mode, query, self.reranker, n)
             else:
                 hits = view.search(mode, query)
-                if n:
-                    info["rerank"] = {"warning": "rerank_candidates is set but no reranker is"}
+                if n:  # the server's setup, not the query, lacks it: not a QueryError
+                    info["rerank"] = {
+                        "warning": "no reranker is configured: the mode order is kept"
+                    }
             search_seconds = time.perf_counter() - s0
             report = {
                 "mode": mode,
@@ -621,10 +623,7 @@ class Engine:
         """The typed parameters of ``mode`` from user input (``QueryError`` when invalid)."""
         if mode not in self.mode_params:
             self._view(self._state, mode)  # the error that lists the available modes
-        parsed = self.mode_params[mode].parse(params, mode)
-        if getattr(parsed, "rerank_candidates", None) and self.reranker is None:
-            raise QueryError("rerank_candidates needs a reranker; this index was opened without")
-        return parsed
+        return self.mode_params[mode].parse(params, mode)
 
     def _view(self, state: EngineState, mode: str) -> ComponentView:
         if mode not in state.views:
