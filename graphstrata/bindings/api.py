@@ -19,6 +19,7 @@ import numpy as np
 
 from graphstrata.bindings.rebuild import RebuildError, rebuild
 from graphstrata.bindings.registry import LLM_CACHE_FILE, Backends, resolve_backends
+from graphstrata.bindings.rerank import resolve_reranker
 from graphstrata.engine import (
     LLM,
     MANIFEST,
@@ -41,6 +42,8 @@ from graphstrata.engine import (
     PinnedVersion,
     QueryError,
     QueryResult,
+    Reranker,
+    RerankerError,
     SearchConfig,
     StoreError,
     StoreWriteError,
@@ -91,6 +94,8 @@ __all__ = [
     "QueryError",
     "QueryResult",
     "RebuildError",
+    "Reranker",
+    "RerankerError",
     "SearchConfig",
     "StoreError",
     "StoreWriteError",
@@ -142,11 +147,13 @@ class Index:
         embedder: str | Embedder | None = None,
         llm: str | LLM | None = None,
         use_cache: bool = True,
+        reranker: str | Reranker | None = None,
     ) -> Index:
         """Create an empty index at ``path`` (which must not hold one).
 
         The backends follow :func:`resolve_backends` (argument, then ``GRAPHSTRATA_*``, then
-        the config); the names of those chosen are recorded in the index.
+        the config); the names of those chosen are recorded in the index. ``reranker``: as
+        for :meth:`open`.
         """
         cfg = _config(config)
         chosen = resolve_backends(
@@ -159,7 +166,8 @@ class Index:
         )
         cfg.embedder = chosen.embedder.name
         cfg.llm = chosen.llm.name
-        return cls(Engine.create(path, cfg, chosen.embedder, chosen.llm))
+        reranks = resolve_reranker(reranker, cfg.search.reranker)
+        return cls(Engine.create(path, cfg, chosen.embedder, chosen.llm, reranker=reranks))
 
     @classmethod
     def open(
@@ -171,6 +179,7 @@ class Index:
         version: int | None = None,
         use_cache: bool = True,
         search: SearchConfig | None = None,
+        reranker: str | Reranker | None = None,
     ) -> Index:
         """Open an existing index (the newest version, or a pinned ``version``).
 
@@ -179,7 +188,9 @@ class Index:
         built the index unless the argument or ``GRAPHSTRATA_EMBEDDER`` names a compatible one.
         ``search`` replaces the query defaults recorded at creation (budget, top k, HNSW
         expansion) for this process, e.g. ``SearchConfig()`` for this release's defaults;
-        the index keeps its own.
+        the index keeps its own. ``reranker`` (a spec of :mod:`graphstrata.bindings.rerank`
+        or a :class:`Reranker`; ``""`` none) rescores the top ``rerank_candidates`` of each
+        query; else ``GRAPHSTRATA_RERANKER``, else ``search.reranker`` (docs/guide/rerank.md).
 
         Raises
         ------
@@ -196,7 +207,18 @@ class Index:
             cache_path=Path(path) / LLM_CACHE_FILE,
             use_cache=use_cache,
         )
-        return cls(Engine.open(path, chosen.embedder, chosen.llm, version=version, search=search))
+        recorded = (
+            search.reranker if search else manifest["config"].get("search", {}).get("reranker")
+        )
+        engine = Engine.open(
+            path,
+            chosen.embedder,
+            chosen.llm,
+            version=version,
+            search=search,
+            reranker=resolve_reranker(reranker, recorded),
+        )
+        return cls(engine)
 
     @classmethod
     def open_or_create(
@@ -355,7 +377,8 @@ class Index:
         progress:
             ``progress(stage, done, total)`` on long work.
         wait:
-            Seconds to wait for the index lock while another writer (a server) holds it.
+            Seconds to wait for the index lock while another writer (a server) holds it; the
+            lock is taken only to commit (the embeddings and LLM work are done before).
 
         Returns
         -------
@@ -393,6 +416,7 @@ class Index:
         doc_ids: Sequence[str],
         missing_ok: bool = False,
         progress: Callable[[str, int, int], None] | None = None,
+        wait: float = 0.0,
     ) -> OperationReport:
         """Delete documents by id.
 
@@ -404,13 +428,17 @@ class Index:
             Ignore ids that are not in the index (else ``DocumentError``).
         progress:
             ``progress(stage, done, total)`` as each write stage starts and ends.
+        wait:
+            As for :meth:`insert`.
 
         Returns
         -------
         OperationReport
             What was removed.
         """
-        return self._engine.delete(list(doc_ids), missing_ok=missing_ok, progress=progress)
+        return self._engine.delete(
+            list(doc_ids), missing_ok=missing_ok, progress=progress, wait=wait
+        )
 
     def maintain(self, wait: float = 0.0) -> OperationReport:
         """Redo over the whole index what writes do locally (``Engine.maintain``): the

@@ -78,6 +78,8 @@ LLM_BACKENDS: dict[str, str] = {
     "vllm": "graphstrata.bindings.llm.vllm",
     "openai": "graphstrata.bindings.llm.openai",
 }
+#: Reranker spec prefixes (``bindings/rerank``: one HTTP client, one wire shape per prefix).
+RERANK_BACKENDS = ("tei", "vllm", "cohere", "jina")
 EMBEDDER_SPECS = (
     "all-MiniLM-L6-v2, minilm-onnx, minilm-int8, st:PATH_OR_NAME, hashing[:DIM], "
     "or openai-embed:MODEL@URL"

@@ -59,8 +59,9 @@ if TYPE_CHECKING:
         read_documents,
         validate_batch,
     )
+    from graphstrata.engine.embedder_check import check_embedder
     from graphstrata.engine.filters import matches, parse_filter
-    from graphstrata.engine.index import Engine, QueryResult, check_embedder
+    from graphstrata.engine.index import Engine, QueryResult
     from graphstrata.engine.ingest.chunking import chunk_text
     from graphstrata.engine.interfaces import (
         LLM,
@@ -70,6 +71,8 @@ if TYPE_CHECKING:
         LLMError,
         LLMRequest,
         LLMResponse,
+        Reranker,
+        RerankerError,
     )
     from graphstrata.engine.params import ModeParams, QueryError
     from graphstrata.engine.pinned import PinnedVersion
@@ -118,7 +121,8 @@ _PUBLIC: dict[str, str] = {
         "documents",
     ),
     **dict.fromkeys(("matches", "parse_filter"), "filters"),
-    **dict.fromkeys(("Engine", "QueryResult", "check_embedder"), "index"),
+    **dict.fromkeys(("Engine", "QueryResult"), "index"),
+    "check_embedder": "embedder_check",
     "chunk_text": "ingest.chunking",
     **dict.fromkeys(
         (
@@ -129,6 +133,8 @@ _PUBLIC: dict[str, str] = {
             "LLMError",
             "LLMRequest",
             "LLMResponse",
+            "Reranker",
+            "RerankerError",
         ),
         "interfaces",
     ),
@@ -168,6 +174,8 @@ __all__ = [
     "PinnedVersion",
     "QueryError",
     "QueryResult",
+    "Reranker",
+    "RerankerError",
     "SearchConfig",
     "StoreError",
     "StoreWriteError",

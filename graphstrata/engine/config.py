@@ -314,6 +314,9 @@ class HeterographConfig:
         check_fields(self, "heterograph", ConfigError)
 
 
+_RERANK_DOC = "How many of the mode's top candidates a reranker rescores before packing; 0: none."
+
+
 @dataclass
 class SearchConfig:
     """Defaults for queries."""
@@ -341,6 +344,10 @@ class SearchConfig:
     #: A filter allowing at most this share of a kind's vectors scores them exactly, else asks
     #: the ANN index for k / share (``engine.filtered``; benchmarks/results/filters.md, 0025).
     filter_exact_share: float = 0.05
+    #: Reranking before packing (docs/guide/rerank.md, decision 0031): the reranker's spec
+    #: (``bindings/rerank``; "" none) and how many top candidates it rescores (0 none).
+    reranker: str = ""
+    rerank_candidates: int = setting(0, ge=0, le=1000, query=True, doc=_RERANK_DOC)
 
 
 @dataclass
@@ -659,6 +666,7 @@ class IndexConfig:
         self.heterograph.validate()
         self.fusion.validate()
         self.maintenance.validate()
+        check_fields(self.search, "search", ConfigError)
         if self.vector_dtype not in ("f32", "f16"):
             raise ConfigError(f"vector_dtype must be 'f32' or 'f16', got {self.vector_dtype!r}")
 
@@ -688,13 +696,6 @@ def _from_dict(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**kwargs)
 
 
-_DATACLASSES: dict[str, type] = {
-    "ChunkingConfig": ChunkingConfig,
-    "IngestConfig": IngestConfig,
-    "HierarchyConfig": HierarchyConfig,
-    "HeterographConfig": HeterographConfig,
-    "SearchConfig": SearchConfig,
-    "FusionConfig": FusionConfig,
-    "MaintenanceConfig": MaintenanceConfig,
-    "FoldPolicy": FoldPolicy,
-}
+_DATACLASSES: dict[str, type] = {c.__name__: c for c in (
+    ChunkingConfig, IngestConfig, HierarchyConfig, HeterographConfig, SearchConfig, FusionConfig,
+    MaintenanceConfig, FoldPolicy)}  # fmt: skip

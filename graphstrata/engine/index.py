@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,15 +34,17 @@ from graphstrata.engine.component import (
 from graphstrata.engine.config import ConfigError, IndexConfig, SearchConfig
 from graphstrata.engine.conversation import conversation_query
 from graphstrata.engine.documents import Document, DocumentError, as_documents, validate_batch
+from graphstrata.engine.embedder_check import check_embedder
 from graphstrata.engine.filters import parse_filter
 from graphstrata.engine.ingest import add_docs, doc_lookup, remove_docs
-from graphstrata.engine.interfaces import LLM, Embedder
+from graphstrata.engine.interfaces import LLM, Embedder, Reranker
 from graphstrata.engine.modes.registry import default_components, served_params
 from graphstrata.engine.params import ModeParams, QueryError
 from graphstrata.engine.pinned import PinnedVersion
 from graphstrata.engine.prompts import ANSWER_MAX_TOKENS
 from graphstrata.engine.read_caches import open_vectors, save_caches
 from graphstrata.engine.report import OperationReport
+from graphstrata.engine.rerank import rerank_candidates, reranked_search, with_rerank
 from graphstrata.engine.sparse.index import KindIndex
 from graphstrata.engine.state import EngineState
 from graphstrata.engine.store import Delta, Snapshot, Store
@@ -88,6 +90,10 @@ class QueryResult:
 #: integers, and a larger Python int reached them as a typing error (issue 51, #15).
 MAX_QUERY_INT = 2**31 - 1
 
+#: Times a write is prepared outside the writer lock before it is prepared under it (another
+#: process committing meanwhile makes a prepared write stale; decision 0032).
+OPTIMISTIC_TRIES = 2
+
 KIND_TITLES = {
     "T": "Text chunks",
     "L": "Summaries",
@@ -123,11 +129,14 @@ class Engine:
         embedder: Embedder,
         llm: LLM,
         components: list[Component] | None = None,
+        reranker: Reranker | None = None,
     ):
         self.store = store
         self.config = config
         self.embedder = embedder
         self.llm = llm
+        #: Rescores each mode's top candidates when a query asks (``engine.rerank``).
+        self.reranker = reranker
         comps = components if components is not None else default_components(config)
         enabled = store.manifest.get("components_enabled")
         if enabled is not None:
@@ -135,8 +144,11 @@ class Engine:
             # (one added later would answer from a partial structure).
             comps = [c for c in comps if c.name in enabled]
         self.components = comps
-        #: Typed parameters of every mode this index serves (``engine.modes.registry``).
-        self.mode_params: dict[str, type[ModeParams]] = served_params(comps)
+        #: Typed parameters of every mode this index serves (``engine.modes.registry``), each
+        #: with ``rerank_candidates`` (``engine.rerank.with_rerank``).
+        self.mode_params: dict[str, type[ModeParams]] = {
+            mode: with_rerank(cls) for mode, cls in served_params(comps).items()
+        }
         self._write_lock = threading.Lock()
         self._state = self._load_state(store.load())
 
@@ -149,6 +161,7 @@ class Engine:
         embedder: Embedder,
         llm: LLM,
         components: list[Component] | None = None,
+        reranker: Reranker | None = None,
     ) -> Engine:
         """Create an empty index at ``path`` (see ``Store.create``)."""
         config.validate()
@@ -171,7 +184,7 @@ class Engine:
             hyperplane_seed=hp_cfg.seed,
             components=[c.name for c in comps],
         )
-        return cls(store, config, embedder, llm, comps)
+        return cls(store, config, embedder, llm, comps, reranker)
 
     @classmethod
     def open(
@@ -182,6 +195,7 @@ class Engine:
         version: int | None = None,
         components: list[Component] | None = None,
         search: SearchConfig | None = None,
+        reranker: Reranker | None = None,
     ) -> Engine:
         """Open an index (its current or a pinned ``version``) with the embedder that built it.
 
@@ -194,7 +208,7 @@ class Engine:
         if search is not None:
             config = dataclasses.replace(config, search=search)
         check_embedder(store.manifest, embedder)
-        return cls(store, config, embedder, llm, components)
+        return cls(store, config, embedder, llm, components, reranker)
 
     # ------------------------------------------------------------------ state
     def _load_state(
@@ -238,18 +252,18 @@ class Engine:
         self, docs: Iterable[Any], progress: ProgressFn | None = None, wait: float = 0.0
     ) -> OperationReport:
         """Insert or update documents; an unchanged document is a no-op (``wait``: seconds to
-        wait for the writer lock another process holds)."""
+        wait for the writer lock another process holds, taken only to commit)."""
         report = OperationReport("insert")
         start = time.perf_counter()
         with report.stage("validate"):
             batch = as_documents(docs)
             validate_batch(batch, self.config.ingest)
-        with self._write_lock, self.store.writer(wait=wait):
-            state = self._fresh_state()
-            snapshot = state.snapshot
+
+        def plan(snapshot: Snapshot) -> tuple[list[Document], np.ndarray]:
             existing = doc_lookup(snapshot, [d.doc_id for d in batch])
             to_add: list[Document] = []
             to_remove: list[int] = []
+            report.docs_added = report.docs_unchanged = report.docs_updated = 0
             for doc in batch:
                 old = existing.get(doc.doc_id)
                 if old is None:
@@ -261,7 +275,9 @@ class Engine:
                     to_add.append(doc)
                     to_remove.append(old[0])
                     report.docs_updated += 1
-            self._run(state, report, to_add, np.asarray(to_remove, dtype=np.int64), progress)
+            return to_add, np.asarray(to_remove, dtype=np.int64)
+
+        self._transact(report, plan, progress, wait)
         report.seconds = time.perf_counter() - start
         return report
 
@@ -270,27 +286,65 @@ class Engine:
         doc_ids: Sequence[str],
         missing_ok: bool = False,
         progress: ProgressFn | None = None,
+        wait: float = 0.0,
     ) -> OperationReport:
-        """Delete documents and everything derived only from them (``progress`` as for
-        :meth:`insert`)."""
+        """Delete documents and everything derived only from them (``progress`` and ``wait``
+        as for :meth:`insert`)."""
         report = OperationReport("delete")
         start = time.perf_counter()
-        with self._write_lock, self.store.writer():
-            state = self._fresh_state()
-            existing = doc_lookup(state.snapshot, list(doc_ids))
+
+        def plan(snapshot: Snapshot) -> tuple[list[Document], np.ndarray]:
+            existing = doc_lookup(snapshot, list(doc_ids))
             unknown = [d for d in doc_ids if d not in existing]
             if unknown and not missing_ok:
                 raise DocumentError([f"doc {d!r}: not in the index" for d in unknown])
-            keys = np.asarray(
-                [existing[d][0] for d in dict.fromkeys(doc_ids) if d in existing], dtype=np.int64
-            )
-            report.docs_deleted = int(keys.size)
-            self._run(state, report, [], keys, progress)
+            keys = [existing[d][0] for d in dict.fromkeys(doc_ids) if d in existing]
+            report.docs_deleted = len(keys)
+            return [], np.asarray(keys, dtype=np.int64)
+
+        self._transact(report, plan, progress, wait)
         report.seconds = time.perf_counter() - start
         return report
 
+    def _transact(
+        self,
+        report: OperationReport,
+        plan: Callable[[Snapshot], tuple[list[Document], np.ndarray]],
+        progress: ProgressFn | None,
+        wait: float,
+    ) -> None:
+        """Prepare a write (chunks, embeddings, every LLM stage: the slow part) outside the
+        writer lock on the newest version, then take the lock to commit it if no other process
+        committed meanwhile; else prepare again on the newer version (the LLM cache answers
+        the prompts asked before). The last try prepares under the lock, so a busy index cannot
+        starve this writer (decision 0032). ``plan(snapshot)`` gives the documents to add and
+        the doc keys to remove, and sets the report's document counts."""
+        with self._write_lock:
+            for _ in range(OPTIMISTIC_TRIES):
+                state = self._newest_state()
+                # The sealed manifest's checksum names the version exactly (a rebuild swapped
+                # in meanwhile may reach the same version number).
+                base = self.store.manifest.get("checksum")
+                ctx = self._prepare(state, report, plan, progress)
+                with self.store.writer(wait=wait):
+                    if self.store.manifest.get("checksum") == base:
+                        self._finish(state, ctx, report)
+                        return
+                report.notes.append(
+                    f"version {self.store.version} was committed by another writer while this "
+                    f"write was prepared on version {state.version}: prepared again"
+                )
+            with self.store.writer(wait=wait):
+                state = self._fresh_state()
+                self._finish(state, self._prepare(state, report, plan, progress), report)
+
+    def _newest_state(self) -> EngineState:
+        """Outside the writer lock: the newest committed version (as a reader finds it)."""
+        self.store.reload_manifest()
+        return self._fresh_state()
+
     def _fresh_state(self) -> EngineState:
-        """Inside the writer lock: make sure we write on top of the newest version."""
+        """The state of the store's manifest (inside the writer lock: the newest version)."""
         if self.store.version != self._state.version:
             self._state = self._load_state(self.store.load())
         return self._state
@@ -302,18 +356,17 @@ class Engine:
         snapshot = verified_snapshot(self.store, state.snapshot, operation)
         return state if snapshot is None else self._load_state(snapshot)
 
-    def _run(
+    def _prepare(
         self,
         state: EngineState,
         report: OperationReport,
-        to_add: list[Document],
-        remove_keys: np.ndarray,
+        plan: Callable[[Snapshot], tuple[list[Document], np.ndarray]],
         progress: ProgressFn | None,
-    ) -> None:
-        snapshot = state.snapshot
+    ) -> UpdateContext | None:
+        """The write's delta on ``state`` (None: nothing to change); touches no file."""
+        to_add, remove_keys = plan(state.snapshot)
         if not to_add and remove_keys.size == 0:
-            report.version = snapshot.version
-            return
+            return None
         ctx = self._context(state, report)
         removed_chunks = remove_docs(ctx, remove_keys)
         change = add_docs(ctx, to_add, self.config.chunking, removed_chunks, remove_keys, progress)
@@ -324,7 +377,16 @@ class Engine:
                 comp.update(ctx, change)
             if progress:
                 progress(comp.name, 1, 1)
-        self._commit(state, ctx, report)
+        return ctx
+
+    def _finish(
+        self, state: EngineState, ctx: UpdateContext | None, report: OperationReport
+    ) -> None:
+        """Inside the writer lock: commit a prepared write (``ctx`` None: nothing to do)."""
+        if ctx is None:
+            report.version = state.version
+        else:
+            self._commit(state, ctx, report)
 
     def _context(self, state: EngineState, report: OperationReport) -> UpdateContext:
         """A new operation on ``state``: a fresh delta and the version's shared read state."""
@@ -529,7 +591,15 @@ class Engine:
                 text, qvec, budget, k, mode_params, MeteredLLM(self.llm, qreport), info, allowed
             )
             s0 = time.perf_counter()
-            hits = view.search(mode, query)
+            n = rerank_candidates(mode_params, self.config.search)
+            if n and self.reranker is not None:
+                hits, info["rerank"] = reranked_search(view, mode, query, self.reranker, n)
+            else:
+                hits = view.search(mode, query)
+                if n:  # the server's setup, not the query, lacks it: not a QueryError
+                    info["rerank"] = {
+                        "warning": "no reranker is configured: the mode order is kept"
+                    }
             search_seconds = time.perf_counter() - s0
             report = {
                 "mode": mode,
@@ -626,41 +696,6 @@ def _check_queries(texts: Sequence[str]) -> None:
     for t in texts:
         if not isinstance(t, str) or not t.strip():
             raise QueryError("query text must be a non-empty string")
-
-
-def check_embedder(manifest: dict[str, Any], embedder: Embedder, given_by: str = "") -> None:
-    """Opening an index with another embedder than the one that built it is an error.
-
-    An embedder that computes the same function under another name says so in
-    ``compatible_names`` (the packaged all-MiniLM-L6-v2 on torch and its fp32 ONNX export
-    ``minilm-onnx`` list each other; the int8 export lists only itself, since its vectors
-    differ). ``getattr`` keeps user embedders without the attribute working.
-
-    Parameters
-    ----------
-    manifest:
-        The index manifest (its ``embedder`` entry: ``name``, ``dim``).
-    embedder:
-        The embedder offered.
-    given_by:
-        Where the embedder came from, for the message (e.g. ``"GRAPHSTRATA_EMBEDDER"``).
-
-    Raises
-    ------
-    ConfigError
-        When the embedder is neither the recorded one nor compatible with it.
-    """
-    want = manifest["embedder"]
-    compatible = getattr(embedder, "compatible_names", None) or frozenset({embedder.name})
-    same = want["name"] == embedder.name or want["name"] in compatible
-    if not same or int(want["dim"]) != int(embedder.dim):
-        allowed = ", ".join(sorted(compatible | {embedder.name}))
-        raise ConfigError(
-            f"this index was built with embedder {want['name']!r} (dim {want['dim']}), "
-            f"but {given_by or 'the caller'} gives {embedder.name!r} (dim {embedder.dim}), "
-            "which is compatible only "
-            f"with {allowed}; open it with the embedder that built it"
-        )
 
 
 def _probe_vector(before: Snapshot, add_mat: np.ndarray, dead: np.ndarray) -> np.ndarray | None:

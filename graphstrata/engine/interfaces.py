@@ -1,8 +1,8 @@
-"""The two model interfaces the engine depends on.
+"""The model interfaces the engine depends on: an embedder, an LLM, an optional reranker.
 
 The engine never imports a backend: it receives objects that satisfy these protocols.
-Concrete backends (sentence-transformers, extractive, vLLM, OpenAI-compatible HTTP) live in
-``graphstrata.bindings``.
+Concrete backends (sentence-transformers, extractive, vLLM, OpenAI-compatible HTTP, rerank
+servers) live in ``graphstrata.bindings``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ class LLMError(BackendError):
 
 class EmbedderError(BackendError):
     """An embedder failed."""
+
+
+class RerankerError(BackendError):
+    """A reranker failed (a query then keeps its mode's order, ``engine.rerank``)."""
 
 
 @dataclass(frozen=True)
@@ -104,4 +108,19 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return ``float32[len(texts), dim]``, rows L2-normalized."""
+        ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores of texts against a query (a cross-encoder behind a rerank API)."""
+
+    @property
+    def name(self) -> str:
+        """Backend and model, e.g. ``"tei:http://127.0.0.1:8080"``."""
+        ...
+
+    def score(self, query: str, texts: Sequence[str]) -> Sequence[float]:
+        """One score per text, in order; higher is more relevant. Raise
+        :class:`RerankerError` on failure."""
         ...

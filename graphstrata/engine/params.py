@@ -129,6 +129,7 @@ def params_from(
     sections:
         Dataclasses declaring fields with ``engine.fields.setting`` (config sections, or a
         mode's own query-only options); only their ``query=True`` fields become parameters.
+        A parameters class made here may be one of them (its parameters, extended).
     doc:
         The class docstring (the schema's description).
     module:
@@ -141,7 +142,8 @@ def params_from(
     """
     found: dict[str, Declared] = {}
     for section in sections:
-        for field in declared(section):
+        own = section.declared.values() if issubclass(section, ModeParams) else None
+        for field in declared(section) if own is None else own:
             if not field.spec.query:
                 continue
             if field.name in found:

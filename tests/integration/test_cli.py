@@ -81,7 +81,7 @@ def test_failures_exit_nonzero_with_one_line(tmp_path):
 def test_bad_mode_params_exit_1_with_one_line_naming_the_allowed_ones(tmp_path):
     out = tmp_path / "ix"
     run("index", str(REPO / "examples" / "sample" / "city"), "--out", str(out), "--no-heterograph")
-    for mode, allowed in (("naive", "none"), ("detailed", "bias_share")):
+    for mode, allowed in (("naive", "rerank_candidates"), ("detailed", "bias_share")):
         proc = run(
             "query", str(out), "ferry", "--mode", mode, "--params", '{"nonsense":1}', check=False
         )

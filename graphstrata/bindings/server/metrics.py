@@ -122,6 +122,19 @@ class AppMetrics:
         self.documents = Gauge(
             "graphstrata_documents", "Documents in the served version", per_index, registry=r
         )
+        self.rerank_seconds = Histogram(
+            "graphstrata_rerank_seconds",
+            "Latency of the reranker's call per reranked query (docs/guide/rerank.md)",
+            per_index,
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.rerank_failures = Counter(
+            "graphstrata_rerank_failures",
+            "Queries whose reranker failed and which kept their mode's order",
+            per_index,
+            registry=r,
+        )
 
     def totals(self) -> tuple[int, int]:
         """Requests answered so far, and how many of them were refused with 429."""
@@ -187,6 +200,8 @@ class ServiceMetrics:
         self.index_version = _Bound(self.app.index_version, index)
         self.nodes = _Bound(self.app.nodes, index)
         self.documents = _Bound(self.app.documents, index)
+        self.rerank_seconds = _Bound(self.app.rerank_seconds, index)
+        self.rerank_failures = _Bound(self.app.rerank_failures, index)
         # The series of this index exist from the start (a counter at 0 is a sample).
         for series in (
             self.embed_batch_size,
@@ -197,8 +212,17 @@ class ServiceMetrics:
             self.pending_operations,
             self.index_version,
             self.documents,
+            self.rerank_failures,
         ):
             series.labels()
+
+    def observe_rerank(self, entry: dict[str, Any] | None) -> None:
+        """Account a query report's ``rerank`` entry (none: the query was not reranked)."""
+        if entry is None or "seconds" not in entry:
+            return
+        self.rerank_seconds.observe(float(entry["seconds"]))
+        if "warning" in entry:
+            self.rerank_failures.inc()
         self._counted_version = -1
 
     def observe_index(self, index: Index) -> None:
@@ -218,6 +242,14 @@ class ServiceMetrics:
             self.nodes.labels(kind.letter).set(present.get(kind.letter, 0))
         self.documents.set(pinned.document_count)
         self._counted_version = pinned.version
+
+    def observe_rerank(self, entry: dict[str, Any] | None) -> None:
+        """Account a query report's ``rerank`` entry (none: the query was not reranked)."""
+        if entry is None or "seconds" not in entry:
+            return
+        self.rerank_seconds.observe(float(entry["seconds"]))
+        if "warning" in entry:
+            self.rerank_failures.inc()
 
     def totals(self) -> tuple[int, int]:
         """The app's requests so far, and how many were refused with 429."""

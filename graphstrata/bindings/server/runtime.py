@@ -282,6 +282,7 @@ class QueryRunner:
                 self.totals["embed_seconds"] += float(r.report.get("embed_seconds", 0.0))
                 self.totals["search_seconds"] += search
                 self.metrics.search_seconds.labels(r.report.get("mode", "")).inc(search)
+                self.metrics.observe_rerank(r.report.get("rerank"))
 
     def query_batch(
         self,

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from graphstrata.bindings.api import Document, IndexLockedError, OperationReport
+from graphstrata.bindings.api import Document, OperationReport
 from graphstrata.bindings.server.errors import ApiError, api_error
 from graphstrata.bindings.server.metrics import ServiceMetrics
 
@@ -79,7 +79,7 @@ class Writer:
     retry_after_s:
         ``Retry-After`` of a 429.
     lock_wait_s:
-        How long an operation waits for the index lock while another process holds it
+        How long an operation waits to commit while another process holds the index lock
         (``graphstrata compact`` beside the service) before it fails.
     """
 
@@ -226,24 +226,17 @@ class Writer:
             self.metrics.observe_index(self.index)
 
     def _run_waiting_for_lock(self, op: Operation) -> OperationReport:
-        """Apply ``op``; while another process holds the index lock, wait and try again.
+        """Apply ``op``; the index lock is taken only to commit.
 
-        Another writer (``graphstrata compact`` or ``insert`` run beside the service) holds
-        the lock only for its own transaction, and a transaction refused at the lock has
-        changed nothing, so the operation waits (up to ``lock_wait_s``) instead of failing.
+        The engine prepares the write (chunks, embeddings, every LLM stage) without the lock
+        and takes it to commit, so another writer (``graphstrata compact`` or ``insert`` run
+        beside the service) is not starved by a slow LLM; while that writer holds the lock
+        for its own transaction, the commit waits up to ``lock_wait_s`` instead of failing,
+        and a version it committed meanwhile is written on (decision 0032).
         """
-        deadline = time.monotonic() + self.lock_wait_s
-        pause = 0.05
-        while True:
-            try:
-                if op.kind == "insert":
-                    return self.index.insert(op.docs or [])
-                return self.index.delete(op.doc_ids, missing_ok=True)
-            except IndexLockedError:
-                if self._stopping or time.monotonic() + pause > deadline:
-                    raise
-                time.sleep(pause)
-                pause = min(pause * 2, 1.0)
+        if op.kind == "insert":
+            return self.index.insert(op.docs or [], wait=self.lock_wait_s)
+        return self.index.delete(op.doc_ids, missing_ok=True, wait=self.lock_wait_s)
 
     def _finish(
         self,

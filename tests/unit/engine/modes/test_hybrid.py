@@ -110,7 +110,9 @@ def greedy(index: Index, ids, budget: int, max_overlap: float = 0.8, n: int = 5)
 
 def test_hybrid_is_served_with_typed_params(index):
     assert "hybrid" in index.modes
-    assert index.engine.mode_params["hybrid"] is HybridParams
+    # Served with the parameter every mode takes (engine.rerank.with_rerank).
+    served = index.engine.mode_params["hybrid"]
+    assert served.field_names() == [*HybridParams.field_names(), "rerank_candidates"]
     assert HybridParams.field_names() == [
         "method",
         "rrf_k",
