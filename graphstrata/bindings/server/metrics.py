@@ -215,14 +215,6 @@ class ServiceMetrics:
             self.rerank_failures,
         ):
             series.labels()
-
-    def observe_rerank(self, entry: dict[str, Any] | None) -> None:
-        """Account a query report's ``rerank`` entry (none: the query was not reranked)."""
-        if entry is None or "seconds" not in entry:
-            return
-        self.rerank_seconds.observe(float(entry["seconds"]))
-        if "warning" in entry:
-            self.rerank_failures.inc()
         self._counted_version = -1
 
     def observe_index(self, index: Index) -> None:
