@@ -9,6 +9,7 @@
   const MEMBER_EDGES = "&kind=5&kind=6"; // EdgeKind ELEMENT_MEMBER, ELEMENT_TITLE
   let view = { x: 0, y: 0, w: W, h: H };
   let shownId = null;
+  let opening = 0; // the latest open(): an older answer that comes later is dropped
 
   function setView(v) {
     view = v;
@@ -29,6 +30,7 @@
     event.preventDefault();
     const q = $("entity-q").value.trim();
     if (!q) return;
+    $("entity-hits").replaceChildren(el("li", { class: "muted" }, "Searching…"));
     try {
       const found = (await api(base() + "/nodes?q=" + encodeURIComponent(q) + "&limit=12")).nodes;
       $("entity-hits").replaceChildren(...(found.length ? found.map((n) => el("li", {}, el("button", { type: "button", class: "chip", "data-node": n.id, onclick: () => open(n.id) }, kindChip(n.kind), " " + n.label))) : [el("li", { class: "muted" }, "Nothing named like “" + q + "”.")]));
@@ -46,8 +48,10 @@
       if (walk.budget) path += "&budget_tokens=" + walk.budget;
       if (walk.params && Object.keys(walk.params).length) path += "&params=" + encodeURIComponent(JSON.stringify(walk.params));
     }
+    const ticket = ++opening;
     try {
       const hood = await api(path);
+      if (ticket !== opening) return;
       if (shownId !== hood.node.id) setView({ x: 0, y: 0, w: W, h: H });
       shownId = hood.node.id;
       showDetail(hood, members);
