@@ -57,6 +57,7 @@ if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
     )
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed")
 
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
@@ -116,7 +117,8 @@ def network(browser: Any, seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def wait(browser: Any, seconds: float = 60) -> WebDriverWait:
-    return WebDriverWait(browser, seconds)
+    """A wait that looks again when the page re-rendered an element it was reading."""
+    return WebDriverWait(browser, seconds, ignored_exceptions=(StaleElementReferenceException,))
 
 
 def tab(browser: Any, name: str) -> None:
@@ -309,7 +311,12 @@ def test_the_neighbourhood_is_labelled_zoomable_and_walkable(page_server, browse
     labels = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#graph g.node text")]
     assert len(labels) >= 5
     assert not [t for t in labels if re.fullmatch(r"[A-Z]?\d+", t)]  # words, not ids
-    assert any("Meridian" in t for t in labels[1:])
+    assert all(re.search(r"[A-Za-z]{3}", t) for t in labels)
+    names = [
+        g.get_attribute("aria-label")
+        for g in browser.find_elements(By.CSS_SELECTOR, "#graph g.node.neighbour")
+    ]
+    assert any(n.startswith("relationship: Meridian Optics — ") for n in names)  # whole label
     assert "entity" in browser.find_element(By.ID, "legend").text
     # Zoom with the keyboard, then back.
     svg = browser.find_element(By.ID, "graph")
@@ -318,6 +325,7 @@ def test_the_neighbourhood_is_labelled_zoomable_and_walkable(page_server, browse
     assert svg.get_dom_attribute("viewBox") != before
     browser.find_element(By.ID, "zoom-reset").click()
     assert svg.get_dom_attribute("viewBox") == before
+    screenshot(browser, "explore-1400")
     # Click through to a neighbour: it becomes the centre.
     neighbour = browser.find_element(By.CSS_SELECTOR, "#graph g.node.neighbour")
     target = neighbour.get_attribute("data-node")
@@ -327,7 +335,6 @@ def test_the_neighbourhood_is_labelled_zoomable_and_walkable(page_server, browse
             d.find_element(By.CSS_SELECTOR, "#graph g.center").get_attribute("data-node") == target
         )
     )
-    screenshot(browser, "explore-1400")
 
 
 def test_a_community_and_a_chunks_hierarchy_path(page_server, browser) -> None:

@@ -109,9 +109,9 @@
     svg.replaceChildren();
     const walk = hood.walk || { entry_points: [], edges: [], nodes: [] };
     const where = new Map([[hood.node.id, { x: CX, y: CY, angle: Math.PI / 2 }]]);
-    const inner = walk.nodes.length ? 130 : 175;
+    const inner = walk.nodes.length ? 125 : 150;
     place(hood.neighbours, where, inner, -Math.PI / 2);
-    place(walk.nodes, where, 250, -Math.PI / 2 + Math.PI / Math.max(walk.nodes.length, 1));
+    place(walk.nodes, where, 235, -Math.PI / 2 + Math.PI / Math.max(walk.nodes.length, 1));
     const parent = hood.chain[0];
     if (parent && !where.has(parent.id)) where.set(parent.id, { x: CX, y: 40, angle: -Math.PI / 2 });
     const defs = svgEl("defs");
@@ -141,11 +141,19 @@
     const entries = new Map(walk.entry_points.map((e) => [e.id, e]));
     const all = [[hood.node, "center"], ...hood.neighbours.map((m) => [m, "neighbour"]), ...walk.nodes.map((m) => [m, "walked"])];
     if (parent && !hood.neighbours.some((m) => m.id === parent.id)) all.push([parent, "parent"]);
-    for (const [m, role] of all) drawNode(svg, m, role, where.get(m.id), entries.get(m.id));
+    for (const [m, role] of all) drawNode(svg, m, role, where.get(m.id), entries.get(m.id), ringLabel(m, hood.node));
     legend(hood, all, Boolean(hood.walk));
   }
 
-  function drawNode(svg, m, role, p, entry) {
+  // Around a node, a relationship's label leaves out the end that is that node.
+  function ringLabel(m, center) {
+    const end = " — " + center.label;
+    if (m.kind !== "R") return m.label;
+    if (m.label.startsWith(center.label + " — ")) return "…" + m.label.slice(center.label.length);
+    return m.label.endsWith(end) ? m.label.slice(0, -center.label.length) + "…" : m.label;
+  }
+
+  function drawNode(svg, m, role, p, entry, text) {
     const r = role === "center" ? 15 : 9;
     const g = svgEl("g", { class: "node " + role + (entry ? " entry" : ""), "data-node": String(m.id), tabindex: role === "center" ? "-1" : "0", role: "button", "aria-label": kindWord(m.kind) + ": " + m.label });
     if (entry) g.append(svgEl("circle", { class: "entry-ring", cx: p.x, cy: p.y, r: r + 4, fill: "none", stroke: ENTRY, "stroke-width": 3 }));
@@ -160,7 +168,7 @@
       const deg = (p.angle * 180) / Math.PI;
       const left = Math.cos(p.angle) < 0;
       const dx = (r + 4) * Math.cos(p.angle), dy = (r + 4) * Math.sin(p.angle);
-      label = svgEl("text", { x: p.x + dx, y: p.y + dy, dy: "0.35em", "text-anchor": left ? "end" : "start", transform: "rotate(" + (left ? deg + 180 : deg).toFixed(1) + " " + (p.x + dx).toFixed(1) + " " + (p.y + dy).toFixed(1) + ")", class: "label" }, short(m.label, 26));
+      label = svgEl("text", { x: p.x + dx, y: p.y + dy, dy: "0.35em", "text-anchor": left ? "end" : "start", transform: "rotate(" + (left ? deg + 180 : deg).toFixed(1) + " " + (p.x + dx).toFixed(1) + " " + (p.y + dy).toFixed(1) + ")", class: "label" }, short(text, role === "walked" ? 14 : 24));
     }
     g.append(label);
     if (role !== "center") {
