@@ -33,6 +33,10 @@ RELATION_WORDS = 3
 #: What ``GET /v1/nodes?q=`` searches: entity names and element titles (a title stands for
 #: its element, the community it names).
 LOOKUP_KINDS = (int(NodeKind.N), int(NodeKind.O))
+#: Longest name ``GET /v1/nodes?q=`` looks for: a name, not a question; short enough that the
+#: encoded URL of any such string (12 bytes per character at worst) stays under the server's
+#: header limit, so a long one is a 422, never a 431.
+LOOKUP_CHARS = 200
 _TITLE_EDGE = (int(EdgeKind.ELEMENT_TITLE),)
 _EDGE_KINDS = frozenset(int(k) for k in EdgeKind)
 
@@ -213,7 +217,10 @@ def router(
     # whose walk around the node is added as ``walk`` (``query``, ``budget_tokens``,
     # ``params``: a JSON object of graph parameters; the query runs again, traced, with the
     # retrieve route's checks, slots and limits); ``kind`` (repeated: only edges of these
-    # ``EdgeKind`` values, e.g. 5 and 6 for a community's members and title).
+    # ``EdgeKind`` values, e.g. 5 and 6 for a community's members and title). Likewise ``q``
+    # (1..200 characters) and ``limit`` (1..100, default 20) of the name lookup: a query
+    # parameter listed as a string would be fuzzed with repeated values, which FastAPI reads
+    # as the last one; the lookup route itself is left out, its one parameter being required.
     hidden = {"include_in_schema": False}
 
     @api.get(
@@ -260,9 +267,10 @@ def router(
         f"{base}/nodes",
         summary="Entities and communities found by name (the web page's search box)",
         responses=errors,
+        include_in_schema=False,
     )
     async def find_nodes(
-        q: Annotated[str, Query(min_length=1, max_length=max_chars)],
+        q: Annotated[str, Query(min_length=1, max_length=LOOKUP_CHARS)],
         limit: Annotated[int, Query(ge=1, le=100)] = 20,
     ) -> Response:
         loop = asyncio.get_running_loop()

@@ -27,8 +27,7 @@
     try {
       for (const file of lines) {
         const op = await api(base() + "/documents", { method: "POST", body: file, headers: { "Content-Type": "application/x-ndjson" } });
-        op.files = op.files || [{ name: file.name, status: "queued" }];
-        track(op);
+        track(op, file.name);
       }
       if (others.length) {
         const form = new FormData();
@@ -46,7 +45,22 @@
   }
 
   // ---------------------------------------------------------------- jobs
-  function track(op) { own.set(op.id, op); showJobs(); poll(); }
+  // A job this page started; ``name`` stands for its file when the server lists none (a
+  // JSONL file or a deletion), its outcome following the operation's.
+  function track(op, name) {
+    own.set(op.id, Object.assign(op, { name }));
+    merge(op);
+    showJobs();
+    poll();
+  }
+
+  function merge(op) {
+    const mine = own.get(op.id);
+    if (!mine) return op;
+    const merged = Object.assign(mine, op);
+    if (mine.name && !(op.files && op.files.length)) merged.files = [{ name: mine.name, status: statusOf(op) }];
+    return merged;
+  }
 
   function progress(op) {
     const docs = op.documents;
@@ -82,20 +96,22 @@
   async function refreshJobs() {
     let ops;
     try {
-      ops = (await api(base() + "/operations?limit=10")).operations;
-      for (const op of ops) if (own.has(op.id)) own.set(op.id, Object.assign(own.get(op.id), op));
+      ops = (await api(base() + "/operations?limit=10")).operations.map(merge);
     } catch (err) {
       // Without the list route: the jobs this page started, one by one.
       for (const id of own.keys()) {
         const op = await api(base() + "/operations/" + encodeURIComponent(id)).catch(() => null);
-        if (op) own.set(id, Object.assign(own.get(id), op, { files: op.files || own.get(id).files.map((f) => Object.assign({}, f, { status: statusOf(op) })) }));
+        if (op) merge(op);
       }
     }
     showJobs(ops);
     return (ops || [...own.values()]).some((op) => op.status === "queued" || op.status === "running");
   }
 
-  function statusOf(op) { return op.status === "succeeded" ? "indexed" : op.status === "failed" ? "failed" : op.status; }
+  function statusOf(op) {
+    if (op.status === "succeeded") return op.kind === "delete" ? "deleted" : "indexed";
+    return op.status;
+  }
 
   function poll() {
     if (polling) return;
@@ -148,9 +164,7 @@
   async function remove(docId) {
     if (!window.confirm("Delete the document " + docId + " from the index?")) return;
     try {
-      const op = await api(documentPath(docId), { method: "DELETE" });
-      op.files = [{ name: docId, status: "queued" }];
-      track(op);
+      track(await api(documentPath(docId), { method: "DELETE" }), docId);
       $("doc-view").hidden = true;
       status("Deletion of " + docId + " queued");
     } catch (err) { status(err.message, true); }
