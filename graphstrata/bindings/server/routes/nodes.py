@@ -217,10 +217,10 @@ def router(
     # whose walk around the node is added as ``walk`` (``query``, ``budget_tokens``,
     # ``params``: a JSON object of graph parameters; the query runs again, traced, with the
     # retrieve route's checks, slots and limits); ``kind`` (repeated: only edges of these
-    # ``EdgeKind`` values, e.g. 5 and 6 for a community's members and title). Likewise ``q``
-    # (1..200 characters) and ``limit`` (1..100, default 20) of the name lookup: a query
-    # parameter listed as a string would be fuzzed with repeated values, which FastAPI reads
-    # as the last one; the lookup route itself is left out, its one parameter being required.
+    # ``EdgeKind`` values, e.g. 5 and 6 for a community's members and title). The name lookup
+    # (``q``: 1..200 characters, ``limit``: 1..100, default 20) is left out whole: a listed
+    # string parameter is fuzzed with repeated values, which FastAPI reads as the last one,
+    # and a listed route whose parameters are hidden is called without its required ``q``.
     hidden = {"include_in_schema": False}
 
     @api.get(
