@@ -89,6 +89,8 @@ class QueryResult:
 #: Largest ``budget_tokens`` or ``top_k`` a query may ask for: the kernels count in 32-bit
 #: integers, and a larger Python int reached them as a typing error (issue 51, #15).
 MAX_QUERY_INT = 2**31 - 1
+#: Versions listed by :meth:`Engine.stats` (the newest kept under ``manifests/``).
+STATS_VERSIONS = 10
 
 #: Times a write is prepared outside the writer lock before it is prepared under it (another
 #: process committing meanwhile makes a prepared write stale; decision 0032).
@@ -671,6 +673,8 @@ class Engine:
             "hierarchy_layers": int(layers.max()) if layers.size else 0,
             "vectors": len(snap.vectors),
             "size_bytes": self.store.size_bytes(),
+            "committed_at": snap.manifest.get("committed_at"),
+            "versions": self.store.history(STATS_VERSIONS),
             "segments": {t: len(v) for t, v in snap.manifest["segments"].items()},
             "embedder": snap.manifest["embedder"],
             "llm": self.llm.name,

@@ -57,25 +57,59 @@ class PinnedVersion:
         nodes = self._snapshot.nodes
         return int(nodes.parent[int(nodes.rows([node_id])[0])])
 
-    def heaviest_edges(self, node_id: int, limit: int) -> list[dict[str, Any]]:
+    def heaviest_edges(
+        self, node_id: int, limit: int, kinds: Sequence[int] | None = None
+    ) -> list[dict[str, Any]]:
         """The ``limit`` heaviest edges touching ``node_id`` (``src``, ``dst``, ``kind``,
-        ``weight``), heaviest first, ties in storage order."""
+        ``weight``), heaviest first, ties in storage order; only edges of ``kinds``
+        (``EdgeKind`` values) when given."""
         edges = self._snapshot.edges
         src = edges.column("src").to_numpy()
         dst = edges.column("dst").to_numpy()
-        touching = np.flatnonzero((src == node_id) | (dst == node_id))
+        kinds_of = edges.column("kind").to_numpy()
+        mask = (src == node_id) | (dst == node_id)
+        if kinds is not None:
+            mask &= np.isin(kinds_of, np.asarray(kinds, dtype=kinds_of.dtype))
+        touching = np.flatnonzero(mask)
         weights = edges.column("weight").to_numpy()
         touching = touching[np.argsort(-weights[touching], kind="stable")][:limit]
-        kinds = edges.column("kind").to_numpy()
         return [
             {
                 "src": int(src[e]),
                 "dst": int(dst[e]),
-                "kind": int(kinds[e]),
+                "kind": int(kinds_of[e]),
                 "weight": round(float(weights[e]), 6),
             }
             for e in touching
         ]
+
+    def find_nodes(self, text: str, kinds: Sequence[int], limit: int) -> list[int]:
+        """Live nodes of ``kinds`` whose text contains ``text`` (case-insensitive): those equal
+        to it first, then those starting with it, then the others; shorter texts first
+        within each group, then by id.
+
+        Parameters
+        ----------
+        text:
+            What to look for (stripped; an empty string finds nothing).
+        kinds:
+            ``NodeKind`` values to search (entity names, element titles, ...).
+        limit:
+            The most ids returned.
+        """
+        needle = text.strip().casefold()
+        if not needle:
+            return []
+        nodes = self._snapshot.nodes
+        found: list[tuple[int, int, int]] = []
+        for kind in kinds:
+            ids = nodes.ids_of_kind(int(kind))
+            for nid, row in zip(ids.tolist(), nodes.rows(ids).tolist(), strict=True):
+                hay = nodes.texts[row].casefold()
+                if needle in hay:
+                    rank = 0 if hay == needle else 1 if hay.startswith(needle) else 2
+                    found.append((rank, len(hay), int(nid)))
+        return [nid for _, _, nid in sorted(found)[:limit]]
 
     def node_counts(self) -> dict[str, int]:
         """Live nodes per kind letter (kinds without nodes are left out)."""
@@ -111,8 +145,8 @@ class PinnedVersion:
         }
 
     def document_text(self, doc_id: str) -> dict[str, Any] | None:
-        """A document's ``title`` and its chunks' texts in order (``chunks``), or None when
-        it is not in this version."""
+        """A document's ``title``, its chunks' texts in order (``chunks``) and their node ids
+        (``chunk_ids``), or None when it is not in this version."""
         snap = self._snapshot
         docs = snap.docs
         ids = docs.column("doc_id").to_pylist()
@@ -121,8 +155,11 @@ class PinnedVersion:
         row = ids.index(doc_id)
         key = docs.column("key").to_pylist()[row]
         nodes = snap.nodes
-        chunk_rows = nodes.rows(nodes.ids_of_kind(int(NodeKind.T)))
+        chunk_ids = nodes.ids_of_kind(int(NodeKind.T))
+        chunk_rows = nodes.rows(chunk_ids)
+        mine = [i for i, r in enumerate(chunk_rows) if key in nodes.docs[r]]
         return {
             "title": docs.column("title")[row].as_py() or "",
-            "chunks": [nodes.texts[r] for r in chunk_rows if key in nodes.docs[r]],
+            "chunks": [nodes.texts[chunk_rows[i]] for i in mine],
+            "chunk_ids": [int(chunk_ids[i]) for i in mine],
         }

@@ -27,7 +27,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from graphstrata.bindings.api import Index, IndexLockedError, ModeParams, QueryResult
+from graphstrata.bindings.api import (
+    EdgeKind,
+    Index,
+    IndexLockedError,
+    ModeParams,
+    NodeKind,
+    QueryResult,
+)
 from graphstrata.bindings.embed.microbatch import MicroBatcher
 from graphstrata.bindings.server.deadline import check as check_deadline
 from graphstrata.bindings.server.deadline import in_context
@@ -41,6 +48,12 @@ from graphstrata.bindings.threads import budget, current, thread_initializer
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+#: ``GET /v1/stats``'s ``kinds``: node kind letter -> words, edge kind number -> words.
+KIND_WORDS = {
+    "nodes": {k.letter: k.words for k in NodeKind},
+    "edges": {str(int(k)): k.words for k in EdgeKind},
+}
 
 #: Queries of a batch searched between two checks of the request's deadline: small enough
 #: that a step of maximal graph queries takes well under a second (issue 51 measured 8 ms per
@@ -553,6 +566,8 @@ class Service:
                 "operations": self.writer.stats(),
                 "auth": self.token is not None,
             },
+            # The words of the kind letters and edge kind numbers the other answers use.
+            "kinds": KIND_WORDS,
         }
 
     def summary(self) -> dict[str, Any]:

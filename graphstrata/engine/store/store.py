@@ -628,6 +628,20 @@ class Store:
         self._orphans.sweep(self.version, self.manifest)
         return CommitResult(version=version, bytes_written=written + len(data), manifest=manifest)
 
+    def history(self, limit: int) -> list[dict[str, Any]]:
+        """The newest ``limit`` versions kept under ``manifests/`` (all since the last
+        ``compact``), newest first: ``{"version", "committed_at"}`` (seconds since the epoch;
+        None for a manifest that is unreadable or being swept by a compaction)."""
+        names = sorted((self.root / "manifests").glob("v*.json"), reverse=True)[:limit]
+        out: list[dict[str, Any]] = []
+        for path in names:
+            try:
+                committed = json.loads(path.read_bytes()).get("committed_at")
+            except (OSError, ValueError):
+                committed = None
+            out.append({"version": int(path.stem[1:]), "committed_at": committed})
+        return out
+
     def size_bytes(self) -> int:
         """Bytes of the files the current version refers to."""
         total = 0

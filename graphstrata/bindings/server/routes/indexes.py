@@ -1,4 +1,5 @@
-"""``GET /v1/indexes``: the served indexes (those the caller may read), with their stats."""
+"""``GET /v1/indexes``: the served indexes (those the caller may read), with their stats and
+the caller's ``rights`` on each (the web page hides write controls from a read-only token)."""
 
 import asyncio
 from typing import Any
@@ -6,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from graphstrata.bindings.server.auth import Guard, TokenTable
+from graphstrata.bindings.server.auth import RIGHTS, Guard, TokenTable
 from graphstrata.bindings.server.errors import error_responses
 from graphstrata.bindings.server.jsonbody import JSONRoute
 from graphstrata.bindings.server.models import Models
@@ -39,6 +40,9 @@ def router(
                         "default": i == 0,
                         "base": f"/v1/indexes/{name}",
                         "modes": sorted(service.index.modes),
+                        "rights": sorted(
+                            r for r in RIGHTS if not tokens or (scope and scope.allows(name, r))
+                        ),
                         **stats,
                     }
                 )

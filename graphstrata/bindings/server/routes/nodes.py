@@ -1,7 +1,8 @@
-"""``GET /v1/nodes/{id}/neighbourhood`` and ``GET /v1/texts/{doc_id}``: read routes of the
-web page (a node's edges in the heterograph and its chain up the hierarchy, and with a
-``query`` the walk of that ``graph`` query around the node; a document's text, reassembled
-from its chunks).
+"""``GET /v1/nodes/{id}/neighbourhood``, ``GET /v1/nodes?q=`` and ``GET /v1/texts/{doc_id}``:
+read routes of the web page (a node's edges in the heterograph and its chain up the hierarchy,
+and with a ``query`` the walk of that ``graph`` query around the node; entities and
+communities found by name; a document's text, reassembled from its chunks). Every node carries
+a ``label``: the words a drawing shows for it (:func:`node_label`).
 
 No ``from __future__ import annotations`` (see :mod:`graphstrata.bindings.server.routes.retrieve`).
 """
@@ -14,7 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
-from graphstrata.bindings.api import PinnedVersion
+from graphstrata.bindings.api import EdgeKind, NodeKind, PinnedVersion
 from graphstrata.bindings.server.auth import Guard
 from graphstrata.bindings.server.errors import ApiError, error_responses
 from graphstrata.bindings.server.jsonbody import JSONRoute, parse_json
@@ -25,10 +26,60 @@ from graphstrata.bindings.server.runtime import Service
 PREVIEW_CHARS = 300
 #: A node id in a path (any other string names no node: 404).
 NODE_ID = re.compile(r"^[0-9]{1,18}$")
+#: Longest label of a node (cut at a word, with an ellipsis).
+LABEL_CHARS = 48
+#: Words of a relationship's phrase kept in its label (its two ends are kept whole).
+RELATION_WORDS = 3
+#: What ``GET /v1/nodes?q=`` searches: entity names and element titles (a title stands for
+#: its element, the community it names).
+LOOKUP_KINDS = (int(NodeKind.N), int(NodeKind.O))
+#: Longest name ``GET /v1/nodes?q=`` looks for: a name, not a question; short enough that the
+#: encoded URL of any such string (12 bytes per character at worst) stays under the server's
+#: header limit, so a long one is a 422, never a 431.
+LOOKUP_CHARS = 200
+_TITLE_EDGE = (int(EdgeKind.ELEMENT_TITLE),)
+_EDGE_KINDS = frozenset(int(k) for k in EdgeKind)
 
 
-def neighbourhood(pinned: PinnedVersion, node_id: int, limit: int) -> dict[str, Any] | None:
-    """The node, its heaviest ``limit`` edges with their other ends, and its hierarchy chain.
+def title_of(pinned: PinnedVersion, node_id: int) -> int | None:
+    """The other end of the node's element-title edge (an element's title, a title's
+    element), or None."""
+    for edge in pinned.heaviest_edges(node_id, 1, kinds=_TITLE_EDGE):
+        other = edge["dst"] if edge["src"] == node_id else edge["src"]
+        if pinned.is_live(other):
+            return int(other)
+    return None
+
+
+def node_label(pinned: PinnedVersion, node: Mapping[str, Any]) -> str:
+    """The words that name a node in a drawing: an entity's name, an element's title, an
+    attribute's entity, else the first words of the node's first line (a chunk's heading)."""
+    text = node["text"]
+    if node["kind"] == "H":
+        title = title_of(pinned, node["id"])
+        if title is not None:
+            text = pinned.node(title)["text"]
+    elif node["kind"] == "A":  # "Entity: summary"
+        text = text.split(":", 1)[0]
+    first = " ".join(text.strip().lstrip("#").strip().split("\n", 1)[0].split())
+    if node["kind"] == "R":  # "Source — relation words — target": both ends, the relation cut
+        ends = first.split(" — ")
+        if len(ends) == 3:
+            words = ends[1].split()
+            relation = " ".join(words[:RELATION_WORDS]) + (
+                "…" if len(words) > RELATION_WORDS else ""
+            )
+            first = f"{ends[0]} — {relation} — {ends[2]}"
+    if len(first) <= LABEL_CHARS:
+        return first
+    return first[: LABEL_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+def neighbourhood(
+    pinned: PinnedVersion, node_id: int, limit: int, kinds: list[int] | None = None
+) -> dict[str, Any] | None:
+    """The node, its heaviest ``limit`` edges (of ``kinds`` when given) with their other ends,
+    and its hierarchy chain.
 
     Returns
     -------
@@ -37,7 +88,7 @@ def neighbourhood(pinned: PinnedVersion, node_id: int, limit: int) -> dict[str, 
     """
     if not pinned.is_live(node_id):
         return None
-    out_edges = pinned.heaviest_edges(node_id, limit)
+    out_edges = pinned.heaviest_edges(node_id, limit, kinds)
     others: list[int] = []
     for edge in out_edges:
         a, b = edge["src"], edge["dst"]
@@ -93,11 +144,38 @@ def walk_around(
 
 
 def describe_node(pinned: PinnedVersion, nid: int, full: bool = False) -> dict[str, Any]:
-    """A live node's id, kind letter, layer, text (a preview unless ``full``) and docs."""
+    """A live node's id, kind letter, layer, label, text (a preview unless ``full``) and
+    docs."""
     node = pinned.node(nid)
+    node["label"] = node_label(pinned, node)
     if not full:
         node["text"] = node["text"][:PREVIEW_CHARS]
     return node
+
+
+def lookup(pinned: PinnedVersion, text: str, limit: int) -> list[dict[str, Any]]:
+    """Entities whose name and elements whose title contain ``text`` (best matches first,
+    see ``PinnedVersion.find_nodes``), described as in a neighbourhood."""
+    out: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for nid in pinned.find_nodes(text, LOOKUP_KINDS, limit):
+        found: int | None = nid
+        if pinned.node(nid)["kind"] == "O":
+            found = title_of(pinned, nid)
+        if found is not None and found not in seen:
+            seen.add(found)
+            out.append(describe_node(pinned, found))
+    return out
+
+
+def edge_kinds(raw: list[int] | None) -> list[int] | None:
+    """The ``kind`` filter of a neighbourhood: known ``EdgeKind`` values (422 otherwise)."""
+    if raw is None:
+        return None
+    unknown = sorted(set(raw) - _EDGE_KINDS)
+    if unknown:
+        raise ApiError(422, "bad_request", f"unknown edge kind(s) {unknown[:10]}")
+    return raw
 
 
 def graph_params(service: Service, raw: str | None) -> dict[str, Any]:
@@ -118,6 +196,7 @@ def document_text(pinned: PinnedVersion, doc_id: str) -> dict[str, Any] | None:
         "doc_id": doc_id,
         "title": found["title"],
         "chunks": len(found["chunks"]),
+        "chunk_ids": found["chunk_ids"],
         "text": "\n\n".join(found["chunks"]),
     }
 
@@ -137,7 +216,11 @@ def router(
     # ``limit`` (1..500, default 50: the heaviest edges kept), and the ``graph`` query
     # whose walk around the node is added as ``walk`` (``query``, ``budget_tokens``,
     # ``params``: a JSON object of graph parameters; the query runs again, traced, with the
-    # retrieve route's checks, slots and limits).
+    # retrieve route's checks, slots and limits); ``kind`` (repeated: only edges of these
+    # ``EdgeKind`` values, e.g. 5 and 6 for a community's members and title). The name lookup
+    # (``q``: 1..200 characters, ``limit``: 1..100, default 20) is left out whole: a listed
+    # string parameter is fuzzed with repeated values, which FastAPI reads as the last one,
+    # and a listed route whose parameters are hidden is called without its required ``q``.
     hidden = {"include_in_schema": False}
 
     @api.get(
@@ -151,16 +234,18 @@ def router(
         query: Annotated[str | None, Query(max_length=max_chars, **hidden)] = None,
         budget_tokens: Annotated[int | None, Query(ge=0, le=max_budget, **hidden)] = None,
         params: Annotated[str | None, Query(max_length=max_chars, **hidden)] = None,
+        kind: Annotated[list[int] | None, Query(max_length=16, **hidden)] = None,
     ) -> Response:
         if not NODE_ID.match(node_id):
             raise ApiError(404, "not_found", f"no node {node_id!r} in this version")
+        kinds = edge_kinds(kind)
         if query is not None:  # bad input fails before any work
             service.check_mode("graph")
             service.check_query(query)
             checked = graph_params(service, params)
         loop = asyncio.get_running_loop()
         pinned = service.index.pinned()
-        data = await loop.run_in_executor(None, neighbourhood, pinned, int(node_id), limit)
+        data = await loop.run_in_executor(None, neighbourhood, pinned, int(node_id), limit, kinds)
         if data is None:
             raise ApiError(404, "not_found", f"no node {node_id} in this version")
         if query is not None:
@@ -177,6 +262,20 @@ def router(
             )
             data["walk"] = walk
         return JSONResponse(data)
+
+    @api.get(
+        f"{base}/nodes",
+        summary="Entities and communities found by name (the web page's search box)",
+        responses=errors,
+        include_in_schema=False,
+    )
+    async def find_nodes(
+        q: Annotated[str, Query(min_length=1, max_length=LOOKUP_CHARS)],
+        limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    ) -> Response:
+        loop = asyncio.get_running_loop()
+        found = await loop.run_in_executor(None, lookup, service.index.pinned(), q, limit)
+        return JSONResponse({"nodes": found})
 
     @api.get(
         f"{base}/texts/{{doc_id:path}}",

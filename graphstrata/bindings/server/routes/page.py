@@ -1,5 +1,7 @@
-"""``GET /``: the web page (static files of the package, no build step), open without a token
-(the page asks for the token and keeps it in ``sessionStorage``; its API calls carry it)."""
+"""``GET /``: the web page (static files of the package, no build step, decision 0028), open
+without a token (the page asks for the token once, in a dialog, and keeps it in
+``sessionStorage``; its API calls carry it), and ``/favicon.ico`` (the page's icon, open too, so
+a browser's automatic request never answers 401)."""
 
 from collections.abc import Callable
 from importlib import resources
@@ -24,8 +26,13 @@ SECURITY_HEADERS = {
 #: The page's files: URL path -> (package file, media type). Nothing else is served.
 FILES = {
     "/": ("index.html", "text/html; charset=utf-8"),
-    "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/favicon.ico": ("icon.svg", "image/svg+xml"),
     "/static/style.css": ("style.css", "text/css; charset=utf-8"),
+    "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/static/ask.js": ("ask.js", "text/javascript; charset=utf-8"),
+    "/static/documents.js": ("documents.js", "text/javascript; charset=utf-8"),
+    "/static/explore.js": ("explore.js", "text/javascript; charset=utf-8"),
+    "/static/overview.js": ("overview.js", "text/javascript; charset=utf-8"),
 }
 
 
