@@ -463,6 +463,9 @@ class Hit:
     score: float
     tokens: int
     docs: list[str]
+    #: Where the node's text lies in its documents (``engine/ingest/spans.py``): a chunk's
+    #: ``{"doc_id", "page", "section", "start", "end"}`` per page and section it covers.
+    spans: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (score rounded to 6 decimals)."""
@@ -474,6 +477,7 @@ class Hit:
             "score": round(float(self.score), 6),
             "tokens": self.tokens,
             "docs": self.docs,
+            "spans": self.spans,
         }
 
 
