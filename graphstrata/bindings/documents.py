@@ -56,9 +56,8 @@ class DocumentsAPI:
         Raises
         ------
         FileNotFoundError
-            For a path that does not exist (nothing is read).
-        MissingExtraError
-            When a PDF or Word file needs the ``files`` extra.
+            For a path that does not exist (nothing is read). A PDF or Word file without
+            the ``files`` extra installed fails alone, its error naming the extra.
         """
         return self.insert_parsed(
             read_files(path_items(paths), self._engine.config.ingest, metadata), progress, wait
@@ -72,15 +71,19 @@ class DocumentsAPI:
     ) -> OperationReport:
         """Write the documents of parsed files (``graphstrata.bindings.files.read_files``);
         the report's ``files`` gives each file's outcome (:meth:`insert_files`)."""
+        before = self._engine.version
         if batch.docs:
             report = self._engine.insert(batch.docs, progress=progress, wait=wait)
         else:
-            report = OperationReport(operation="insert", version=self._engine.version)
+            report = OperationReport(operation="insert", version=before)
         pinned = self._engine.pinned()
         written = {}
         for doc in batch.docs:
+            # An unchanged document keeps the version of its last write.
             found = pinned.document(doc.doc_id)
-            written[doc.doc_id] = found is not None and found["version"] == report.version
+            written[doc.doc_id] = (
+                found is not None and report.version > before and found["version"] == report.version
+            )
         report.files = batch.finished(written)
         return report
 

@@ -1,5 +1,5 @@
 """Files in: PDF, Word, HTML, Markdown and text parsed into documents with their pages and
-headings (docs/architecture.md, "What lives where"; ``docs/guide/files.md``).
+headings (docs/architecture.md, "Layers"; ``docs/guide/files.md``).
 
 One module per format (``pdf``, ``word``, ``html_page``, ``markdown``, ``text``), each a
 ``parse(data, name) -> Parsed`` (``base``); ``batch`` turns files into documents with one

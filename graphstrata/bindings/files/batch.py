@@ -150,9 +150,8 @@ def read_files(
     Raises
     ------
     DocumentError
-        When ``metadata`` itself is invalid (nothing is read).
-    MissingExtraError
-        When a format's parser is not installed (the line names the extra).
+        When ``metadata`` itself is invalid (nothing is read). A file whose format's
+        parser is not installed fails alone, its error naming the extra to install.
     """
     if metadata is not None:
         if not isinstance(metadata, Mapping):
@@ -173,9 +172,7 @@ def read_files(
             validate_batch([doc], ingest)
             if doc.doc_id in seen:
                 raise FileError(f"duplicate doc_id {doc.doc_id!r} in one batch")
-        except MissingExtraError:
-            raise
-        except (FileError, DocumentError, OSError) as exc:
+        except (FileError, DocumentError, OSError, MissingExtraError) as exc:
             message = "; ".join(exc.problems) if isinstance(exc, DocumentError) else str(exc)
             outcome.update(status="failed", error=message)
             continue

@@ -224,8 +224,8 @@ def route_access(default: str, method: str, path: str) -> tuple[str | None, str]
     Returns
     -------
     tuple
-        ``(index name or None, "read" or "write")``: document inserts and deletes need
-        ``write``, everything else ``read``; the chat, model and index lists name no index
+        ``(index name or None, "read" or "write")``: document inserts, uploads and
+        deletes and cancelling an operation need ``write``, everything else ``read``; the chat, model and index lists name no index
         here (the chat route checks the model's index itself).
     """
     match = _INDEX_PATH.match(path)
@@ -236,7 +236,9 @@ def route_access(default: str, method: str, path: str) -> tuple[str | None, str]
         return None, "read"
     else:
         index, rest = default, path.removeprefix("/v1")
-    write = method.upper() in ("POST", "DELETE", "PUT", "PATCH") and rest.startswith("/documents")
+    write = method.upper() in ("POST", "DELETE", "PUT", "PATCH") and rest.startswith(
+        ("/documents", "/operations")
+    )
     return index, "write" if write else "read"
 
 

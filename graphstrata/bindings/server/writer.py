@@ -217,21 +217,23 @@ class Writer:
         with self._lock:
             return list(reversed(self._ops.values()))[:limit]
 
-    def cancel(self, op_id: str) -> Operation | None:
+    def cancel(self, op_id: str) -> tuple[Operation | None, bool]:
         """Cancel a queued operation (the writer skips it).
 
         Returns
         -------
-        Operation or None
-            The operation (cancelled, or as it was when it is already running or over:
-            the caller tells the difference by its ``status``), None for an unknown id.
+        tuple
+            ``(operation, cancelled)``: the operation (None for an unknown id), and whether
+            this call cancelled it (False once it runs or is over).
         """
         with self._lock:
             op = self._ops.get(op_id)
             if op is None or op.status != "queued":
-                return op
+                return op, False
+            # Claimed under the lock the writer claims under: it will skip the operation.
+            op.status = "cancelling"
         self._finish(op, "cancelled", error={"code": "cancelled", "message": "cancelled"})
-        return op
+        return op, True
 
     def pending_for(self, doc_id: str) -> list[Operation]:
         """The unfinished operations that touch ``doc_id``."""
