@@ -242,6 +242,8 @@ def test_upload_over_http_cites_pages_and_lists_documents(tmp_path, hashing_embe
         assert one["metadata"] == {"team": "optics"}
         ops = httpx.get(f"{url}/v1/operations", headers=reader).json()["operations"]
         assert ops[0]["id"] == op["id"]
+        cancel = httpx.delete(f"{url}/v1/operations/{op['id']}", headers=reader)
+        assert cancel.status_code == 403  # cancelling is a write
         only_scan = [("files", ("scan.pdf", files[1].read_bytes()))]
         none = httpx.post(f"{url}/v1/documents/upload", files=only_scan, headers=admin)
         assert none.status_code == 422 and "no text layer" in none.json()["error"]["message"]

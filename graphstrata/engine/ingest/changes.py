@@ -118,11 +118,11 @@ def add_docs(
                 chunk_docs.append(key)
     ids = ctx.delta.new_node_ids(len(texts))
     # A document's chunks take consecutive ids (new_node_ids is one ascending range).
-    firsts = np.cumsum([0] + [len(c) for c in per_doc[:-1]]) + (int(ids[0]) if ids.size else 0)
-    layouts = [
-        layout_json(chunks, int(first), doc.source_map)
-        for chunks, first, doc in zip(per_doc, firsts.tolist(), docs, strict=True)
-    ]
+    layouts: list[str | None] = []
+    first = int(ids[0]) if ids.size else 0
+    for chunks, doc in zip(per_doc, docs, strict=True):
+        layouts.append(layout_json(chunks, first, doc.source_map))
+        first += len(chunks)
     vectors = ctx.embed_nodes(ids, int(NodeKind.T), texts, stage="embed_chunks", progress=progress)
     ctx.delta.add_nodes(
         ids=ids,
