@@ -189,6 +189,20 @@ def document_status(service: Service, doc_id: str) -> dict[str, Any] | None:
     return out
 
 
+def only_params(request: Request, *allowed: str) -> None:
+    """Refuse a query parameter the route does not take, as unknown body members are
+    refused (422 naming the allowed ones)."""
+    unknown = sorted(set(request.query_params) - set(allowed))
+    if unknown:
+        raise ApiError(
+            422,
+            "bad_request",
+            one_line(
+                f"unknown query parameter {unknown[0][:100]!r} (allowed: {', '.join(allowed)})"
+            ),
+        )
+
+
 def upload_name(filename: str | None) -> str:
     """An uploaded file's ``doc_id``: the last component of its name (``a/../b.pdf`` and
     ``C:\\x\\b.pdf`` give ``b.pdf``), "" when it has none."""
@@ -226,8 +240,14 @@ async def parsed_upload(request: Request, ingest: IngestConfig) -> FileBatch:
         raise ApiError(422, "bad_request", "no file in the request: repeat the 'files' part")
     metadata: Any = None
     raw = form.get("metadata")
-    if raw is not None:
-        text = raw if isinstance(raw, str) else (await raw.read()).decode("utf-8", "replace")
+    text = (
+        ""
+        if raw is None
+        else raw
+        if isinstance(raw, str)
+        else (await raw.read()).decode("utf-8", "replace")
+    )
+    if text.strip():  # an empty part is no metadata
         metadata = parse_json(text, "metadata")
         if not isinstance(metadata, dict):
             raise ApiError(422, "bad_request", "metadata must be a JSON object")
@@ -312,8 +332,14 @@ def router(
     upload_schema = {
         "type": "object",
         "required": ["files"],
+        "additionalProperties": False,
         "properties": {
-            "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
+            "files": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string", "format": "binary"},
+                "description": "one part per file; its file name's ending picks the format",
+            },
             "metadata": {"type": "string", "description": "a JSON object for every document"},
         },
     }
@@ -343,12 +369,14 @@ def router(
         responses=error_responses(422, *auth, model=ErrorOut),
     )
     async def list_documents(
+        request: Request,
         offset: Annotated[int, Query(ge=0, description="documents to skip")] = 0,
         limit: Annotated[int, Query(ge=1, le=1000, description="documents in the page")] = 50,
         q: Annotated[
             str | None, Query(max_length=1024, description="substring of the doc_id or title")
         ] = None,
     ) -> Response:
+        only_params(request, "offset", "limit", "q")
         page = service.index.documents(offset, limit, q)
         for doc in page["documents"]:
             if service.writer.pending_for(doc["doc_id"]):
@@ -398,8 +426,10 @@ def router(
         responses=error_responses(422, *auth, model=ErrorOut),
     )
     async def list_operations(
+        request: Request,
         limit: Annotated[int, Query(ge=1, le=1000, description="operations listed")] = 50,
     ) -> Response:
+        only_params(request, "limit")
         return JSONResponse({"operations": [op.to_dict() for op in service.writer.recent(limit)]})
 
     @api.delete(
