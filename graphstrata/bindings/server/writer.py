@@ -260,15 +260,13 @@ class Writer:
                     self._cancel_queued()
                     return
                 continue
-            if op.finished:  # cancelled while queued
-                continue
-            if self._stopping:
+            with self._lock:  # claimed under the lock ``cancel`` checks the status under
+                if op.status != "queued":  # cancelled while queued
+                    continue
+                op.status = "cancelling" if self._stopping else "running"
+            if op.status == "cancelling":
                 self._finish(op, "cancelled", error=dict(_SHUTDOWN))
                 continue
-            with self._lock:  # claimed under the lock ``cancel`` checks the status under
-                if op.status != "queued":
-                    continue
-                op.status = "running"
             self._apply(op)
 
     def _cancel_queued(self) -> None:
@@ -277,8 +275,13 @@ class Writer:
                 op = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if op is not None and not op.finished:
-                self._finish(op, "cancelled", error=dict(_SHUTDOWN))
+            if op is None:
+                continue
+            with self._lock:
+                if op.status != "queued":
+                    continue
+                op.status = "cancelling"
+            self._finish(op, "cancelled", error=dict(_SHUTDOWN))
 
     def _apply(self, op: Operation) -> None:
         op.started_at = time.time()
