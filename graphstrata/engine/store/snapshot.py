@@ -54,8 +54,12 @@ class Snapshot:
         return self.manifest["config"]
 
     @cached_property
-    def _doc_key_order(self) -> tuple[np.ndarray, np.ndarray]:
+    def _doc_key_order(self) -> tuple[np.ndarray, np.ndarray | None]:
         keys = numpy_of(self.docs.column("key")) if self.docs.num_rows else np.zeros(0, np.int64)
+        # Keys are allocated ascending and rows are appended and filtered in order, so the
+        # column is normally sorted already: no sort, rows are positions.
+        if keys.size < 2 or bool(np.all(keys[1:] > keys[:-1])):
+            return keys, None
         order = np.argsort(keys, kind="stable")
         return keys[order], order
 
@@ -70,7 +74,8 @@ class Snapshot:
         if sorted_keys.size == 0:
             return np.full(keys.size, -1, np.int64)
         pos = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
-        return np.where(sorted_keys[pos] == keys, order[pos], -1).astype(np.int64)
+        rows = pos if order is None else order[pos]
+        return np.where(sorted_keys[pos] == keys, rows, -1).astype(np.int64)
 
     def state(self, component: str, name: str) -> np.ndarray | None:
         """A component's state array (``Delta.put_state``), or None if never stored."""
