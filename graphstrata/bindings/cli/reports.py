@@ -145,7 +145,9 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
 def file_words(outcome: dict[str, Any]) -> str:
     """One file's outcome in words: ``report.pdf: indexed (12 pages)``, ``scan.pdf: failed:
     no text layer: scanned PDF? run OCR first``."""
-    line = f"{outcome['name']}: {outcome['status']}"
+    name = str(outcome["name"])
+    # A name with a newline or other control character is shown escaped: one line per file.
+    line = f"{name if name.isprintable() else repr(name)}: {outcome['status']}"
     if outcome.get("pages"):
         line += f" ({outcome['pages']} pages)"
     if outcome.get("status") == "skipped":

@@ -8,6 +8,7 @@ cause while the other files are written (``Index.insert_files``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ from graphstrata.engine import (
     read_documents,
     validate_batch,
 )
+
+log = logging.getLogger(__name__)
 
 #: File name ending -> format.
 FORMATS: dict[str, str] = {
@@ -187,7 +190,8 @@ def read_files(
 def path_items(paths: Iterable[str | Path]) -> list[tuple[str, str, Callable[[], bytes]]]:
     """The files of ``paths`` for :func:`read_files`: a file as itself (``doc_id`` = its
     name), a folder as its supported files (``doc_id`` = the path relative to it; symbolic
-    links leading outside it are not followed, as for text folders).
+    links leading outside it are not followed and are named in one warning, as for text
+    folders).
 
     Raises
     ------
@@ -198,7 +202,15 @@ def path_items(paths: Iterable[str | Path]) -> list[tuple[str, str, Callable[[],
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            files, _ = folder_files(path, tuple(FORMATS))
+            files, skipped = folder_files(path, tuple(FORMATS))
+            if skipped:
+                more = f" (and {len(skipped) - 10} more)" if len(skipped) > 10 else ""
+                log.warning(
+                    "%s: not following %d symbolic link(s): %s",
+                    path,
+                    len(skipped),
+                    "; ".join(skipped[:10]) + more,
+                )
             for file in files:
                 rel = file.relative_to(path).as_posix()
                 items.append((rel, rel, file.read_bytes))
