@@ -16,7 +16,7 @@ $(STAMP): setup.cfg pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch==2.13.0 (the CPU build) comes through the `cpu` extra in this same command;
 	# a separate or bare torch requirement would pull a multi-GB CUDA build.
-	$(PY) -m pip install -q -e '.[cpu,torch,server,dev,ray]'
+	$(PY) -m pip install -q -e '.[cpu,torch,server,dev,ray,files]'
 	# Compile and cache every kernel now, so the first query does not (NUMBA_CACHE_DIR, if
 	# set, picks where the cache goes).
 	$(VENV)/bin/graphstrata warmup

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from graphstrata.bindings.documents import DocumentsAPI
+from graphstrata.bindings.files import FileBatch, read_source
 from graphstrata.bindings.rebuild import RebuildError, rebuild
 from graphstrata.bindings.registry import LLM_CACHE_FILE, Backends, resolve_backends
 from graphstrata.bindings.rerank import resolve_reranker
@@ -104,6 +106,7 @@ __all__ = [
     "conversation_query",
     "load_qa",
     "read_documents",
+    "read_source",
     "resolve_backends",
     "sources_footer",
     "stream_pieces",
@@ -125,7 +128,7 @@ def _config(config: IndexConfig | dict[str, Any] | None, **overrides: Any) -> In
     return cfg
 
 
-class Index:
+class Index(DocumentsAPI):
     """An index on disk with its embedder and LLM. Thread-safe for concurrent queries."""
 
     def __init__(self, engine: Engine):
@@ -267,7 +270,8 @@ class Index:
         path:
             The index directory: absent, empty, or (with ``force``) holding an index.
         source:
-            A folder of .txt/.md files or a ``.jsonl`` file.
+            A ``.jsonl`` file, or a file or folder of files (:meth:`insert_files`; a file
+            that gives no document fails alone, in the report's ``files``).
         config:
             The new index's config.
         force:
@@ -293,6 +297,8 @@ class Index:
         RebuildError
             When ``path`` may not be (re)built, or ``source`` holds no documents.
         DocumentError
+            When no file of ``source`` gives a document (each one named with its cause).
+        DocumentError
             When a document is invalid (nothing changed).
         IndexLockedError
             While a server is registered as a live writer of ``path`` (named: pid, command),
@@ -303,14 +309,20 @@ class Index:
         backends: dict[str, Any] = {"embedder": embedder, "llm": llm, "use_cache": use_cache}
         with contextlib.ExitStack() as stack:
             if ray is None:
+                batch: list[FileBatch] = []
+
+                def read() -> list[Document]:
+                    batch.append(read_source(source, cfg.ingest))
+                    return batch[0].docs
+
                 return rebuild(
                     Path(path),
                     source,
                     cfg,
                     force=force,
-                    prepare=lambda: as_documents(read_documents(source)),
+                    prepare=read,
                     create=lambda stage: cls.create(stage, cfg, **backends),
-                    insert=lambda index, docs: index.insert(docs, progress=progress),
+                    insert=lambda index, _: index.insert_parsed(batch[0], progress=progress),
                     on_recover=on_recover,
                 )
             prepared: list[Any] = []
@@ -395,12 +407,13 @@ class Index:
     def insert_path(
         self, source: str | Path, progress: Callable[[str, int, int], None] | None = None
     ) -> OperationReport:
-        """Insert a folder of .txt/.md files (doc_id = relative path) or a JSONL file.
+        """Insert a JSONL file (every line checked: one bad line rejects the batch), or a
+        file or folder of files as :meth:`insert_files` (each file on its own).
 
         Parameters
         ----------
         source:
-            The folder or ``.jsonl`` file.
+            The ``.jsonl`` file, the file or the folder.
         progress:
             As for :meth:`insert`.
 
@@ -409,7 +422,7 @@ class Index:
         OperationReport
             As for :meth:`insert`.
         """
-        return self._engine.insert(list(read_documents(source)), progress=progress)
+        return self.insert_parsed(read_source(source, self.config.ingest), progress)
 
     def delete(
         self,

@@ -497,6 +497,9 @@ class Hit:
     docs: list[str]
     #: ``{"doc_id", "title", "metadata"}`` of each of ``docs``, in the same order.
     documents: list[dict[str, Any]] = field(default_factory=list)
+    #: Where the node's text lies in its documents (``engine/ingest/spans.py``): a chunk's
+    #: ``{"doc_id", "page", "section", "start", "end"}`` per page and section it covers.
+    spans: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (score rounded to 6 decimals)."""
@@ -509,6 +512,7 @@ class Hit:
             "tokens": self.tokens,
             "docs": self.docs,
             "documents": self.documents,
+            "spans": self.spans,
         }
 
 

@@ -64,24 +64,62 @@ class DocumentError(ValueError):
 
 
 @dataclass(frozen=True)
+class SourceMap:
+    """Where a parsed file's text came from (``graphstrata/bindings/files``): the file, its
+    pages and its headings, as character offsets into the document's text.
+
+    Attributes
+    ----------
+    filename:
+        The file's name as given (no folder).
+    format:
+        ``pdf``, ``docx``, ``html``, ``markdown`` or ``text``.
+    pages:
+        The offset where each page starts (page ``n`` starts at ``pages[n - 1]``); empty
+        for a format without pages.
+    sections:
+        ``(offset, heading path)`` where each section starts, ascending, e.g.
+        ``(120, "Intro > Methods")``.
+    """
+
+    filename: str
+    format: str
+    pages: tuple[int, ...] = ()
+    sections: tuple[tuple[int, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (stored in the document's ``layout``)."""
+        return {
+            "filename": self.filename,
+            "format": self.format,
+            "pages": list(self.pages),
+            "sections": [[int(o), p] for o, p in self.sections],
+        }
+
+
+@dataclass(frozen=True)
 class Document:
-    """A document as the user gives it."""
+    """A document as the user gives it (``source_map`` when it was parsed from a file)."""
 
     doc_id: str
     text: str
     title: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""
+    source_map: SourceMap | None = None
 
     @property
     def sha256(self) -> str:
-        """Content hash: re-inserting the same content is a no-op."""
-        payload = json.dumps(
-            {"text": self.text, "title": self.title, "metadata": dict(self.metadata)},
-            sort_keys=True,
-            ensure_ascii=False,
-            default=str,
-        )
+        """Content hash: re-inserting the same content is a no-op (the same file parsed to
+        other pages or headings is an update)."""
+        content: dict[str, Any] = {
+            "text": self.text,
+            "title": self.title,
+            "metadata": dict(self.metadata),
+        }
+        if self.source_map is not None:
+            content["source_map"] = self.source_map.to_dict()
+        payload = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -269,13 +307,17 @@ def _json_line(raw: bytes, where: str) -> Any:
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 
 
-def folder_files(path: str | Path) -> tuple[list[Path], list[str]]:
-    """The text files a folder contributes, and the symlinks that were not followed.
+def folder_files(
+    path: str | Path, suffixes: tuple[str, ...] = TEXT_SUFFIXES
+) -> tuple[list[Path], list[str]]:
+    """The files a folder contributes, and the symlinks that were not followed.
 
     Parameters
     ----------
     path:
         The folder.
+    suffixes:
+        The file name endings read (lower case; default the text files).
 
     Returns
     -------
@@ -289,7 +331,7 @@ def folder_files(path: str | Path) -> tuple[list[Path], list[str]]:
     skipped: list[str] = []
     # rglob does not descend into symlinked directories; links to files are checked here.
     for p in root.rglob("*"):
-        text_file = p.suffix.lower() in TEXT_SUFFIXES
+        text_file = p.suffix.lower() in suffixes
         if not p.is_symlink():
             if text_file and p.is_file():
                 files.append(p)

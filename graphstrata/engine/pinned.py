@@ -5,12 +5,15 @@ view was taken on, while writers commit newer ones.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphstrata.engine.ingest.spans import source_info
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
 
@@ -130,18 +133,47 @@ class PinnedVersion:
         return [(d, t or "") for d, t in zip(ids, titles, strict=True)]
 
     def document(self, doc_id: str) -> dict[str, Any] | None:
-        """A document's ``version`` (of its last write), ``chunks`` and ``title``, or None
-        when it is not in this version."""
+        """A document's description (:meth:`document_page`'s items), or None when it is not
+        in this version."""
         docs = self._snapshot.docs
         if not docs.num_rows:
             return None
         row = docs.filter(pc.equal(docs.column("doc_id"), doc_id))
         if not row.num_rows:
             return None
+        return _described(row)[0]
+
+    def document_page(self, offset: int, limit: int, query: str | None = None) -> dict[str, Any]:
+        """One page of the documents, ordered by ``doc_id``.
+
+        Parameters
+        ----------
+        offset, limit:
+            The page: documents ``offset`` to ``offset + limit - 1`` of the ordered list.
+        query:
+            Keep only documents whose ``doc_id`` or title contains it (case-insensitive).
+
+        Returns
+        -------
+        dict
+            ``{"documents", "total", "offset", "limit"}``; each document is ``{"doc_id",
+            "title", "metadata", "status": "committed", "chunks", "version", "source"}``
+            (``source``: ``{"filename", "format", "pages"}`` of a file, else None).
+        """
+        docs = self._snapshot.docs
+        if query and docs.num_rows:
+            keep = pc.or_(
+                pc.match_substring(docs.column("doc_id"), query, ignore_case=True),
+                pc.match_substring(docs.column("title"), query, ignore_case=True),
+            )
+            docs = docs.filter(keep)
+        total = int(docs.num_rows)
+        page = docs.take(pc.sort_indices(docs, [("doc_id", "ascending")])[offset : offset + limit])
         return {
-            "version": int(row.column("version")[0].as_py()),
-            "chunks": int(row.column("n_chunks")[0].as_py()),
-            "title": row.column("title")[0].as_py() or "",
+            "documents": _described(page) if page.num_rows else [],
+            "total": total,
+            "offset": offset,
+            "limit": limit,
         }
 
     def document_text(self, doc_id: str) -> dict[str, Any] | None:
@@ -163,3 +195,23 @@ class PinnedVersion:
             "chunks": [nodes.texts[chunk_rows[i]] for i in mine],
             "chunk_ids": [int(chunk_ids[i]) for i in mine],
         }
+
+
+def _described(rows: pa.Table) -> list[dict[str, Any]]:
+    """Doc rows as the documents API describes them (``PinnedVersion.document_page``)."""
+    columns = {
+        name: rows.column(name).to_pylist()
+        for name in ("doc_id", "title", "metadata", "n_chunks", "version", "layout")
+    }
+    return [
+        {
+            "doc_id": doc_id,
+            "title": title or "",
+            "metadata": json.loads(metadata) if metadata else {},
+            "status": "committed",
+            "chunks": int(chunks),
+            "version": int(version),
+            "source": source_info(layout),
+        }
+        for doc_id, title, metadata, chunks, version, layout in zip(*columns.values(), strict=True)
+    ]

@@ -37,6 +37,8 @@ class OperationReport:
     stages: dict[str, float] = field(default_factory=dict)
     llm_by_stage: dict[str, dict[str, int]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: Per file of a file insert: ``{"name", "status", "doc_id", ...}`` (``Index.insert_files``).
+    files: list[dict[str, Any]] = field(default_factory=list)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:

@@ -36,7 +36,7 @@ def test_index_query_stats_insert_delete(tmp_path):
     assert set(result) == {"nodes", "report"}
     assert result["nodes"], "expected hits"
     for node in result["nodes"]:
-        assert set(node) == {"id", "kind", "layer", "text", "score", "tokens", "docs"}
+        assert set(node) == {"id", "kind", "layer", "text", "score", "tokens", "docs", "spans"}
     assert sum(n["tokens"] for n in result["nodes"]) <= 300
 
     stats = json.loads(run("stats", str(out), "--json").stdout)

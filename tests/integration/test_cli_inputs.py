@@ -1,6 +1,6 @@
 """One-line CLI errors for hostile inputs (issue 51, #15), through the real CLI and real files:
 deeply nested JSONL metadata, a 5,000-digit number, ``--budget 99999999999999999999``, a
-folder with several bad files (each one named), ``NaN`` in JSONL metadata (refused like the
+folder with several bad files (each one named, the good ones indexed), ``NaN`` in JSONL metadata (refused like the
 server refuses it).
 """
 
@@ -71,8 +71,18 @@ def test_every_bad_line_and_every_bad_file_is_listed(tmp_path):
     for name in ("bad1.md", "bad2.txt", "sub/bad3.md"):
         (folder / name).parent.mkdir(exist_ok=True)
         (folder / name).write_bytes(b"\xff\xfe\x00binary")
+    # Files are read one by one (issue 47): the good one is indexed, each bad one is named
+    # with its cause, and the command exits 1.
     proc = run("index", str(folder), "--out", str(tmp_path / "ix2"), *FAST, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert "good.md: indexed" in proc.stdout
+    for name in ("bad1.md", "bad2.txt", "sub/bad3.md"):
+        assert f"{name}: failed: not UTF-8 text" in proc.stdout, proc.stdout
+    assert "3 of 4 files failed" in proc.stderr
+    (folder / "good.md").unlink()
+    proc = run("index", str(folder), "--out", str(tmp_path / "ix3"), *FAST, check=False)
     _one_line_error(proc, "3 invalid", "bad1.md", "bad2.txt", "sub/bad3.md")
+    assert not (tmp_path / "ix3").exists()
 
 
 def test_an_absurd_budget_is_a_one_line_error(tmp_path):

@@ -382,13 +382,24 @@ def test_control_characters_in_file_names_are_refused_with_the_files_listed(tmp_
     (corpus / "bell\x07.md").write_text("Ding.")
     (corpus / "two\nlines.txt").write_text("Split.")
     out = tmp_path / "ix"
+    # Files are read one by one (issue 47): each bad name fails alone, the good file is
+    # indexed, and the command exits 1.
     proc = run("index", str(corpus), "--out", str(out), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "graphstrata: 2 of 3 files failed (listed above)"
+    bell = next(line for line in proc.stdout.splitlines() if "bell" in line)
+    assert "'bell\\x07.md': failed" in bell and "U+0007" in bell
+    split = next(line for line in proc.stdout.splitlines() if "lines.txt" in line)
+    assert "'two\\nlines.txt': failed" in split and "U+000A" in split  # escaped, one line
+    assert "good.md: indexed" in proc.stdout
+    # When no file is good, nothing is built and the error names every file on one line.
+    (corpus / "good.md").unlink()
+    proc = run("index", str(corpus), "--out", str(tmp_path / "ix2"), check=False)
     assert proc.returncode == 1
     assert "2 invalid document(s)" in proc.stderr
     assert "U+0007" in proc.stderr and "U+000A" in proc.stderr
-    assert "'bell\\x07.md'" in proc.stderr and "'two\\nlines.txt'" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1  # the newline is escaped, not printed
-    assert not out.exists()
+    assert not (tmp_path / "ix2").exists()
 
 
 # ------------------------------------------------------------------ defect 12b: pipes

@@ -155,6 +155,7 @@ def test_retrieve_matches_the_engine_in_every_mode(server, base_index, sample_do
                     "tokens",
                     "docs",
                     "documents",
+                    "spans",
                 }
                 assert set(node["docs"]) <= known
 
@@ -432,7 +433,8 @@ def test_document_lifecycle(server):
         resp = c.post("/v1/documents", json=[doc])
         assert resp.status_code == 202, resp.text
         op = resp.json()
-        assert op["status"] in ("queued", "running", "succeeded") and op["documents"] == 1
+        assert op["status"] in ("queued", "running", "succeeded") and op["document_count"] == 1
+        assert op["documents"]["news/zeppelin.md"] in ("queued", "indexed")
         assert resp.headers["location"] == f"/v1/operations/{op['id']}"
         done = wait_operation(c, op["id"])
         assert done["status"] == "succeeded", done
@@ -440,7 +442,7 @@ def test_document_lifecycle(server):
         assert done["report"]["docs_added"] == 1
 
         status = c.get("/v1/documents/news/zeppelin.md").json()
-        assert status["status"] == "present" and status["present"]
+        assert status["status"] == "committed" and status["present"]
         assert status["version"] == version and status["chunks"] >= 1
         assert status["title"] == "The Zeppelin Harbour"
 

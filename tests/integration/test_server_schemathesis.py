@@ -61,6 +61,13 @@ DOCUMENTED: list[tuple[str, frozenset[str], re.Pattern[str], str]] = [
         "a doc_id twice in one batch is refused; JSON Schema cannot say that one member of "
         "the items is unique",
     ),
+    (
+        "RejectedPositiveData",
+        frozenset({"POST /v1/documents/upload"}),
+        re.compile(r"no file gave a document|metadata is not valid JSON|metadata must be a JSON"),
+        "an uploaded file is read by the parser of its format and the metadata part must hold "
+        "a JSON object; JSON Schema describes neither the content of a file nor of a string",
+    ),
 ]
 
 

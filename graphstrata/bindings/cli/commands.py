@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from graphstrata.bindings.cli.build import build_index
@@ -16,7 +17,7 @@ from graphstrata.bindings.cli.common import (
     skip_pyarrow_pandas_probe,
 )
 from graphstrata.bindings.cli.progress import add_quiet_arg, progress_for
-from graphstrata.bindings.cli.reports import print_report, print_stats
+from graphstrata.bindings.cli.reports import failed_files, print_report, print_stats
 from graphstrata.bindings.options import add_backend_args
 
 
@@ -35,22 +36,35 @@ def cmd_index(args: argparse.Namespace) -> int:
         "hierarchy.n_bits": args.n_bits,
     }
     cfg = load_config(args.config, overrides)
-    print_report(build_index(args, cfg), args.json)
-    return 0
+    report = build_index(args, cfg)
+    print_report(report, args.json)
+    return files_status(report)
 
 
 def cmd_insert(args: argparse.Namespace) -> int:
-    """``graphstrata insert INDEX SOURCE``: insert or update documents."""
-    from graphstrata.bindings.api import read_documents
+    """``graphstrata insert INDEX SOURCE``: insert or update documents (a JSONL file, or a
+    file or folder of PDF, Word, HTML, Markdown and text files, each file on its own)."""
+    from graphstrata.bindings.api import read_source
 
     index = open_index(args)
+    batch = read_source(args.source, index.config.ingest)
     progress = progress_for(args)
     try:
-        report = index.insert(list(read_documents(args.source)), progress=progress, wait=args.wait)
+        report = index.insert_parsed(batch, progress=progress, wait=args.wait).to_dict()
     finally:
         progress.close()
-    print_report(report.to_dict(), args.json)
-    return 0
+    print_report(report, args.json)
+    return files_status(report)
+
+
+def files_status(report: dict[str, Any]) -> int:
+    """The exit status of a write: 1 when a file failed (the others were written and the
+    report names each file's outcome), else 0."""
+    failed = failed_files(report)
+    if failed:
+        total = len(report["files"])
+        print(f"graphstrata: {failed} of {total} files failed (listed above)", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
@@ -138,7 +152,9 @@ def register(sub: Any) -> None:
         The ``add_subparsers()`` action of the main parser.
     """
     p = sub.add_parser(
-        "index", help="build a new index from a folder of .txt/.md files or a JSONL file"
+        "index",
+        help="build a new index from a JSONL file, or a file or folder of PDF, Word (.docx), "
+        "HTML, Markdown and text files",
     )
     p.add_argument("source")
     p.add_argument("--out", required=True, help="index directory to create")
@@ -159,9 +175,9 @@ def register(sub: Any) -> None:
     add_backend_args(p)
     p.set_defaults(func=cmd_index)
 
-    p = sub.add_parser("insert", help="insert or update documents")
+    p = sub.add_parser("insert", help="insert or update documents (JSONL, a file or a folder)")
     p.add_argument("index")
-    p.add_argument("source")
+    p.add_argument("source", help="a .jsonl file, or a file or folder of .pdf/.docx/.html/.md/.txt")
     p.add_argument("--json", action="store_true")
     add_quiet_arg(p)
     add_wait_arg(p)

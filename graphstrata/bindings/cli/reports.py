@@ -135,7 +135,31 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
         short = len(stages) - len(listed)
         rows.append(("stages" if not listed else "", f"{short} more under {SHORT_STAGE_S} s"))
     rows.extend(("note", str(note)) for note in report.get("notes", []))
+    rows.extend(
+        ("files" if i == 0 else "", file_words(outcome))
+        for i, outcome in enumerate(report.get("files") or [])
+    )
     print_lines(rows)
+
+
+def file_words(outcome: dict[str, Any]) -> str:
+    """One file's outcome in words: ``report.pdf: indexed (12 pages)``, ``scan.pdf: failed:
+    no text layer: scanned PDF? run OCR first``."""
+    name = str(outcome["name"])
+    # A name with a newline or other control character is shown escaped: one line per file.
+    line = f"{name if name.isprintable() else repr(name)}: {outcome['status']}"
+    if outcome.get("pages"):
+        line += f" ({outcome['pages']} pages)"
+    if outcome.get("status") == "skipped":
+        line += " (unchanged)"
+    if outcome.get("error"):
+        line += f": {outcome['error']}"
+    return line
+
+
+def failed_files(report: dict[str, Any]) -> int:
+    """How many files of a report failed (0 for a report without files)."""
+    return sum(1 for o in report.get("files") or [] if o.get("status") == "failed")
 
 
 def print_stats(stats: dict[str, Any], as_json: bool) -> None:

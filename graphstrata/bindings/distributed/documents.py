@@ -6,10 +6,13 @@ Decisions:
   ``.txt``/``.md`` file) is read by Ray Data tasks (``ray.data.read_parquet``) and each row
   goes through ``engine.documents.coerce_document`` in the task: the JSONL rules (``doc_id``
   and ``text`` required, an integer ``doc_id`` taken as text, ``metadata`` an object).
-  JSONL, folders and single text files are read by the engine's own readers
-  (``read_documents``) on the driver: their rules (line numbers in errors, which symbolic
-  links are followed) live there and are not written twice, and reading is not where a build
-  spends its time (the 609 MultiHop-RAG documents read in well under a second).
+  JSONL, folders and single files are read on the driver by the readers of a one-process
+  build (``bindings.files.read_source``: JSONL by the engine's reader, files by their
+  format's parser): their rules (line numbers in errors, which symbolic links are followed)
+  live there and are not written twice, and reading is not where a build spends its time
+  (the 609 MultiHop-RAG documents read in well under a second). A file that gives no
+  document stops the batch, naming each one (nothing is written), since a Ray build's
+  report has no per-file outcomes.
 * **Validation** is ``engine.documents.validate_batch`` over the whole batch on the driver,
   before anything on disk changes: duplicates are a property of the batch, not of a block,
   and the error is then the one a single-machine build raises, listing every problem.
@@ -39,13 +42,12 @@ from graphstrata.bindings.distributed.arrow import check_positions, split_rows, 
 from graphstrata.bindings.distributed.cluster import Cluster, require_ray
 from graphstrata.bindings.distributed.pool import Meter
 from graphstrata.bindings.distributed.workers import chunk_counts, coerce_rows
+from graphstrata.bindings.files import read_source
 from graphstrata.engine import (
     TEXT_SUFFIXES,
     Document,
     DocumentError,
     IndexConfig,
-    as_documents,
-    read_documents,
     validate_batch,
 )
 
@@ -80,6 +82,16 @@ def is_parquet(source: Path) -> bool:
         return False
     names = [p.suffix.lower() for p in source.rglob("*") if p.is_file()]
     return ".parquet" in names and not any(s in TEXT_SUFFIXES for s in names)
+
+
+def read_files_whole(source: Path, config: IndexConfig) -> list[Document]:
+    """The documents of a JSONL file, a file or a folder (``read_source``), or
+    ``DocumentError`` naming every file that gives none."""
+    batch = read_source(source, config.ingest)
+    failed = [o for o in batch.outcomes if o["status"] == "failed"]
+    if failed:
+        raise DocumentError([f"{o['name']}: {o['error']}" for o in failed])
+    return batch.docs
 
 
 def read_parquet(source: Path) -> list[Document]:
@@ -142,7 +154,7 @@ def prepare(
     ray = require_ray()
     path = Path(source)
     with meter.stage("read", 0) as advance:
-        docs = read_parquet(path) if is_parquet(path) else as_documents(read_documents(path))
+        docs = read_parquet(path) if is_parquet(path) else read_files_whole(path, config)
         advance(len(docs))
     validate_batch(docs, config.ingest)
     n_chunks = np.zeros(len(docs), dtype=np.int64)

@@ -243,10 +243,11 @@ def route_access(default: str, method: str, path: str) -> tuple[str | None, str]
     Returns
     -------
     tuple
-        ``(index name or None, "read" or "write")``: document inserts and deletes need
-        ``write``, everything else ``read``; the chat, model, index and metrics lists,
-        Ollama's routes and ``/mcp`` name no index here (the chat routes and the MCP tools
-        check the index and right themselves, the lists show the indexes the token may read).
+        ``(index name or None, "read" or "write")``: document inserts, uploads and
+        deletes and cancelling an operation need ``write``, everything else ``read``; the
+        chat, model, index and metrics lists, Ollama's routes and ``/mcp`` name no index here
+        (the chat routes and the MCP tools check the index and right themselves, the lists
+        show the indexes the token may read).
     """
     match = _INDEX_PATH.match(path) or _VECTOR_STORE_PATH.match(path)
     if match:
@@ -262,7 +263,9 @@ def route_access(default: str, method: str, path: str) -> tuple[str | None, str]
         return None, "read"
     else:
         index, rest = default, path.removeprefix("/v1")
-    write = method.upper() in ("POST", "DELETE", "PUT", "PATCH") and rest.startswith("/documents")
+    write = method.upper() in ("POST", "DELETE", "PUT", "PATCH") and rest.startswith(
+        ("/documents", "/operations")
+    )
     return index, "write" if write else "read"
 
 

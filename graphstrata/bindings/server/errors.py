@@ -17,6 +17,7 @@ missing or wrong bearer token                          401     ``unauthorized``
 a token without the right or the index of the route    403     ``forbidden``
 unknown route / id                                     404     ``not_found``
 wrong method (``Allow`` lists the path's methods)      405     ``method_not_allowed``
+cancelling an operation already running or over        409     ``conflict``
 headers or body too slow to arrive                     408     ``request_timeout``
 body over the limit                                    413     ``payload_too_large``
 request line + headers over the limit                  431     ``bad_request``
@@ -72,6 +73,7 @@ STATUS_CODES = {
     404: "not_found",
     405: "method_not_allowed",
     408: "request_timeout",
+    409: "conflict",
     413: "payload_too_large",
     415: "bad_request",
     422: "bad_request",

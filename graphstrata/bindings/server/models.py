@@ -239,6 +239,8 @@ class Models:
     BatchRetrieveResponse: type[BaseModel]
     DocumentIn: type[BaseModel]
     OperationOut: type[BaseModel]
+    OperationList: type[BaseModel]
+    DocumentPage: type[BaseModel]
     DocumentStatus: type[BaseModel]
     ErrorOut: type[BaseModel]
 
@@ -331,6 +333,11 @@ def build_models(settings: ServerSettings, mode_params: Mapping[str, type[ModePa
         tokens: int
         docs: list[str]
         documents: list[DocumentRef]
+        spans: list[dict[str, Any]] = Field(
+            default_factory=list,
+            description="Where a chunk lies in its document: doc_id, page, section, "
+            "start, end (character offsets) per page and section it covers",
+        )
 
     class RetrieveResponse(BaseModel):
         nodes: list[NodeOut]
@@ -365,22 +372,53 @@ def build_models(settings: ServerSettings, mode_params: Mapping[str, type[ModePa
         id: str
         kind: str
         status: str
-        documents: int
+        documents: dict[str, str] = Field(
+            description="Each document's state (first 100): queued, indexed, deleted, "
+            "failed or cancelled"
+        )
+        document_count: int
         doc_ids: list[str]
         submitted_at: float
         started_at: float | None
         finished_at: float | None
         report: dict[str, Any] | None
         error: dict[str, str] | None
+        files: list[dict[str, Any]] = Field(
+            default_factory=list,
+            description="An upload's files: name, status (indexed, failed, skipped), "
+            "doc_id, format, pages, error",
+        )
+
+    class OperationList(BaseModel):
+        operations: list[OperationOut]
+
+    class DocumentInfo(BaseModel):
+        doc_id: str
+        title: str
+        metadata: dict[str, Any]
+        status: str = Field(description="committed, or pending while an operation touches it")
+        chunks: int
+        version: int
+        source: dict[str, Any] | None = Field(
+            description="A parsed file's filename, format and pages; null for text"
+        )
+
+    class DocumentPage(BaseModel):
+        documents: list[DocumentInfo]
+        total: int
+        offset: int
+        limit: int
 
     class DocumentStatus(BaseModel):
         doc_id: str
-        status: str
+        status: str = Field(description="committed, pending (an operation touches it)")
         present: bool
         index_version: int
         version: int | None = None
         chunks: int | None = None
         title: str | None = None
+        metadata: dict[str, Any] | None = None
+        source: dict[str, Any] | None = None
         pending_operations: list[str] = Field(default_factory=list)
 
     class ErrorDetail(BaseModel):
@@ -399,6 +437,8 @@ def build_models(settings: ServerSettings, mode_params: Mapping[str, type[ModePa
         BatchRetrieveResponse=BatchRetrieveResponse,
         DocumentIn=DocumentIn,
         OperationOut=OperationOut,
+        OperationList=OperationList,
+        DocumentPage=DocumentPage,
         DocumentStatus=DocumentStatus,
         ErrorOut=ErrorOut,
     )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from graphstrata.bindings.api import Document, OperationReport
+from graphstrata.bindings.files import FileBatch
 from graphstrata.bindings.server.errors import ApiError, api_error
 from graphstrata.bindings.server.metrics import ServiceMetrics
 
@@ -39,26 +40,55 @@ class Operation:
     finished_at: float | None = None
     report: dict[str, Any] | None = None
     error: dict[str, str] | None = None
+    #: An upload's parsed files (``bindings/files``); their outcomes once it is over.
+    batch: FileBatch | None = None
+    files: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
         """Whether the operation is over (succeeded, failed or cancelled)."""
         return self.status in ("succeeded", "failed", "cancelled")
 
+    def document_states(self) -> dict[str, str]:
+        """Each document's state: ``queued`` until the operation is over, then ``indexed``
+        (``deleted`` for a delete), ``failed`` or ``cancelled``; a file that gave no
+        document is ``failed`` from the start."""
+        done = {"succeeded": "deleted" if self.kind == "delete" else "indexed"}
+        state = done.get(self.status, self.status if self.finished else "queued")
+        states = dict.fromkeys(self.doc_ids, state)
+        for outcome in self.files:
+            if outcome.get("status") == "failed" and outcome.get("doc_id"):
+                states[outcome["doc_id"]] = "failed"
+        return states
+
     def to_dict(self) -> dict[str, Any]:
-        """The operation as ``GET /v1/operations/{id}`` shows it (at most 100 doc ids)."""
+        """The operation as ``GET /v1/operations/{id}`` shows it (at most 100 doc ids and
+        document states; ``document_count`` has them all)."""
+        states = self.document_states()
         return {
             "id": self.id,
             "kind": self.kind,
             "status": self.status,
-            "documents": len(self.doc_ids),
+            "documents": dict(list(states.items())[:100]),
+            "document_count": len(states),
             "doc_ids": self.doc_ids[:100],
             "submitted_at": self.submitted_at,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "report": self.report,
             "error": self.error,
+            "files": self.files,
         }
+
+
+def _unwritten(batch: FileBatch, error: dict[str, str] | None) -> list[dict[str, Any]]:
+    """The outcomes of an upload that was not written: each parsed file failed with the
+    operation's error."""
+    cause = (error or {}).get("message", "not written")
+    for outcome in batch.outcomes:
+        if outcome["status"] == "parsed":
+            outcome.update(status="failed", error=cause)
+    return batch.outcomes
 
 
 class Writer:
@@ -124,7 +154,13 @@ class Writer:
         with self._lock:
             return sum(1 for op in self._ops.values() if not op.finished)
 
-    def submit(self, kind: str, doc_ids: list[str], docs: list[Document] | None) -> Operation:
+    def submit(
+        self,
+        kind: str,
+        doc_ids: list[str],
+        docs: list[Document] | None,
+        batch: FileBatch | None = None,
+    ) -> Operation:
         """Queue an operation.
 
         Parameters
@@ -135,6 +171,9 @@ class Writer:
             The documents it touches.
         docs:
             The validated documents of an insert.
+        batch:
+            An upload's parsed files (its documents are ``docs``): the operation's ``files``
+            gives each file's outcome.
 
         Returns
         -------
@@ -146,7 +185,9 @@ class Writer:
         ApiError
             429 when ``max_pending`` operations are pending, 503 while shutting down.
         """
-        op = Operation(id=uuid.uuid4().hex, kind=kind, doc_ids=doc_ids, docs=docs)
+        op = Operation(id=uuid.uuid4().hex, kind=kind, doc_ids=doc_ids, docs=docs, batch=batch)
+        if batch is not None:
+            op.files = batch.outcomes
         with self._lock:
             if self._stopping:
                 raise ApiError(503, "overloaded", "the service is shutting down")
@@ -170,6 +211,29 @@ class Writer:
         """The operation with this id, if it is remembered."""
         with self._lock:
             return self._ops.get(op_id)
+
+    def recent(self, limit: int) -> list[Operation]:
+        """The ``limit`` newest operations remembered, newest first."""
+        with self._lock:
+            return list(reversed(self._ops.values()))[:limit]
+
+    def cancel(self, op_id: str) -> tuple[Operation | None, bool]:
+        """Cancel a queued operation (the writer skips it).
+
+        Returns
+        -------
+        tuple
+            ``(operation, cancelled)``: the operation (None for an unknown id), and whether
+            this call cancelled it (False once it runs or is over).
+        """
+        with self._lock:
+            op = self._ops.get(op_id)
+            if op is None or op.status != "queued":
+                return op, False
+            # Claimed under the lock the writer claims under: it will skip the operation.
+            op.status = "cancelling"
+        self._finish(op, "cancelled", error={"code": "cancelled", "message": "cancelled"})
+        return op, True
 
     def pending_for(self, doc_id: str) -> list[Operation]:
         """The unfinished operations that touch ``doc_id``."""
@@ -196,7 +260,11 @@ class Writer:
                     self._cancel_queued()
                     return
                 continue
-            if self._stopping:
+            with self._lock:  # claimed under the lock ``cancel`` checks the status under
+                if op.status != "queued":  # cancelled while queued
+                    continue
+                op.status = "cancelling" if self._stopping else "running"
+            if op.status == "cancelling":
                 self._finish(op, "cancelled", error=dict(_SHUTDOWN))
                 continue
             self._apply(op)
@@ -207,11 +275,15 @@ class Writer:
                 op = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if op is not None:
-                self._finish(op, "cancelled", error=dict(_SHUTDOWN))
+            if op is None:
+                continue
+            with self._lock:
+                if op.status != "queued":
+                    continue
+                op.status = "cancelling"
+            self._finish(op, "cancelled", error=dict(_SHUTDOWN))
 
     def _apply(self, op: Operation) -> None:
-        op.status = "running"
         op.started_at = time.time()
         try:
             report = self._run_waiting_for_lock(op)
@@ -234,6 +306,8 @@ class Writer:
         for its own transaction, the commit waits up to ``lock_wait_s`` instead of failing,
         and a version it committed meanwhile is written on (decision 0032).
         """
+        if op.batch is not None:
+            return self.index.insert_parsed(op.batch, wait=self.lock_wait_s)
         if op.kind == "insert":
             return self.index.insert(op.docs or [], wait=self.lock_wait_s)
         return self.index.delete(op.doc_ids, missing_ok=True, wait=self.lock_wait_s)
@@ -249,6 +323,9 @@ class Writer:
             op.report = report
             op.error = error
             op.docs = None  # release the texts
+            if op.batch is not None:
+                op.files = report["files"] if report else _unwritten(op.batch, error)
+                op.batch = None
             op.finished_at = time.time()
             op.status = status
             self.done[status] += 1

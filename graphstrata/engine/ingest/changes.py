@@ -20,7 +20,8 @@ from graphstrata.core import sets
 from graphstrata.engine.component import ChangeSet, ProgressFn, UpdateContext
 from graphstrata.engine.config import ChunkingConfig
 from graphstrata.engine.documents import Document
-from graphstrata.engine.ingest.chunking import chunk_text
+from graphstrata.engine.ingest.chunking import Chunk, chunk_text
+from graphstrata.engine.ingest.spans import layout_json
 from graphstrata.engine.store import DOC_SCHEMA, Snapshot
 from graphstrata.engine.types import NodeKind
 
@@ -106,16 +107,22 @@ def add_docs(
     texts: list[str] = []
     tokens: list[int] = []
     chunk_docs: list[int] = []
-    n_chunks: list[int] = []
+    per_doc: list[list[Chunk]] = []
     with ctx.report.stage("chunk"):
         for key, doc in zip(keys.tolist(), docs, strict=True):
             chunks = chunk_text(doc.text, chunking)
-            n_chunks.append(len(chunks))
+            per_doc.append(chunks)
             for c in chunks:
                 texts.append(c.text)
                 tokens.append(c.tokens)
                 chunk_docs.append(key)
     ids = ctx.delta.new_node_ids(len(texts))
+    # A document's chunks take consecutive ids (new_node_ids is one ascending range).
+    layouts: list[str | None] = []
+    first = int(ids[0]) if ids.size else 0
+    for chunks, doc in zip(per_doc, docs, strict=True):
+        layouts.append(layout_json(chunks, first, doc.source_map))
+        first += len(chunks)
     vectors = ctx.embed_nodes(ids, int(NodeKind.T), texts, stage="embed_chunks", progress=progress)
     ctx.delta.add_nodes(
         ids=ids,
@@ -124,7 +131,8 @@ def add_docs(
         tokens=np.asarray(tokens, dtype=np.int32),
         docs=[[k] for k in chunk_docs],
     )
-    ctx.delta.add_docs(docs_table(docs, keys, n_chunks, ctx.delta.version))
+    n_chunks = [len(c) for c in per_doc]
+    ctx.delta.add_docs(docs_table(docs, keys, n_chunks, ctx.delta.version, layouts))
     ctx.report.chunks_added += len(texts)
     return ChangeSet(
         added_chunk_ids=ids,
@@ -139,7 +147,11 @@ def add_docs(
 
 
 def docs_table(
-    docs: Sequence[Document], keys: np.ndarray, n_chunks: Sequence[int], version: int
+    docs: Sequence[Document],
+    keys: np.ndarray,
+    n_chunks: Sequence[int],
+    version: int,
+    layouts: Sequence[str | None] | None = None,
 ) -> pa.Table:
     """The doc rows (``DOC_SCHEMA``) of new documents.
 
@@ -153,6 +165,8 @@ def docs_table(
         How many chunks each was cut into.
     version:
         The version that writes them.
+    layouts:
+        Their ``layout`` columns (``ingest.spans.layout_json``); None: none recorded.
     """
     return pa.table(
         {
@@ -165,6 +179,7 @@ def docs_table(
             "n_chars": np.asarray([len(d.text) for d in docs], dtype=np.int64),
             "n_chunks": np.asarray(n_chunks, dtype=np.int32),
             "version": np.full(len(docs), version, np.int64),
+            "layout": pa.array(layouts or [None] * len(docs), pa.string()),
         },
         schema=DOC_SCHEMA,
     )

@@ -19,6 +19,7 @@ import numpy as np
 from graphstrata.core.budget import pack
 from graphstrata.core.fusion import pack_distinct, shingles
 from graphstrata.engine.component import DocNames, Hit
+from graphstrata.engine.ingest.spans import hit_spans
 from graphstrata.engine.store import NodeTable, Snapshot
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
@@ -65,16 +66,20 @@ def make_hits(
     texts = nodes.texts_at(rows) if texts is None else texts
     docs = nodes.docs_at(rows)
     documents = doc_names.documents(docs)
+    letters = [NodeKind(int(nodes.kind[r])).letter for r in rows]
+    names = [doc_names(d) for d in docs]
+    spans = hit_spans(snapshot, ids, letters, docs, names, texts)
     return [
         Hit(
             id=int(ids[i]),
-            kind=NodeKind(int(nodes.kind[r])).letter,
+            kind=letters[i],
             layer=int(nodes.layer[r]),
             text=texts[i],
             score=float(scores[i]),
             tokens=int(nodes.tokens[r]),
-            docs=doc_names(docs[i]),
+            docs=names[i],
             documents=documents[i],
+            spans=spans[i],
         )
         for i, r in enumerate(rows)
     ]

@@ -40,6 +40,7 @@ from graphstrata.engine.store.schema import (
     EDGE_SCHEMA,
     NODE_SCHEMA,
     TOMBSTONE_SCHEMA,
+    conformed,
 )
 from graphstrata.engine.store.tables import member, newest_live_rows
 
@@ -96,7 +97,7 @@ class HeldSegments:
     ) -> pa.Table:
         """``entries``' rows in order: held ones from memory, the others by ``read_files``."""
         parts = [
-            self._tables[str(e["file"])].cast(schema)
+            conformed(self._tables[str(e["file"])], schema)
             if str(e["file"]) in self._tables
             else read_files([e], schema)
             for e in entries

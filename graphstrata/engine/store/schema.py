@@ -40,10 +40,32 @@ DOC_SCHEMA = pa.schema(
         pa.field("n_chars", pa.int64(), nullable=False),
         pa.field("n_chunks", pa.int32(), nullable=False),
         pa.field("version", pa.int64(), nullable=False),
+        # JSON: where each chunk lies in the text and the file's pages and headings
+        # (``engine/ingest/spans.py``); null in segments written before spans existed.
+        pa.field("layout", pa.string(), nullable=True),
     ]
 )
 
 TOMBSTONE_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+
+
+def conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` cast to ``schema``, a nullable column it lacks added as nulls: segments
+    written before a column existed (``docs.layout``) read as the current schema.
+
+    Parameters
+    ----------
+    table:
+        A segment's rows.
+    schema:
+        The table's current schema.
+    """
+    missing = [f for f in schema if f.nullable and f.name not in table.schema.names]
+    for f in missing:
+        table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+    if missing:
+        table = table.select(schema.names)
+    return table.cast(schema)
 
 
 def vector_numpy_dtype(dtype: str) -> type[np.floating]:

@@ -63,6 +63,7 @@ from graphstrata.engine.store.schema import (
     EDGE_SCHEMA,
     NODE_SCHEMA,
     TOMBSTONE_SCHEMA,
+    conformed,
     vector_numpy_dtype,
     vector_schema,
 )
@@ -219,7 +220,7 @@ class Store:
                 raise CorruptIndexError(
                     f"{self.root}: segment {entry['file']} is unreadable: {exc}; {HELP}"
                 ) from exc
-            tables.append(table.cast(schema))
+            tables.append(conformed(table, schema))
         return pa.concat_tables(tables) if tables else empty_table(schema)
 
     def _read_vectors(self, entry: dict[str, Any], verify: bool) -> VectorSegment:

@@ -41,3 +41,20 @@ def test_invalid_chunking_config_is_rejected():
         ChunkingConfig(chunk_tokens=100, overlap_tokens=100).validate()
     with pytest.raises(ConfigError):
         ChunkingConfig(chunk_tokens=4).validate()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Søren Lindqvist ærøskøbing 東京 🙂 " * 120,
+        "  leading blanks\n\n" + " ".join(f"w{i}" for i in range(700)) + "\n\n  ",
+        "plain ascii text " * 300,
+    ],
+)
+def test_chunk_offsets_point_at_the_chunk_text_in_the_document(text):
+    chunks = chunk_text(text, ChunkingConfig(chunk_tokens=17, overlap_tokens=3))
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert text[chunk.start : chunk.end] == chunk.text
+    starts = [c.start for c in chunks]
+    assert starts == sorted(starts)

@@ -1,14 +1,16 @@
-"""``/v1/documents`` (insert, delete, status) and ``/v1/operations/{id}``.
+"""``/v1/documents`` (insert, upload, list, delete, status) and ``/v1/operations``.
 
 Writes are queued to the background writer and answered ``202`` with an operation id. Nothing
-in a request names a file: documents come only from the request body, and ids in paths are
-only looked up in tables.
+in a request names a file on the server: documents come only from the request body (an
+uploaded file's name is reduced to its last component and used only as its ``doc_id``), and
+ids in paths are only looked up in tables.
 """
 
 import asyncio
-from typing import Any
+from pathlib import PurePosixPath
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ValidationError
 
@@ -19,6 +21,7 @@ from graphstrata.bindings.api import (
     as_documents,
     validate_batch,
 )
+from graphstrata.bindings.files import FORMATS, FileBatch, read_files
 from graphstrata.bindings.server.auth import Guard
 from graphstrata.bindings.server.errors import ApiError, error_responses, one_line
 from graphstrata.bindings.server.jsonbody import JSONRoute, parse_json
@@ -182,8 +185,84 @@ def document_status(service: Service, doc_id: str) -> dict[str, Any] | None:
     if not out["present"] and not pending:
         return None
     out["pending_operations"] = pending
-    out["status"] = "pending" if pending else "present"
+    out["status"] = "pending" if pending else "committed"
     return out
+
+
+def only_params(request: Request, *allowed: str) -> None:
+    """Refuse a query parameter the route does not take, as unknown body members are
+    refused (422 naming the allowed ones)."""
+    unknown = sorted(set(request.query_params) - set(allowed))
+    if unknown:
+        raise ApiError(
+            422,
+            "bad_request",
+            one_line(
+                f"unknown query parameter {unknown[0][:100]!r} (allowed: {', '.join(allowed)})"
+            ),
+        )
+
+
+def upload_name(filename: str | None) -> str:
+    """An uploaded file's ``doc_id``: the last component of its name (``a/../b.pdf`` and
+    ``C:\\x\\b.pdf`` give ``b.pdf``), "" when it has none."""
+    name = PurePosixPath((filename or "").replace("\\", "/")).name
+    return "" if name in (".", "..") else name
+
+
+async def parsed_upload(request: Request, ingest: IngestConfig) -> FileBatch:
+    """The files of a ``multipart/form-data`` upload, parsed one by one.
+
+    Parameters
+    ----------
+    request:
+        The request: repeated ``files`` parts, an optional ``metadata`` part (a JSON object
+        given to every document).
+    ingest:
+        The index's document limits.
+
+    Raises
+    ------
+    ApiError
+        415 for another content type; 422 for a body that is not valid multipart, no
+        ``files`` part, metadata that is not a JSON object, or when no file gives a
+        document (each file's cause listed).
+    """
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media != "multipart/form-data":
+        raise ApiError(415, "bad_request", "send multipart/form-data with repeated 'files' parts")
+    try:
+        form = await request.form(max_files=1000, max_fields=100)
+    except Exception as exc:  # starlette's MultiPartException and the parser's errors
+        raise ApiError(422, "bad_request", one_line(f"not a valid multipart body: {exc}")) from exc
+    parts = [p for p in form.getlist("files") if not isinstance(p, str)]
+    if not parts:
+        raise ApiError(422, "bad_request", "no file in the request: repeat the 'files' part")
+    metadata: Any = None
+    raw = form.get("metadata")
+    text = (
+        ""
+        if raw is None
+        else raw
+        if isinstance(raw, str)
+        else (await raw.read()).decode("utf-8", "replace")
+    )
+    if text.strip():  # an empty part is no metadata
+        metadata = parse_json(text, "metadata")
+        if not isinstance(metadata, dict):
+            raise ApiError(422, "bad_request", "metadata must be a JSON object")
+    items = []
+    for part in parts:
+        data = await part.read()
+        name = upload_name(part.filename)
+        items.append((name or "(no file name)", name, lambda data=data: data))
+    batch = await asyncio.get_running_loop().run_in_executor(
+        None, lambda: read_files(items, ingest, metadata)
+    )
+    if not batch.docs:
+        causes = "; ".join(f"{o['name']}: {o['error']}" for o in batch.outcomes[:10])
+        raise ApiError(422, "bad_request", one_line(f"no file gave a document: {causes}"))
+    return batch
 
 
 def router(
@@ -250,6 +329,60 @@ def router(
         docs = await asyncio.get_running_loop().run_in_executor(None, prepare)
         return accepted(service.writer.submit("insert", [d.doc_id for d in docs], docs).to_dict())
 
+    upload_schema = {
+        "type": "object",
+        "required": ["files"],
+        "additionalProperties": False,
+        "properties": {
+            "files": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string", "format": "binary"},
+                "description": "one part per file; its file name's ending picks the format",
+            },
+            "metadata": {"type": "string", "description": "a JSON object for every document"},
+        },
+    }
+
+    @api.post(
+        f"{base}/documents/upload",
+        status_code=202,
+        summary="Queue files (" + ", ".join(sorted(set(FORMATS.values()))) + ") for insertion",
+        response_model=models.OperationOut,
+        responses=error_responses(413, 415, 422, 429, *auth, model=ErrorOut),
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"multipart/form-data": {"schema": upload_schema}},
+            }
+        },
+    )
+    async def upload_documents(request: Request) -> Response:
+        batch = await parsed_upload(request, service.index.config.ingest)
+        ids = [d.doc_id for d in batch.docs]
+        return accepted(service.writer.submit("insert", ids, batch.docs, batch).to_dict())
+
+    @api.get(
+        f"{base}/documents",
+        summary="A page of the documents, ordered by doc_id",
+        response_model=models.DocumentPage,
+        responses=error_responses(422, *auth, model=ErrorOut),
+    )
+    async def list_documents(
+        request: Request,
+        offset: Annotated[int, Query(ge=0, description="documents to skip")] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000, description="documents in the page")] = 50,
+        q: Annotated[
+            str | None, Query(max_length=1024, description="substring of the doc_id or title")
+        ] = None,
+    ) -> Response:
+        only_params(request, "offset", "limit", "q")
+        page = service.index.documents(offset, limit, q)
+        for doc in page["documents"]:
+            if service.writer.pending_for(doc["doc_id"]):
+                doc["status"] = "pending"
+        return JSONResponse(page)
+
     @api.delete(
         f"{base}/documents/{{doc_id:path}}",
         status_code=202,
@@ -284,6 +417,33 @@ def router(
         op = service.writer.get(op_id)
         if op is None:
             raise ApiError(404, "not_found", f"no operation {op_id!r}")
+        return JSONResponse(op.to_dict())
+
+    @api.get(
+        f"{base}/operations",
+        summary="The operations remembered, newest first",
+        response_model=models.OperationList,
+        responses=error_responses(422, *auth, model=ErrorOut),
+    )
+    async def list_operations(
+        request: Request,
+        limit: Annotated[int, Query(ge=1, le=1000, description="operations listed")] = 50,
+    ) -> Response:
+        only_params(request, "limit")
+        return JSONResponse({"operations": [op.to_dict() for op in service.writer.recent(limit)]})
+
+    @api.delete(
+        f"{base}/operations/{{op_id}}",
+        summary="Cancel a queued operation (409 once it runs or is over)",
+        response_model=models.OperationOut,
+        responses=error_responses(404, 409, *auth, model=ErrorOut),
+    )
+    async def cancel_operation(op_id: str) -> Response:
+        op, cancelled = service.writer.cancel(op_id)
+        if op is None:
+            raise ApiError(404, "not_found", f"no operation {op_id!r}")
+        if not cancelled:
+            raise ApiError(409, "conflict", f"operation {op_id!r} is {op.status}: not cancelled")
         return JSONResponse(op.to_dict())
 
     return api

@@ -41,6 +41,7 @@ def _docs_table(keys, version):
             "n_chars": [1] * n,
             "n_chunks": [1] * n,
             "version": [version] * n,
+            "layout": [None] * n,
         },
         schema=DOC_SCHEMA,
     )
