@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphstrata.bindings.files import FileBatch, path_items, read_files
-from graphstrata.engine import OperationReport, QueryError
+from graphstrata.engine import OperationReport, QueryError, parse_filter
 
 if TYPE_CHECKING:
     from graphstrata.engine import Engine
@@ -88,7 +88,11 @@ class DocumentsAPI:
         return report
 
     def documents(
-        self, offset: int = 0, limit: int = 50, query: str | None = None
+        self,
+        offset: int = 0,
+        limit: int = 50,
+        query: str | None = None,
+        filter: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """One page of the index's documents, ordered by ``doc_id``.
 
@@ -98,6 +102,9 @@ class DocumentsAPI:
             The page (``limit`` 1 to 1,000).
         query:
             Keep documents whose ``doc_id`` or title contains it (case-insensitive).
+        filter:
+            Keep documents that pass this metadata filter (the search filters' syntax,
+            ``docs/guide/filters.md``).
 
         Returns
         -------
@@ -108,13 +115,14 @@ class DocumentsAPI:
         Raises
         ------
         QueryError
-            For a negative offset or a limit out of range.
+            For a negative offset, a limit out of range or an invalid filter.
         """
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise QueryError(f"offset must be an integer >= 0, got {offset!r}")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise QueryError(f"limit must be an integer from 1 to 1000, got {limit!r}")
-        return self._engine.pinned().document_page(offset, limit, query or None)
+        parsed = None if filter is None else parse_filter(filter)
+        return self._engine.pinned().document_page(offset, limit, query or None, parsed)
 
     def document(self, doc_id: str) -> dict[str, Any] | None:
         """A document of the version served: ``{"doc_id", "title", "metadata", "status":

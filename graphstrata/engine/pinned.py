@@ -13,6 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphstrata.engine.doc_records import DocRecords
+from graphstrata.engine.filters import Filter
 from graphstrata.engine.ingest.spans import source_info
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
@@ -143,7 +145,9 @@ class PinnedVersion:
             return None
         return _described(row)[0]
 
-    def document_page(self, offset: int, limit: int, query: str | None = None) -> dict[str, Any]:
+    def document_page(
+        self, offset: int, limit: int, query: str | None = None, flt: Filter | None = None
+    ) -> dict[str, Any]:
         """One page of the documents, ordered by ``doc_id``.
 
         Parameters
@@ -152,6 +156,9 @@ class PinnedVersion:
             The page: documents ``offset`` to ``offset + limit - 1`` of the ordered list.
         query:
             Keep only documents whose ``doc_id`` or title contains it (case-insensitive).
+        flt:
+            Keep only documents that pass this parsed metadata filter (``engine.filters``;
+            evaluated by the same ``DocRecords`` as the searches' filters).
 
         Returns
         -------
@@ -161,11 +168,16 @@ class PinnedVersion:
             (``source``: ``{"filename", "format", "pages"}`` of a file, else None).
         """
         docs = self._snapshot.docs
+        keep: Any = None
+        if flt is not None and docs.num_rows:
+            keep = pa.array(DocRecords(docs).mask(flt))
         if query and docs.num_rows:
-            keep = pc.or_(
+            found = pc.or_(
                 pc.match_substring(docs.column("doc_id"), query, ignore_case=True),
                 pc.match_substring(docs.column("title"), query, ignore_case=True),
             )
+            keep = found if keep is None else pc.and_(keep, found)
+        if keep is not None:
             docs = docs.filter(keep)
         total = int(docs.num_rows)
         page = docs.take(pc.sort_indices(docs, [("doc_id", "ascending")])[offset : offset + limit])

@@ -138,6 +138,15 @@ def test_documents_are_listed_paged_searched_and_described(indexed):
     rest = index.documents(offset=2, limit=2)
     assert [d["doc_id"] for d in rest["documents"]] == ["notes.md", "study.docx"]
     assert [d["doc_id"] for d in index.documents(query="COMPANY")["documents"]] == ["history.pdf"]
+    # The search filters' syntax filters the listing too, alone or with the substring.
+    chosen = index.documents(filter={"doc_id": {"$in": ["notes.md", "guide.html"]}})
+    assert [d["doc_id"] for d in chosen["documents"]] == ["guide.html", "notes.md"]
+    assert chosen["total"] == 2
+    both = index.documents(query="notes", filter={"team": "optics"})
+    assert [d["doc_id"] for d in both["documents"]] == ["notes.md"]
+    assert index.documents(filter={"team": {"$ne": "optics"}})["total"] == 0
+    with pytest.raises(QueryError, match="operator"):
+        index.documents(filter={"team": {"$like": "opt"}})
     info = index.document("history.pdf")
     assert info == {
         "doc_id": "history.pdf",
@@ -234,6 +243,13 @@ def test_upload_over_http_cites_pages_and_lists_documents(tmp_path, hashing_embe
         ]
         found = httpx.get(f"{url}/v1/documents", params={"q": "docx"}, headers=reader).json()
         assert [d["doc_id"] for d in found["documents"]] == ["study.docx"]
+        only = {"filter": json.dumps({"doc_id": "study.docx"})}
+        found = httpx.get(f"{url}/v1/documents", params=only, headers=reader).json()
+        assert [d["doc_id"] for d in found["documents"]] == ["study.docx"]
+        for flt in ("{not json", json.dumps({"doc_id": {"$like": "x"}})):
+            bad_filter = httpx.get(f"{url}/v1/documents", params={"filter": flt}, headers=reader)
+            assert bad_filter.status_code == 422, bad_filter.text
+            assert bad_filter.json()["error"]["code"] == "bad_request"
         bad = httpx.get(f"{url}/v1/documents", params={"limit": 0}, headers=reader)
         assert bad.status_code == 422 and bad.json()["error"]["code"] == "bad_request"
         one = httpx.get(f"{url}/v1/documents/history.pdf", headers=reader).json()

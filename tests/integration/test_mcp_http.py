@@ -157,7 +157,6 @@ def test_no_token_or_an_unknown_one_is_a_401(served) -> None:
     assert not reached
 
 
-@pytest.mark.xfail(strict=False, reason="needs the files branch")
 def test_documents_tools_over_http(served, sample_docs) -> None:
     async def body(session: ClientSession) -> None:
         page = await call(session, "list_documents", limit=3)

@@ -159,7 +159,6 @@ def test_read_only_offers_no_write_tools_and_follows_other_writers(
     with_session(index_path, body, "--read-only")
 
 
-@pytest.mark.xfail(strict=False, reason="needs the files branch")
 def test_documents_tools_over_stdio(index_path, sample_docs) -> None:
     async def body(session: ClientSession) -> None:
         page = await call(session, "list_documents", limit=3)

@@ -35,7 +35,6 @@ READ_TOKEN = "read-only-token"
 #: The narrowest window tested: WCAG 2.1's reflow width (1.4.10), narrower than any phone and
 #: than headed Chromium's smallest window (headless Chromium takes any width down to 1 px).
 NARROW = 320
-NEEDS_FILES = pytest.mark.xfail(strict=False, reason="needs the files/openai branch")
 ZEPHYR = [
     {
         "doc_id": "notes/zephyr.md",
@@ -263,7 +262,6 @@ def test_a_follow_up_question_carries_the_conversation(page_server, browser, req
     assert page_server.url + "/v1/chat/completions" in sent  # the conversation goes along
 
 
-@NEEDS_FILES
 def test_pdf_upload_listed_cited_with_its_page_and_deleted(page_server, browser, tmp_path):
     from fpdf import FPDF
 

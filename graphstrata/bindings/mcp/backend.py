@@ -255,7 +255,7 @@ class LocalBackend(Backend):
         await self._check(index)
         # Index.documents/document: the documents contract of issue 47.2 (merged separately).
         page = await self._run(
-            self.index.documents,  # type: ignore[attr-defined]
+            self.index.documents,
             offset=offset,
             limit=limit,
             query=query,
@@ -265,7 +265,7 @@ class LocalBackend(Backend):
 
     async def document(self, caller: str | None, index: str | None, doc_id: str) -> dict[str, Any]:
         await self._check(index)
-        found = await self._run(self.index.document, doc_id)  # type: ignore[attr-defined]
+        found = await self._run(self.index.document, doc_id)
         if found is None:
             raise ToolFailure("not_found", f"document {doc_id!r} is not in the index")
         return dict(found)

@@ -184,9 +184,7 @@ class ServiceBackend(Backend):
 
         def page() -> Any:
             # Index.documents: the documents contract of issue 47.2 (merged separately).
-            return service.index.documents(  # type: ignore[attr-defined]
-                offset=offset, limit=limit, query=query, filter=filter
-            )
+            return service.index.documents(offset=offset, limit=limit, query=query, filter=filter)
 
         async def work() -> dict[str, Any]:
             return dict(await asyncio.get_running_loop().run_in_executor(None, page))
@@ -197,7 +195,7 @@ class ServiceBackend(Backend):
         service = self._service(caller, index, "read")
 
         def one() -> Any:
-            return service.index.document(doc_id)  # type: ignore[attr-defined]  # issue 47.2
+            return service.index.document(doc_id)
 
         async def work() -> dict[str, Any] | None:
             return await asyncio.get_running_loop().run_in_executor(None, one)

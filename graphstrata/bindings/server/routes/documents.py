@@ -7,6 +7,7 @@ ids in paths are only looked up in tables.
 """
 
 import asyncio
+import json
 from pathlib import PurePosixPath
 from typing import Annotated, Any
 
@@ -375,9 +376,23 @@ def router(
         q: Annotated[
             str | None, Query(max_length=1024, description="substring of the doc_id or title")
         ] = None,
+        filter: Annotated[
+            str | None,
+            Query(
+                max_length=8192,
+                description="a metadata filter as JSON (the search filters' syntax, "
+                "docs/guide/filters.md)",
+            ),
+        ] = None,
     ) -> Response:
-        only_params(request, "offset", "limit", "q")
-        page = service.index.documents(offset, limit, q)
+        only_params(request, "offset", "limit", "q", "filter")
+        flt = None
+        if filter is not None:
+            try:
+                flt = json.loads(filter)
+            except ValueError as exc:
+                raise ApiError(422, "bad_request", f"filter is not JSON: {exc}") from None
+        page = service.index.documents(offset, limit, q, flt)
         for doc in page["documents"]:
             if service.writer.pending_for(doc["doc_id"]):
                 doc["status"] = "pending"
