@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     )
     from graphstrata.engine.embedder_check import check_embedder
     from graphstrata.engine.filters import matches, parse_filter
-    from graphstrata.engine.index import Engine, QueryResult
+    from graphstrata.engine.index import Engine
     from graphstrata.engine.ingest.chunking import chunk_text
     from graphstrata.engine.interfaces import (
         LLM,
@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from graphstrata.engine.params import ModeParams, QueryError
     from graphstrata.engine.pinned import PinnedVersion
     from graphstrata.engine.report import OperationReport
+    from graphstrata.engine.results import QueryResult
     from graphstrata.engine.store import IndexLockedError, StoreError, StoreWriteError
     from graphstrata.engine.tokens import count_tokens
     from graphstrata.engine.types import EdgeKind, NodeKind
@@ -127,7 +128,8 @@ _PUBLIC: dict[str, str] = {
         "documents",
     ),
     **dict.fromkeys(("matches", "parse_filter"), "filters"),
-    **dict.fromkeys(("Engine", "QueryResult"), "index"),
+    "Engine": "index",
+    "QueryResult": "results",
     "check_embedder": "embedder_check",
     "chunk_text": "ingest.chunking",
     **dict.fromkeys(

@@ -22,13 +22,14 @@ import numpy as np
 
 from graphstrata.core import sets
 from graphstrata.engine.allowed import Allowed, DocNodes
-from graphstrata.engine.config import IndexConfig, MaintenanceConfig
+from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.doc_records import ALLOWED_MEMO, DocRecords, LastFilters
 from graphstrata.engine.filters import Filter
 from graphstrata.engine.graph_bases import NeighbourLists
 from graphstrata.engine.interfaces import LLM, Embedder, LLMError, LLMRequest, LLMResponse
 from graphstrata.engine.layered import LayeredDict
 from graphstrata.engine.params import ModeParams
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.sparse.index import SparseParts
 from graphstrata.engine.store import Delta, Snapshot

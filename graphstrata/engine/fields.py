@@ -24,7 +24,9 @@ import math
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: The metadata key of a field's :class:`Spec`.
 SPEC = "graphstrata.spec"
@@ -205,3 +207,27 @@ def _check_range(label: str, value: float, spec: Spec, error: ErrorType) -> None
     if lo is not None:
         raise error(f"{label} must be >= {lo}, got {value}")
     raise error(f"{label} must be > {lo_open}, got {value}")
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid or incompatible with the index."""
+
+
+def from_dict(cls: type[T], data: dict[str, Any]) -> T:
+    """Build a (nested) config dataclass from a dict, rejecting unknown keys with a clear error.
+
+    A field whose annotation names a dataclass is built from its sub-dict the same way (the
+    annotations are resolved in the module of ``cls``)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{cls.__name__}: expected a mapping, got {type(data).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = set(data) - names
+    if unknown:
+        raise ConfigError(f"{cls.__name__}: unknown option(s) {sorted(unknown)}")
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        sub = hints.get(name)
+        nested = isinstance(sub, type) and dataclasses.is_dataclass(sub)
+        kwargs[name] = from_dict(sub, value) if nested else value  # type: ignore[arg-type]
+    return cls(**kwargs)

@@ -13,7 +13,6 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ from graphstrata.engine.answer import answer_result
 from graphstrata.engine.component import (
     Component,
     ComponentView,
-    Hit,
     MeteredEmbedder,
     MeteredLLM,
     ProgressFn,
@@ -45,6 +43,7 @@ from graphstrata.engine.prompts import ANSWER_MAX_TOKENS
 from graphstrata.engine.read_caches import open_vectors, save_caches
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.rerank import rerank_candidates, reranked_search, with_rerank
+from graphstrata.engine.results import QueryResult, format_context, tokens_by_kind
 from graphstrata.engine.sparse.index import KindIndex
 from graphstrata.engine.state import EngineState
 from graphstrata.engine.store import Delta, Snapshot, Store
@@ -63,29 +62,6 @@ __all__ = [
 ]
 
 
-@dataclass
-class QueryResult:
-    """Retrieved nodes and the query's report."""
-
-    nodes: list[Hit]
-    report: dict[str, Any]
-    answer: str | None = None
-    citations: list[dict[str, Any]] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form: the hits, the report, and the answer with its citations if any."""
-        out: dict[str, Any] = {"nodes": [h.to_dict() for h in self.nodes], "report": self.report}
-        if self.answer is not None:
-            out["answer"] = self.answer
-            out["citations"] = self.citations or []
-        return out
-
-    @property
-    def context(self) -> str:
-        """The retrieved text grouped by kind, as handed to an LLM."""
-        return format_context(self.nodes)
-
-
 #: Largest ``budget_tokens`` or ``top_k`` a query may ask for: the kernels count in 32-bit
 #: integers, and a larger Python int reached them as a typing error (issue 51, #15).
 MAX_QUERY_INT = 2**31 - 1
@@ -95,30 +71,6 @@ STATS_VERSIONS = 10
 #: Times a write is prepared outside the writer lock before it is prepared under it (another
 #: process committing meanwhile makes a prepared write stale; decision 0032).
 OPTIMISTIC_TRIES = 2
-
-KIND_TITLES = {
-    "T": "Text chunks",
-    "L": "Summaries",
-    "S": "Semantic units",
-    "R": "Relationships",
-    "A": "Entity attributes",
-    "H": "High-level elements",
-}
-
-
-def format_context(hits: Sequence[Hit]) -> str:
-    """Hits grouped by kind under Markdown headings, each line with its citations."""
-    groups: dict[str, list[Hit]] = {}
-    for h in hits:
-        groups.setdefault(h.kind, []).append(h)
-    parts = []
-    for kind in ("H", "A", "L", "S", "R", "T"):
-        if kind in groups:
-            lines = [
-                f"- {h.text}" + (f" [{', '.join(h.docs)}]" if h.docs else "") for h in groups[kind]
-            ]
-            parts.append(f"## {KIND_TITLES[kind]}\n" + "\n".join(lines))
-    return "\n\n".join(parts)
 
 
 class Engine:
@@ -683,15 +635,6 @@ class Engine:
             "modes": sorted(state.views),
             "maintenance": self.config.maintenance.policies(),
         }
-
-
-def tokens_by_kind(hits: Sequence[Hit]) -> dict[str, int]:
-    """Retrieved tokens per node kind letter (``{"T": 1650, "L": 310}``), kinds in first-hit
-    order: how a mode spent its budget."""
-    out: dict[str, int] = {}
-    for h in hits:
-        out[h.kind] = out.get(h.kind, 0) + int(h.tokens)
-    return out
 
 
 def _check_queries(texts: Sequence[str]) -> None:

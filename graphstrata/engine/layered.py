@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator, MutableMapping
 from typing import Generic, TypeVar
 
-from graphstrata.engine.config import FoldPolicy
+from graphstrata.engine.policies import FoldPolicy
 
 __all__ = ["LayeredDict"]
 

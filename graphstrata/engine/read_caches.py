@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 from usearch.index import Index as UsearchIndex
 
-from graphstrata.engine.config import FoldPolicy, IndexConfig
+from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.policies import FoldPolicy
 from graphstrata.engine.sparse.index import SparseParts, save_committed_parts
 from graphstrata.engine.sparse.postings import KindIndex
 from graphstrata.engine.store import Delta, Snapshot

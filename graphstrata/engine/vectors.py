@@ -40,9 +40,10 @@ from graphstrata.core import sets
 from graphstrata.core.ann import has_removed_slots, hnsw_index, match_arrays
 from graphstrata.core.ids import contains as sorted_contains
 from graphstrata.core.knn import best_per_query
-from graphstrata.engine.config import MaintenanceConfig, SearchConfig
+from graphstrata.engine.config import SearchConfig
 from graphstrata.engine.exact_vectors import ExactVectors, read_out, widened
 from graphstrata.engine.graph_bases import NeighbourLists, graph_base
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store import VectorTable
 from graphstrata.engine.store.caches import CacheFile
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol, TypeVar, runtime_checkable
 
-from graphstrata.engine.config import MaintenanceConfig
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store import Delta, Snapshot
 
 __all__ = ["Versioned"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from graphstrata.engine.config import FoldPolicy, MaintenanceConfig
+from graphstrata.engine.policies import FoldPolicy, MaintenanceConfig
 
 
 def maintenance(**changes: Any) -> MaintenanceConfig:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from graphstrata.engine.config import MaintenanceConfig
+from graphstrata.engine.policies import MaintenanceConfig
 from tests.helpers import REPO
 from tests.helpers.cli import run
 

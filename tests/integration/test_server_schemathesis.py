@@ -48,7 +48,9 @@ DOCUMENTED: list[tuple[str, frozenset[str], re.Pattern[str], str]] = [
     ),
     (
         "RejectedPositiveData",
-        frozenset({"POST /v1/retrieve", "POST /v1/retrieve/batch", "POST /v1/answer"}),
+        frozenset(
+            {"POST /v1/retrieve", "POST /v1/retrieve/batch", "POST /v1/answer", "GET /v1/documents"}
+        ),
         re.compile(r"\bfilter\b"),
         "a metadata filter's grammar is checked by the engine's one parser (engine.filters: "
         "operators, operand types, ISO dates); the schema gives its type, its description "

@@ -63,7 +63,7 @@ def test_no_module_defines_a_fold_threshold_as_a_constant():
     unexpected = sorted(found - set(NOT_FOLD_RULES))
     assert not unexpected, (
         f"fold thresholds as module constants: {unexpected}; make them a named policy of "
-        "IndexConfig.maintenance (engine/config.py, MaintenanceConfig) and pass it down"
+        "IndexConfig.maintenance (engine/policies.py, MaintenanceConfig) and pass it down"
     )
     assert not set(NOT_FOLD_RULES) - found, "an exception that no longer exists: drop it"
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphstrata.core.bm25 import Norm, add_lookups, lengths, top_candidates
-from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.hashing import stable_hashes
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.sparse.analysis import analyze
 
 __all__ = [

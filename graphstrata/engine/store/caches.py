@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from graphstrata.engine.config import FoldPolicy
+from graphstrata.engine.policies import FoldPolicy
 
 __all__ = [
     "CACHE_FOLDERS",

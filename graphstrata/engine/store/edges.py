@@ -20,7 +20,7 @@ import pyarrow as pa
 from graphstrata.core import sets
 from graphstrata.core.graph import spans
 from graphstrata.core.ids import contains
-from graphstrata.engine.config import MaintenanceConfig
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.store.schema import EDGE_SCHEMA
 from graphstrata.engine.store.tables import empty_table, member

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphstrata.core import sets
-from graphstrata.engine.config import MaintenanceConfig
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store.schema import (
     DOC_SCHEMA,
     EDGE_SCHEMA,

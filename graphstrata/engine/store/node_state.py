@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from graphstrata.core.sets import mapping_changes
-from graphstrata.engine.config import MaintenanceConfig
+from graphstrata.engine.policies import MaintenanceConfig
 
 NodeState = tuple[np.ndarray, np.ndarray]
 

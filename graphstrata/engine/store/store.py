@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphstrata.core import sets
-from graphstrata.engine.config import MaintenanceConfig
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.store.caches import (
     CACHE_NAMES,

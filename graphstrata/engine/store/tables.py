@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from graphstrata.core import sets
 from graphstrata.core.ids import contains, find_positions
 from graphstrata.core.splice import splice_positions, spliced
-from graphstrata.engine.config import MaintenanceConfig
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 
 

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.layered import LayeredDict
+from graphstrata.engine.policies import MaintenanceConfig
 
 #: The default policy, with a minimum small enough to fold within the tests.
 FOLD = dataclasses.replace(MaintenanceConfig().layered_dict, minimum=3)

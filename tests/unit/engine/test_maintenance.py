@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from graphstrata.engine.config import ConfigError, FoldPolicy, IndexConfig, MaintenanceConfig
+from graphstrata.engine.config import ConfigError, IndexConfig
+from graphstrata.engine.policies import FoldPolicy, MaintenanceConfig
 from graphstrata.engine.store.files import seal, write_atomic
 from tests.helpers.maintenance import maintenance
 

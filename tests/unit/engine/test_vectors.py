@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from graphstrata.engine import vectors as vectors_module
-from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.graph_bases import NeighbourLists
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store.tables import VectorSegment, VectorTable
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex

@@ -379,7 +379,7 @@ def router(
         filter: Annotated[
             str | None,
             Query(
-                max_length=8192,
+                max_length=2048,
                 description="a metadata filter as JSON (the search filters' syntax, "
                 "docs/guide/filters.md)",
             ),

@@ -20,7 +20,7 @@ from graphstrata.core import sets
 from graphstrata.core.ids import EdgesWithin, contains, find_positions
 from graphstrata.core.matching import label_sizes
 from graphstrata.engine.component import ChangeSet, MeteredLLM
-from graphstrata.engine.config import MaintenanceConfig
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.heterograph.state.g2 import CONTENT_KINDS, G2Graph, StateChanges, table_edges
 from graphstrata.core.communities import (
     EdgeArrays,

@@ -39,10 +39,10 @@ from graphstrata.core.graph import csr_from_edges, merge_edges
 from graphstrata.core.ids import EdgesWithin, edges_within, find_positions
 from graphstrata.core.layered import LayeredCSR, flatten, incident_edges, plain
 from graphstrata.core.splice import spliced
-from graphstrata.engine.config import MaintenanceConfig
 from graphstrata.engine.heterograph.build.groups import Pairs, moved_pairs, pairs_of
 from graphstrata.engine.heterograph.build.work import EMPTY, Work
 from graphstrata.engine.heterograph.schema import G2_EDGES, G2_KINDS, A, S
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store.node_state import Changes
 
 __all__ = ["G2Graph", "G2Step", "StateChanges", "table_edges"]

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphstrata.engine.config import HeterographConfig, MaintenanceConfig
+from graphstrata.engine.config import HeterographConfig
 from graphstrata.engine.heterograph.state.names import NameIndex
 from graphstrata.engine.heterograph.state.walk_graph import WalkEdges
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store import Delta, Snapshot
 
 __all__ = ["GraphState"]

@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 
 from graphstrata.core import sets
-from graphstrata.engine.config import FoldPolicy, MaintenanceConfig
 from graphstrata.engine.heterograph.parse import normalize_name, title_key
 from graphstrata.engine.heterograph.schema import N, O, T
 from graphstrata.engine.layered import LayeredDict
+from graphstrata.engine.policies import FoldPolicy, MaintenanceConfig
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.store.tables import doc_lists_flat

@@ -35,10 +35,11 @@ from graphstrata.core.layered import (
     plain,
     row_weights,
 )
-from graphstrata.engine.config import HeterographConfig, MaintenanceConfig
+from graphstrata.engine.config import HeterographConfig
 from graphstrata.engine.heterograph.schema import HETERO_EDGE_KINDS
 from graphstrata.engine.heterograph.state.buffers import CSR_BUFFERS
 from graphstrata.engine.heterograph.state.links import StructuralLinks
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store import Delta, Snapshot
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 from graphstrata.engine.types import EdgeKind

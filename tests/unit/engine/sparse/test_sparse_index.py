@@ -10,9 +10,10 @@ import pytest
 
 from graphstrata.bindings.llm.extractive import ExtractiveLLM
 from graphstrata.core import bm25
-from graphstrata.engine.config import IndexConfig, MaintenanceConfig
+from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.index import Engine
 from graphstrata.engine.modes.bm25 import SparseComponent, make_tokenizer
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.sparse import index as sparse_index
 from graphstrata.engine.sparse import postings
 from graphstrata.engine.sparse.index import (

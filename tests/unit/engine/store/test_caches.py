@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from graphstrata.bindings.llm.extractive import ExtractiveLLM
-from graphstrata.engine.config import IndexConfig, MaintenanceConfig
+from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.index import Engine
 from graphstrata.engine.modes.bm25 import SparseComponent
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.sparse import cache as sparse_cache
 from graphstrata.engine.sparse import index as sparse_index
 from graphstrata.engine.sparse.postings import KindIndex

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from graphstrata.core.communities import stable_labels
-from graphstrata.engine.config import MaintenanceConfig
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store import Store, node_state
 from graphstrata.engine.types import NodeKind
 

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from graphstrata.engine.config import MaintenanceConfig
+from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store.edges import EdgeTable
 from graphstrata.engine.store.schema import EDGE_SCHEMA
 from graphstrata.engine.types import EdgeKind
