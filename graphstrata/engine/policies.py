@@ -1,6 +1,6 @@
 """Maintenance as named policies (``IndexConfig.maintenance``): when each mechanism folds
 its extra layer into a new base or merges segments (:class:`FoldPolicy` per mechanism,
-:class:`MaintenanceConfig` the section; docs/architecture.md, "Versioned state")."""
+:class:`MaintenanceConfig` the section; docs/architecture.md, "Where things go")."""
 
 from __future__ import annotations
 
