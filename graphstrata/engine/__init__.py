@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     )
     from graphstrata.engine.config import (
         ChunkingConfig,
-        ConfigError,
         IndexConfig,
         IngestConfig,
         SearchConfig,
@@ -63,6 +62,7 @@ if TYPE_CHECKING:
         validate_batch,
     )
     from graphstrata.engine.embedder_check import check_embedder
+    from graphstrata.engine.fields import ConfigError
     from graphstrata.engine.filters import matches, parse_filter
     from graphstrata.engine.index import Engine
     from graphstrata.engine.ingest.chunking import chunk_text
@@ -91,9 +91,8 @@ _PUBLIC: dict[str, str] = {
         ("Answer", "answer_result", "citations", "sources_footer", "stream_pieces"), "answer"
     ),
     "conversation_query": "conversation",
-    **dict.fromkeys(
-        ("ChunkingConfig", "ConfigError", "IndexConfig", "IngestConfig", "SearchConfig"), "config"
-    ),
+    **dict.fromkeys(("ChunkingConfig", "IndexConfig", "IngestConfig", "SearchConfig"), "config"),
+    "ConfigError": "fields",
     **dict.fromkeys(
         (
             "INDEX_ENTRIES",
