@@ -236,12 +236,12 @@
     }
   }
 
-  // Where the session's answers cite a document: [{question, marker, goto}].
+  // Where the session's answers cite a document: [{question, marker, where, goto}].
   function citing(docId) {
     const out = [];
     for (const t of turns) {
       for (const c of t.citations) {
-        if (c.doc_id === docId && t.answer.includes("[" + c.marker)) out.push({ question: t.question, marker: c.marker, goto: () => { showTab("ask"); goTo(t, c.marker); } });
+        if (c.doc_id === docId && t.answer.includes("[" + c.marker)) out.push({ question: t.question, marker: c.marker, where: where(c), goto: () => { showTab("ask"); goTo(t, c.marker); } });
       }
     }
     return out;

@@ -10,6 +10,8 @@
   let total = 0;
   let polling = null;
   let listing = true; // false when the server has no document list route
+  let listings = 0; // the latest listing asked for
+  let opening = 0; // the latest document asked for
 
   // ---------------------------------------------------------------- upload
   async function upload(event) {
@@ -62,20 +64,20 @@
     return merged;
   }
 
+  // "3 of 5 documents done" while it runs (the state map lists the first 100 documents;
+  // document_count counts them all), then the count.
   function progress(op) {
-    const docs = op.documents;
-    if (docs && typeof docs === "object") {
-      const states = Object.values(docs);
-      const done = states.filter((s) => s !== "queued").length;
-      return done + " of " + states.length + " documents done";
-    }
-    return (typeof docs === "number" ? docs : (op.doc_ids || []).length) + " documents";
+    const docs = op.documents && typeof op.documents === "object" ? Object.values(op.documents) : [];
+    const count = typeof op.document_count === "number" ? op.document_count : docs.length;
+    const noun = count === 1 ? " document" : " documents";
+    if (op.status !== "queued" && op.status !== "running") return count + noun;
+    return docs.filter((s) => s !== "queued").length + " of " + count + noun + " done";
   }
 
   function jobItem(op) {
     const files = (op.files || []).map((f) => el("li", { class: "file " + f.status },
       el("span", { class: "badge " + f.status }, f.status), " " + f.name,
-      f.pages ? " · " + f.pages + " pages" : "", f.doc_id ? " → " + f.doc_id : "", f.error ? el("span", { class: "error" }, " " + f.error) : null));
+      f.format ? " · " + f.format : "", f.pages ? " · " + f.pages + (f.pages === 1 ? " page" : " pages") : "", f.doc_id ? " → " + f.doc_id : "", f.error ? el("span", { class: "error" }, " " + f.error) : null));
     const running = op.status === "queued" || op.status === "running";
     const bar = el("progress", { max: "1", "aria-label": "progress of " + op.id });
     if (!running) bar.value = 1;
@@ -127,27 +129,42 @@
   }
 
   // ---------------------------------------------------------------- list
+  // Only the latest listing is shown: a slower, older answer (a search typed while the list
+  // refreshed after a job) never overwrites a newer one.
   async function refreshList() {
     const q = $("doc-q").value.trim();
-    const body = $("doc-table").tBodies[0];
+    const table = $("doc-table");
+    const body = table.tBodies[0];
+    const mine = ++listings;
+    table.setAttribute("aria-busy", "true");
     try {
       const page = await api(base() + "/documents?offset=" + offset + "&limit=" + PAGE + (q ? "&q=" + encodeURIComponent(q) : ""));
+      if (mine !== listings) return;
       listing = true;
       total = page.total;
       body.replaceChildren(...page.documents.map(row));
       if (!page.documents.length) body.append(el("tr", {}, el("td", { colspan: "6", class: "muted" }, q ? "No document matches." : "No documents yet.")));
       $("page-info").textContent = total ? (offset + 1) + "–" + (offset + page.documents.length) + " of " + total : "";
     } catch (err) {
+      if (mine !== listings) return;
       listing = false;
       body.replaceChildren(el("tr", {}, el("td", { colspan: "6", class: "muted" }, "This server does not list documents (" + err.message + "); open one by its id with the search box.")));
       $("page-info").textContent = "";
     }
     $("prev").disabled = offset === 0;
     $("next").disabled = offset + PAGE >= total;
+    table.removeAttribute("aria-busy");
+  }
+
+  // A parsed file's format and pages; nothing for a document given as text (source null).
+  function sourceWords(source, withName) {
+    if (!source) return "";
+    const pages = source.pages ? source.pages + (source.pages === 1 ? " page" : " pages") : "";
+    return [withName ? source.filename : "", source.format, pages].filter(Boolean).join(" · ");
   }
 
   function row(doc) {
-    const source = doc.source ? [doc.source.format, doc.source.pages ? doc.source.pages + " pages" : ""].filter(Boolean).join(", ") : "";
+    const source = sourceWords(doc.source, false);
     return el("tr", { "data-doc": doc.doc_id },
       el("td", {}, el("button", { type: "button", class: "link open-doc", onclick: () => open(doc.doc_id) }, doc.title || doc.doc_id)),
       el("td", { class: "id" }, doc.doc_id),
@@ -171,31 +188,42 @@
   }
 
   // ---------------------------------------------------------------- one document
+  // The view drops its data-doc while it loads, so that whoever waits for a document sees
+  // the new rendering, never the previous one.
   async function open(docId) {
     showTab("documents");
     const view = $("doc-view");
+    const mine = ++opening;
+    view.removeAttribute("data-doc");
+    view.setAttribute("aria-busy", "true");
     try {
       const [info, text] = await Promise.all([api(documentPath(docId)), api(textPath(docId)).catch(() => null)]);
+      if (mine !== opening) return;
       const meta = Object.entries(info.metadata || {}).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, typeof v === "string" ? v : JSON.stringify(v))]);
-      const facts = [["Id", docId], ["Status", info.status], ["Chunks", info.chunks], ["Version", info.version],
-        ["Source", info.source ? [info.source.filename, info.source.format, info.source.pages ? info.source.pages + " pages" : ""].filter(Boolean).join(" · ") : ""]]
+      const facts = [["Id", docId], ["Status", info.status], ["Chunks", info.chunks], ["Version", info.version], ["Source", sourceWords(info.source, true)]]
         .filter(([, v]) => v !== undefined && v !== null && v !== "").flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, String(v))]);
       const chunks = text ? text.text.split("\n\n") : [];
-      const cited = GS.views.ask.citing(docId).map((c) => el("li", {}, el("button", { type: "button", class: "link", onclick: c.goto }, "[" + c.marker + "] in “" + short(c.question, 80) + "”")));
+      const cited = GS.views.ask.citing(docId).map((c) => el("li", {}, el("button", { type: "button", class: "link", onclick: c.goto }, "[" + c.marker + "] in “" + short(c.question, 80) + "”"), c.where ? " · " + c.where : null));
       const chunkItems = (text && text.chunk_ids ? text.chunk_ids : []).map((id, i) => el("li", {}, el("button", { type: "button", class: "link", onclick: () => GS.views.explore.open(id) }, "chunk " + (i + 1)), " " + short(chunks[i] || "", 90)));
-      view.replaceChildren(
+      const parts = [
         el("div", { class: "head" }, el("h2", {}, info.title || docId), canWrite() ? deleteButton(docId) : null,
           el("button", { type: "button", onclick: () => { view.hidden = true; } }, "Close")),
         el("dl", { class: "facts" }, ...facts),
         meta.length ? el("h3", {}, "Metadata") : null, meta.length ? el("dl", { class: "facts" }, ...meta) : null,
-        el("h3", {}, "Cited in this session"), cited.length ? el("ul", {}, ...cited) : el("p", { class: "muted" }, "Not cited by an answer yet."),
-        chunkItems.length ? el("details", {}, el("summary", {}, chunkItems.length + " chunks (open one in Explore)"), el("ol", { class: "plain" }, ...chunkItems)) : null,
-        el("h3", {}, "Text"), el("pre", { id: "doc-text", "data-doc": docId }, text ? text.text : "(no text)"));
+        el("h3", {}, "Cited in this session"), cited.length ? el("ul", { class: "cited-in" }, ...cited) : el("p", { class: "muted" }, "Not cited by an answer yet."),
+        chunkItems.length ? el("details", {}, el("summary", {}, chunkItems.length + (chunkItems.length === 1 ? " chunk" : " chunks") + " (open one in Explore)"), el("ol", { class: "plain" }, ...chunkItems)) : null,
+        el("h3", {}, "Text"), el("pre", { id: "doc-text", "data-doc": docId }, text ? text.text : "(no text)")];
+      // replaceChildren would write a null as the text "null": absent parts are left out.
+      view.replaceChildren(...parts.filter((p) => p !== null));
       view.hidden = false;
       view.setAttribute("data-doc", docId);
       view.focus();
       view.scrollIntoView({ block: "start" });
-    } catch (err) { status(err.message, true); }
+    } catch (err) {
+      if (mine === opening) status(err.message, true);
+    } finally {
+      if (mine === opening) view.removeAttribute("aria-busy");
+    }
   }
 
   $("upload").addEventListener("submit", upload);

@@ -25,7 +25,8 @@
       const ix = stats.index, service = stats.service, ops = service.operations || {};
       const nodes = Object.entries(ix.nodes).map(([k, n]) => [k, n, el("span", {}, kindChip(k))]);
       const edges = Object.entries(ix.edges_by_kind || {}).map(([k, n]) => [(stats.kinds && stats.kinds.edges[k]) || "kind " + k, n]);
-      const versions = (ix.versions || []).map((v) => el("tr", {}, el("td", { class: "num" }, String(v.version)), el("td", {}, when(v.committed_at))));
+      const versions = (ix.versions || []).map((v) => el("tr", { class: v.version === ix.version ? "served" : null }, el("td", { class: "num" }, String(v.version)), el("td", {}, when(v.committed_at)),
+        el("td", {}, v.version === ix.version ? el("span", { class: "badge succeeded" }, "served") : null)));
       const policies = Object.entries(ix.maintenance || {}).map(([k, v]) => el("tr", {}, el("th", { scope: "row" }, k), el("td", {}, typeof v === "object" && v ? Object.entries(v).map(([a, b]) => a + " " + b).join(", ") : String(v))));
       $("overview").replaceChildren(
         card("Server", facts([["Readiness", ready.status + (ready.warmup && ready.warmup.level ? " (warm-up " + ready.warmup.level + ")" : "")],
@@ -36,7 +37,7 @@
           ["Embedder", ix.embedder && ix.embedder.name], ["LLM", ix.llm], ["Modes", (ix.modes || []).join(", ")]])),
         card("Nodes per kind", counts(nodes, "nodes per kind")),
         card("Edges per kind (" + ix.edges.toLocaleString() + ")", counts(edges, "edges per kind")),
-        card("Versions", versions.length ? el("table", { class: "counts" }, el("thead", {}, el("tr", {}, el("th", {}, "Version"), el("th", {}, "Committed"))), el("tbody", {}, ...versions)) : el("p", { class: "muted" }, "Compacted: only the current version is kept.")),
+        card("Versions", versions.length ? el("table", { class: "counts", id: "versions" }, el("thead", {}, el("tr", {}, el("th", {}, "Version"), el("th", {}, "Committed"), el("th", {}, el("span", { class: "sr-only" }, "State")))), el("tbody", {}, ...versions)) : el("p", { class: "muted" }, "Compacted: only the current version is kept.")),
         card("Maintenance", facts([["Writer", ops.pending ? ops.pending + " operation(s) pending" : "idle"], ["Segments", Object.entries(ix.segments || {}).map(([k, n]) => k + " " + n).join(", ")]]),
           el("details", {}, el("summary", {}, "Fold and merge policies"), el("table", { class: "counts" }, el("tbody", {}, ...policies)))),
       );
