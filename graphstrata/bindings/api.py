@@ -560,6 +560,7 @@ class Index:
         top_k: int | None = None,
         answers: bool = False,
         progress: Callable[[str, int, int], None] | None = None,
+        baseline: str | None = None,
     ) -> Any:
         """Retrieval quality of each mode on a QA set (see :mod:`graphstrata.evaluation`).
 
@@ -576,6 +577,9 @@ class Index:
             containment in the generated answer (``gen. answer``).
         progress:
             ``progress(stage, done, total)`` after each batch of questions.
+        baseline:
+            A mode among ``modes``: the others get paired bootstrap 95 % intervals of their
+            difference to it (``EvalResult.comparisons``).
 
         Returns
         -------
@@ -593,6 +597,7 @@ class Index:
             top_k=top_k,
             answers=answers,
             progress=progress,
+            baseline=baseline,
         )
 
     def stats(self) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from graphstrata.engine.component import ComponentView, DocNames, Hit, Query
-from graphstrata.engine.modes.packing import pack_hits, vector_candidates
+from graphstrata.engine.modes.packing import pack_hits, record_ranked, vector_candidates
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
@@ -26,4 +26,5 @@ class NaiveView(ComponentView):
     def search(self, mode: str, query: Query) -> list[Hit]:
         """The packed nearest chunks (``mode`` is ``"naive"``)."""
         ids, scores = vector_candidates(self.vectors, query.vector, [int(NodeKind.T)], query.top_k)
+        record_ranked(query.report, ids)
         return pack_hits(self.snapshot, self.doc_names, ids, scores, query.budget_tokens)
