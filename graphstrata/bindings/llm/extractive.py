@@ -426,12 +426,13 @@ def decompose(
 ) -> dict[str, list[dict[str, object]]]:
     """Rule-based NodeRAG decomposition of one chunk.
 
-    Groups of ``sentences_per_unit`` sentences are the semantic units; their entities are
+    Groups of ``sentences_per_unit`` sentences (statements only: :func:`is_statement` drops
+    headings, table rows and other fragments) are the semantic units; their entities are
     the names, dates and quantities of :func:`extract_entities` (with the entity ``rules``);
     their relationships link consecutive entities of one sentence by the words between them.
     """
     chosen = rules_named(rules)
-    sentences = split_sentences(text)
+    sentences = [s for s in split_sentences(text) if is_statement(s)]
     lower_words = frozenset(w for w in _WORD.findall(text) if w.islower())
     units: list[dict[str, object]] = []
     for start in range(0, len(sentences), sentences_per_unit):
@@ -450,11 +451,48 @@ def decompose(
     return {"semantic_units": units}
 
 
-# Words between two entities that say nothing about how they relate ("A and B", "A, B").
+#: A unit sentence has at least this many words; a sentence without final punctuation
+#: (a heading, a list label, a table caption: "Performance status") at least
+#: ``MIN_OPEN_WORDS``.
+MIN_STATEMENT_WORDS = 4
+MIN_OPEN_WORDS = 6
+#: Share of a sentence's visible characters that are letters, below which it is a table row
+#: or a formula, not a statement ("ICC | 0.82 | 0.74-0.88").
+MIN_LETTER_SHARE = 0.6
+_TABLE_CELL = re.compile(r"\|")
+_FINAL_PUNCT = re.compile(r"[.!?:;\"”')\]]$")
+
+
+def is_statement(sentence: str) -> bool:
+    """Whether a sentence of :func:`split_sentences` states something a semantic unit may
+    hold: not a table row (two or more ``|`` cells, or mostly digits and signs), and at
+    least ``MIN_STATEMENT_WORDS`` words, ``MIN_OPEN_WORDS`` when it lacks final punctuation
+    (a heading or label)."""
+    if len(_TABLE_CELL.findall(sentence)) >= 2:
+        return False
+    visible = [c for c in sentence if not c.isspace()]
+    if not visible or sum(c.isalpha() for c in visible) < MIN_LETTER_SHARE * len(visible):
+        return False
+    words = len(_WORD.findall(sentence))
+    if words < MIN_STATEMENT_WORDS:
+        return False
+    return bool(_FINAL_PUNCT.search(sentence)) or words >= MIN_OPEN_WORDS
+
+
+# Words between two entities that say nothing about how they relate ("A and B", "A, B",
+# "Founding of Meridian Optics": a noun and its complement, "Oslo's Varde").
 _CLAUSE_MARK = re.compile(r"[|?!:;()\[\]]")
 _NO_RELATION = frozenset(
-    ["and", "or", "&", "as", "well", "also", "with", "nor", "the", "a", "an", "-"]
-)
+    ["and", "or", "&", "as", "well", "also", "with", "nor", "the", "a", "an", "-", "of", "'s",
+     "’s", "its", "their", "his", "her", "this", "that", "these", "those", "which", "who", "—",
+     "–"]
+)  # fmt: skip
+
+
+def _named(entity: str) -> bool:
+    """Whether an entity has at least two letters (a name, not a stray mark or initial);
+    dates and quantities have digits, which count."""
+    return sum(c.isalnum() for c in entity) >= 2
 
 
 def _relations(
@@ -479,6 +517,8 @@ def _relations(
         if not words or len(words) > max_words:
             continue
         if all(w.lower().strip(",") in _NO_RELATION for w in words):
+            continue
+        if not (_named(a) and _named(b)):  # ". h", "3": no name to relate
             continue
         rels.append([a, " ".join(words), b])
     return rels
