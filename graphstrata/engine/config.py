@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from graphstrata.core.fusion import ADAPTIVE_SIGNALS
 from graphstrata.engine.fields import check_fields, setting
 
 T = TypeVar("T")
@@ -377,6 +378,24 @@ class FusionConfig:
         le=1.0,
         query=True,
         doc="Weight of the dense list in [0, 1], the BM25 list gets the rest.",
+    )
+    #: Per-query dense weight (``core.fusion.query_dense_weight``, score fusion of complete
+    #: lists): ``agreement`` moves ``dense_weight`` toward the retriever whose best
+    #: candidates the other rates well, ``spread`` toward the one whose best candidates
+    #: stand out, ``off`` keeps ``dense_weight`` for every query.
+    adaptive: str = setting(
+        "off",
+        choices=ADAPTIVE_SIGNALS,
+        query=True,
+        doc="Per-query dense weight from the two lists: ``off``, ``agreement`` or ``spread``.",
+    )
+    #: How far the per-query evidence (in [-1, 1]) moves the dense weight, on the logit scale.
+    adaptive_strength: float = setting(
+        0.0, ge=0.0, le=20.0, query=True, doc="Strength of the per-query weight (>= 0)."
+    )
+    #: Best candidates of each list the per-query evidence compares.
+    adaptive_depth: int = setting(
+        5, ge=1, le=100, query=True, doc="Best candidates of each list compared (>= 1)."
     )
     #: Score every candidate of either list on both sides (its cosine and its BM25 score)
     #: before fusing, instead of counting it absent from the list that did not return it.
