@@ -376,20 +376,34 @@ def embed_questions(engine: Any, items: list[Any]) -> Questions:
     return Questions(items, vectors, 1000.0 * (time.perf_counter() - start) / len(texts))
 
 
-def run_mode(engine: Any, questions: Questions, mode: str, budget: int, chunk_map: Any) -> dict:
-    """Scores of every question in one mode at one budget, aggregated (``questions``: the
-    per-question scores, kept for the paired intervals, not written to the JSON)."""
+def run_mode(
+    engine: Any,
+    questions: Questions,
+    mode: str,
+    budget: int,
+    chunk_map: Any,
+    params: dict[str, Any] | None = None,
+) -> dict:
+    """Scores of every question in one mode at one budget (``params``: the mode's query
+    parameters), aggregated (``questions``: the per-question scores, kept for the paired
+    intervals, not written to the JSON)."""
+    params = params or {}
     from graphstrata.evaluation import rank_scores, score_hits
 
     items = questions.items
-    engine.query_vectors([items[0].question], questions.vectors[:1], mode, budget)  # warm-up
+    engine.query_vectors([items[0].question], questions.vectors[:1], mode, budget, **params)
     scores: list[dict[str, Any]] = []
     by_kind: dict[str, float] = {}
+    useful: dict[str, float] = {}
     duplicates, tested = 0, False
     for start in range(0, len(items), 64):
         part = items[start : start + 64]
         results = engine.query_vectors(
-            [q.question for q in part], questions.vectors[start : start + 64], mode, budget
+            [q.question for q in part],
+            questions.vectors[start : start + 64],
+            mode,
+            budget,
+            **params,
         )
         for item, result in zip(part, results, strict=True):
             score = score_hits(result.nodes, item, chunk_map)
@@ -401,6 +415,10 @@ def run_mode(engine: Any, questions: Questions, mode: str, budget: int, chunk_ma
             )
             for kind, tokens in result.report.get("tokens_by_kind", {}).items():
                 by_kind[kind] = by_kind.get(kind, 0.0) + tokens
+            for kind, tokens in retrieval_compare.evidence_tokens(
+                result.nodes, item.gold_facts
+            ).items():
+                useful[kind] = useful.get(kind, 0.0) + tokens
             if "fusion" in result.report:
                 tested = True
                 duplicates += int(result.report["fusion"].get("duplicates", 0))
@@ -408,6 +426,9 @@ def run_mode(engine: Any, questions: Questions, mode: str, budget: int, chunk_ma
     out = summarize(scores, {k: v / len(items) for k, v in sorted(by_kind.items())})
     if tested:
         out["overall"]["duplicates"] = duplicates / len(items)
+    out["overall"]["evidence_tokens_by_kind"] = {
+        k: v / len(items) for k, v in sorted(useful.items())
+    }
     out["questions"] = scores
     return out
 
@@ -475,6 +496,9 @@ def evaluate_dataset(
         loads[budget] = load_text(1, ", ")
     key = retrieval_compare.headline(dataset)
     sweeps = run_sweep(engines[0][0], questions, chunk_maps[0], key) if sweep else {}
+    if sweep and "graph" in served:
+        g = served["graph"]
+        sweeps.update(run_graph_sweep(engines[g][0], questions, chunk_maps[g], key))
     return {
         "records": [rec for _, rec in engines],
         "stats": [e.stats() for e, _ in engines],
@@ -512,6 +536,26 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("defaults, no feedback", {"feedback_docs": 0}),
 )
 SWEEP_MODES = ("hybrid", "collapsed")
+#: Budget variants of ``graph`` (query parameters, ``HeterographConfig``): which kinds the
+#: walk's budget goes to.
+GRAPH_SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("graph: defaults", {}),
+    ("graph: text_share 0.5", {"text_share": 0.5}),
+    ("graph: text_share 0.8", {"text_share": 0.8}),
+    ("graph: structured_share 0", {"structured_share": 0.0}),
+    ("graph: text_share 0.5, structured_share 0", {"text_share": 0.5, "structured_share": 0.0}),
+    ("graph: token_exponent 0.5", {"token_exponent": 0.5}),
+)
+
+
+def run_graph_sweep(engine: Any, questions: Questions, chunk_map: Any, key: str) -> dict[str, Any]:
+    """``graph`` under each ``GRAPH_SWEEP`` variant at the headline budget."""
+    out: dict[str, Any] = {}
+    for label, params in GRAPH_SWEEP:
+        res = run_mode(engine, questions, "graph", HEADLINE_BUDGET, chunk_map, params)
+        out[label] = {"graph": res["overall"]}
+        log(f"sweep {label}: graph {res['overall'][key]:.3f}")
+    return out
 
 
 def run_sweep(engine: Any, questions: Questions, chunk_map: Any, key: str) -> dict[str, Any]:
@@ -726,8 +770,26 @@ def write_markdown(
             *retrieval_compare.criteria(name, data["results"], head),
             "",
         ]
+    rows = [
+        r
+        for name, data in all_data.items()
+        for r in retrieval_compare.evidence_rows(
+            name, data["results"][head], ("hybrid", "collapsed", "graph")
+        )
+    ]
+    lines += [
+        f"## Where the budget meets the evidence ({head} tokens)",
+        "",
+        "Per node kind: tokens packed per question, tokens of hits that hold evidence "
+        f"(at least {retrieval_compare.EVIDENCE_SHARE:.0%} of one gold fact's content words) "
+        "and their share.",
+        "",
+        markdown_table(["dataset", "mode", "kind", "tokens", "evidence tokens", "share"], rows),
+        "",
+    ]
     if any(d["sweep"] for d in all_data.values()):
         lines += sweep_markdown(all_data)
+        lines += graph_sweep_markdown(all_data)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -771,6 +833,37 @@ def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
         "fact R text, evidence R on the paraphrased novels; "
         f"`defaults` = `FusionConfig()` of this run ({defaults}). "
         f"Load average at the end: {loads}.",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
+
+
+def graph_sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
+    """The ``GRAPH_SWEEP`` table (datasets whose graph index was swept)."""
+    from graphstrata.evaluation import markdown_table
+
+    names = [n for n, d in all_data.items() if GRAPH_SWEEP[0][0] in d["sweep"]]
+    if not names:
+        return []
+    header = ["variant"] + [
+        f"{n} graph {k}" for n in names for k in (retrieval_compare.headline(n), "doc R")
+    ]
+    rows = []
+    for label, _ in GRAPH_SWEEP:
+        cells = [label]
+        for n in names:
+            agg = all_data[n]["sweep"].get(label, {}).get("graph")
+            key = retrieval_compare.headline(n)
+            cells += [cell(agg, key), cell(agg, "doc_recall")] if agg else ["–", "–"]
+        rows.append(cells)
+    return [
+        f"## Graph budget at {HEADLINE_BUDGET} tokens",
+        "",
+        "Each row sets `graph` query parameters (`HeterographConfig`): `text_share` = share "
+        "of the budget packed with chunks alone first, `structured_share` = most of the "
+        "budget attributes, elements and relationships take, `token_exponent` = the "
+        "ranking's tokens exponent.",
         "",
         markdown_table(header, rows),
         "",

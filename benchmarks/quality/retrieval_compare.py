@@ -9,6 +9,7 @@ of a dataset and budget is whichever of ``naive`` and ``bm25`` scores higher on 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 #: Datasets whose gold facts are paraphrased: scored by evidence-token recall.
@@ -126,3 +127,37 @@ def ci_header(dataset: str) -> list[str]:
     """Column titles of ``ci_rows``."""
     key = headline(dataset)
     return ["budget", "mode", "vs", f"Δ {key}", *(f"Δ {k}" for k in CI_KEYS if k != key)]
+
+
+#: A hit "holds evidence" when it has at least this share of one gold fact's content words.
+EVIDENCE_SHARE = 0.5
+
+
+def evidence_tokens(hits: Sequence[Any], facts: Sequence[str]) -> dict[str, float]:
+    """Tokens of the hits that hold evidence (``EVIDENCE_SHARE`` of a gold fact's content
+    words, BM25 terms), by node kind: where a mode's budget meets the gold."""
+    from graphstrata.engine.sparse.analysis import analyze
+
+    targets = [t for t in (set(analyze(f)) for f in facts) if t]
+    out: dict[str, float] = {}
+    for h in hits:
+        words = set(analyze(h.text))
+        if any(len(t & words) >= EVIDENCE_SHARE * len(t) for t in targets):
+            out[h.kind] = out.get(h.kind, 0.0) + float(h.tokens)
+    return out
+
+
+def evidence_rows(dataset: str, results: dict[str, Any], modes: Sequence[str]) -> list[list[str]]:
+    """Per mode and kind: tokens packed, tokens in hits holding evidence, and their share."""
+    rows = []
+    for mode in modes:
+        res = results.get(mode)
+        if res is None:
+            continue
+        packed = res["overall"]["tokens_by_kind"]
+        useful = res["overall"].get("evidence_tokens_by_kind", {})
+        for kind, tokens in packed.items():
+            got = useful.get(kind, 0.0)
+            share = f"{got / tokens:.2f}" if tokens else "–"
+            rows.append([dataset, mode, kind, f"{tokens:.0f}", f"{got:.0f}", share])
+    return rows
