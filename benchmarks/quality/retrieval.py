@@ -223,6 +223,7 @@ def code_files(components: list[Any]) -> list[Path]:
     if stateful:  # bm25 and hybrid keep no state and call no LLM
         files += [
             REPO / "graphstrata" / "bindings" / "llm" / "extractive.py",
+            REPO / "graphstrata" / "bindings" / "llm" / "statements.py",
             engine_dir / "prompts.py",
         ]
         files += sorted(
@@ -412,6 +413,7 @@ def run_mode(
                 id=item.id,
                 type=item.type,
                 search_ms=1000.0 * float(result.report["search_seconds"]),
+                dense_weight=result.report.get("fusion", {}).get("dense_weight"),
             )
             for kind, tokens in result.report.get("tokens_by_kind", {}).items():
                 by_kind[kind] = by_kind.get(kind, 0.0) + tokens
@@ -495,7 +497,8 @@ def evaluate_dataset(
             )
         loads[budget] = load_text(1, ", ")
     key = retrieval_compare.headline(dataset)
-    sweeps = run_sweep(engines[0][0], questions, chunk_maps[0], key) if sweep else {}
+    flat = results.get(HEADLINE_BUDGET, {})
+    sweeps = run_sweep(engines[0][0], questions, chunk_maps[0], key, flat) if sweep else {}
     if sweep and "graph" in served:
         g = served["graph"]
         sweeps.update(run_graph_sweep(engines[g][0], questions, chunk_maps[g], key))
@@ -522,7 +525,7 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("rrf k=60 w=0.5", {"method": "rrf", "rrf_k": 60, "dense_weight": 0.5, "adaptive": "off"}),
     *(
         (f"score w={w}, fixed", {"dense_weight": w, "adaptive": "off"})
-        for w in (0.2, 0.3, 0.4, 0.5)
+        for w in (0.2, 0.25, 0.3, 0.4, 0.5)
     ),
     *(
         (
@@ -530,7 +533,15 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
             {"dense_weight": w, "adaptive": signal, "adaptive_strength": st, "adaptive_depth": d},
         )
         for signal in ("agreement", "spread")
-        for w, st, d in ((0.2, 2.0, 5), (0.2, 4.0, 5), (0.3, 4.0, 5), (0.3, 8.0, 5), (0.3, 4.0, 3))
+        for w, st, d in (
+            (0.2, 2.0, 5),
+            (0.2, 4.0, 5),
+            (0.3, 2.0, 5),
+            (0.3, 4.0, 5),
+            (0.3, 8.0, 5),
+            (0.3, 4.0, 3),
+            (0.4, 4.0, 5),
+        )
     ),
     ("defaults, term_decay 1 (no coverage)", {"term_decay": 1.0}),
     ("defaults, no feedback", {"feedback_docs": 0}),
@@ -558,9 +569,13 @@ def run_graph_sweep(engine: Any, questions: Questions, chunk_map: Any, key: str)
     return out
 
 
-def run_sweep(engine: Any, questions: Questions, chunk_map: Any, key: str) -> dict[str, Any]:
+def run_sweep(
+    engine: Any, questions: Questions, chunk_map: Any, key: str, flat: dict[str, Any]
+) -> dict[str, Any]:
     """``SWEEP_MODES`` under each ``SWEEP`` variant at the headline budget (``key``: the
-    dataset's headline measure, logged)."""
+    dataset's headline measure, logged; ``flat``: the headline budget's results, whose
+    ``naive`` and ``bm25`` questions say where each variant's dense weight went,
+    ``weights_by_winner``)."""
     from graphstrata.engine.config import FusionConfig
 
     out: dict[str, Any] = {}
@@ -573,7 +588,12 @@ def run_sweep(engine: Any, questions: Questions, chunk_map: Any, key: str) -> di
                 res = run_mode(engine, questions, mode, HEADLINE_BUDGET, chunk_map)
             finally:
                 engine.config.fusion = FusionConfig()
-            out[label][mode] = res["overall"]
+            out[label][mode] = {
+                **res["overall"],
+                "weights_by_winner": retrieval_compare.weights_by_winner(
+                    flat, res["questions"], key
+                ),
+            }
         log(f"sweep {label}: " + ", ".join(f"{m} {out[label][m][key]:.3f}" for m in modes))
     return out
 
@@ -765,6 +785,8 @@ def write_markdown(
                 retrieval_compare.ci_rows(name, data["results"]),
             ),
             "",
+            *retrieval_compare.weight_lines(name, data["results"][head]),
+            "",
             f"Criteria of issue 48 on {name} ({key}):",
             "",
             *retrieval_compare.criteria(name, data["results"], head),
@@ -801,7 +823,7 @@ def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
         f"{n} {m} {k}"
         for n in names
         for m in SWEEP_MODES
-        for k in (retrieval_compare.headline(n), "doc R")
+        for k in (retrieval_compare.headline(n), "doc R", "w naive/bm25 better")
     ]
     rows = []
     for label, _ in SWEEP:
@@ -810,7 +832,15 @@ def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
             for m in SWEEP_MODES:
                 agg = all_data[n]["sweep"].get(label, {}).get(m)
                 key = retrieval_compare.headline(n)
-                cells += [cell(agg, key), cell(agg, "doc_recall")] if agg else ["–", "–"]
+                cells += (
+                    [
+                        cell(agg, key),
+                        cell(agg, "doc_recall"),
+                        retrieval_compare.weights_cell(agg.get("weights_by_winner", {})),
+                    ]
+                    if agg
+                    else ["–", "–", "–"]
+                )
         rows.append(cells)
     loads = "; ".join(f"{n} {all_data[n]['sweep_load']}" for n in names)
     from graphstrata.engine.config import FusionConfig
@@ -830,7 +860,9 @@ def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
         "for every query; `agreement` / `spread` s=S d=D = the per-query weight "
         "(`core.fusion.query_dense_weight`: `adaptive`, strength `adaptive_strength`, the "
         "`adaptive_depth` best of each list compared), moved from w; the headline measure is "
-        "fact R text, evidence R on the paraphrased novels; "
+        "fact R text, evidence R on the paraphrased novels; `w naive/bm25 better` = the "
+        "mean dense weight the variant gave the questions where naive beat bm25 / bm25 beat "
+        "naive on it (a per-query weight should be higher on the first); "
         f"`defaults` = `FusionConfig()` of this run ({defaults}). "
         f"Load average at the end: {loads}.",
         "",
@@ -904,6 +936,14 @@ def main(argv: list[str] | None = None) -> int:
         help="indexes to build: component lists joined by '+' (default: %(default)s)",
     )
     parser.add_argument("--no-sweep", action="store_true", help="skip the fusion sweep")
+    parser.add_argument(
+        "--skip-group",
+        action="append",
+        default=[],
+        metavar="DATASET:GROUP",
+        help="do not build or evaluate GROUP (e.g. heterograph) on DATASET; its modes are "
+        "listed as unavailable (repeatable)",
+    )
     parser.add_argument("--build-only", action="store_true", help="build the indexes and stop")
     parser.add_argument(
         "--reuse-stale",
@@ -929,12 +969,16 @@ def main(argv: list[str] | None = None) -> int:
             for comps in groups:
                 build_or_reuse(d, comps, args.embedder, args.rebuild, args.reuse_stale)
         return 0
+    skipped = {}
+    for spec in args.skip_group:
+        dataset, _, group = spec.partition(":")
+        skipped.setdefault(dataset, set()).add(group)
     all_data = {
         d: evaluate_dataset(
             d,
             budgets,
             args.limit,
-            groups,
+            [g for g in groups if ",".join(c.name for c in g) not in skipped.get(d, set())],
             args.embedder,
             args.rebuild,
             not args.no_sweep,

@@ -161,3 +161,44 @@ def evidence_rows(dataset: str, results: dict[str, Any], modes: Sequence[str]) -
             share = f"{got / tokens:.2f}" if tokens else "–"
             rows.append([dataset, mode, kind, f"{tokens:.0f}", f"{got:.0f}", share])
     return rows
+
+
+def weights_by_winner(
+    results: dict[str, Any], fused: list[dict[str, Any]], key: str
+) -> dict[str, tuple[float, int]]:
+    """Mean per-query dense weight of the ``fused`` per-question scores, over the questions
+    where ``naive`` beats ``bm25`` on ``key``, where ``bm25`` beats ``naive``, and where they
+    tie: (mean, questions) per group present. Empty when the flat modes did not run."""
+    if not all(m in results for m in FLAT_MODES):
+        return {}
+    naive = {q["id"]: q.get(key) for q in results["naive"]["questions"]}
+    bm25 = {q["id"]: q.get(key) for q in results["bm25"]["questions"]}
+    groups: dict[str, list[float]] = {"naive better": [], "bm25 better": [], "tied": []}
+    for q in fused:
+        a, b, w = naive.get(q["id"]), bm25.get(q["id"]), q.get("dense_weight")
+        if a is None or b is None or w is None:
+            continue
+        group = "naive better" if a > b else "bm25 better" if b > a else "tied"
+        groups[group].append(float(w))
+    return {g: (sum(ws) / len(ws), len(ws)) for g, ws in groups.items() if ws}
+
+
+def weights_cell(weights: dict[str, tuple[float, int]]) -> str:
+    """``0.31 / 0.22``: mean dense weight where naive / bm25 did better."""
+    if not weights:
+        return "–"
+    return " / ".join(
+        f"{weights[g][0]:.2f}" if g in weights else "–" for g in ("naive better", "bm25 better")
+    )
+
+
+def weight_lines(dataset: str, results: dict[str, Any]) -> list[str]:
+    """Whether the per-query dense weight of ``hybrid`` rises where the dense list is right
+    (``weights_by_winner``), as a sentence."""
+    if "hybrid" not in results:
+        return []
+    weights = weights_by_winner(results, results["hybrid"]["questions"], headline(dataset))
+    if not weights:
+        return []
+    parts = "; ".join(f"{g}: {w:.3f} ({n} q)" for g, (w, n) in weights.items())
+    return [f"`hybrid`'s dense weight per query, mean by which flat mode did better: {parts}."]

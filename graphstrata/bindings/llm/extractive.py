@@ -29,6 +29,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from graphstrata.bindings.llm.statements import WORD as _WORD
+from graphstrata.bindings.llm.statements import is_statement
 from graphstrata.engine import LLMError, LLMRequest, LLMResponse, count_tokens
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[“‘]?[A-Z0-9])")
@@ -39,7 +41,6 @@ _ABBREVIATION_END = re.compile(
     r"|Rep|Pres|Rev|Hon|Inc|Co|Corp|Ltd|Bros|No|Nos|Vol|vs|approx|est|dept|Univ|Jan|Feb|Mar"
     r"|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|[A-Z]|(?:[A-Za-z]\.)+[A-Za-z])\.$"
 )
-_WORD = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ0-9][A-Za-zÀ-ÖØ-öø-ÿ0-9'\-]*")
 # fmt: off
 _STOP = frozenset(
     ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "than", "then", "there", "here", "into", "onto", "over", "under", "after", "before", "during", "between", "among", "about", "above", "below", "up", "down", "out", "off", "again", "further", "once", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "nor", "not", "only", "own", "same", "so", "too", "very", "can", "will", "just", "should", "now", "also", "has", "have", "had", "do", "does", "did", "their", "they", "them", "he", "she", "his", "her", "we", "our", "you", "your", "i", "me", "my", "mine", "us"]
@@ -449,34 +450,6 @@ def decompose(
             {"text": " ".join(group), "entities": entities, "relationships": relationships}
         )
     return {"semantic_units": units}
-
-
-#: A unit sentence has at least this many words; a sentence without final punctuation
-#: (a heading, a list label, a table caption: "Performance status") at least
-#: ``MIN_OPEN_WORDS``.
-MIN_STATEMENT_WORDS = 4
-MIN_OPEN_WORDS = 6
-#: Share of a sentence's visible characters that are letters, below which it is a table row
-#: or a formula, not a statement ("ICC | 0.82 | 0.74-0.88").
-MIN_LETTER_SHARE = 0.6
-_TABLE_CELL = re.compile(r"\|")
-_FINAL_PUNCT = re.compile(r"[.!?:;\"”')\]]$")
-
-
-def is_statement(sentence: str) -> bool:
-    """Whether a sentence of :func:`split_sentences` states something a semantic unit may
-    hold: not a table row (two or more ``|`` cells, or mostly digits and signs), and at
-    least ``MIN_STATEMENT_WORDS`` words, ``MIN_OPEN_WORDS`` when it lacks final punctuation
-    (a heading or label)."""
-    if len(_TABLE_CELL.findall(sentence)) >= 2:
-        return False
-    visible = [c for c in sentence if not c.isspace()]
-    if not visible or sum(c.isalpha() for c in visible) < MIN_LETTER_SHARE * len(visible):
-        return False
-    words = len(_WORD.findall(sentence))
-    if words < MIN_STATEMENT_WORDS:
-        return False
-    return bool(_FINAL_PUNCT.search(sentence)) or words >= MIN_OPEN_WORDS
 
 
 # Words between two entities that say nothing about how they relate ("A and B", "A, B",

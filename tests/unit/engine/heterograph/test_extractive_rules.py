@@ -11,10 +11,10 @@ from graphstrata.bindings.llm.extractive import (
     ExtractiveLLM,
     decompose,
     extract_entities,
-    is_statement,
     rules_named,
     split_sentences,
 )
+from graphstrata.bindings.llm.statements import is_statement
 from graphstrata.engine.heterograph.parse import parse_decomposition
 from graphstrata.engine.prompts import decompose_request
 
