@@ -553,8 +553,8 @@ GRAPH_SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("graph: defaults", {}),
     ("graph: text_share 0.5", {"text_share": 0.5}),
     ("graph: text_share 0.8", {"text_share": 0.8}),
-    ("graph: structured_share 0", {"structured_share": 0.0}),
-    ("graph: text_share 0.5, structured_share 0", {"text_share": 0.5, "structured_share": 0.0}),
+    ("graph: structured_share 0.05", {"structured_share": 0.05}),
+    ("graph: structured_share 0.1", {"structured_share": 0.1}),
     ("graph: token_exponent 0.5", {"token_exponent": 0.5}),
 )
 
