@@ -1,11 +1,12 @@
 """Retrieval quality and search latency of every search mode on the shared QA datasets.
 
-    python -m benchmarks.quality.retrieval [--datasets multihop_rag,hotpotqa]
+    python -m benchmarks.quality.retrieval [--datasets multihop_rag,hotpotqa,graphrag_bench_novel]
                                    [--budgets 1000,2000,4000] [--embedder minilm-onnx] [--groups GROUPS] [--limit N]
                                    [--no-sweep] [--build-only] [--rebuild]
 
 For each dataset of ``../shared/data`` (MultiHop-RAG: 609 news articles, 500 questions;
-HotpotQA: 994 passages, 100 questions) it builds one index per *group* of components
+HotpotQA: 994 passages, 100 questions; GraphRAG-Bench novels: 4 books, 326 questions with
+paraphrased evidence, scored by evidence-token recall) it builds one index per *group* of components
 (default ``hierarchy,sparse,hybrid+heterograph``: the hierarchy with the stateless ``bm25``
 and ``hybrid`` modes in one index, the heterograph in another, so a change of the
 heterograph code does not rebuild the hierarchy index and the reverse) with the extractive
@@ -25,9 +26,13 @@ evaluated on the first index that serves it at each budget, in one run.
   byte, so they are not part of an index's identity either.
 * **Latency**: ``search ms p50 / p99`` is the mode's own search per question (the engine's
   ``search_seconds``, query embedding apart), after one untimed warm-up question.
-* **Fusion choice** (unless ``--no-sweep``): ``hybrid`` and ``collapsed`` at 2,000 tokens under
-  RRF with several k, min-max score fusion with several weights, each side alone and
-  without deduplication; the defaults of ``FusionConfig`` cite this table.
+* **Comparisons** (``benchmarks/quality/retrieval_compare.py``): every mode against the
+  best of ``naive`` and ``bm25`` at each budget, with paired bootstrap 95 % intervals
+  (``graphstrata.evaluation.compare``), the rank measures of each mode's ranked list
+  before packing (Recall@k, MRR@10), and the acceptance criteria of issue 48.
+* **Fusion choice** (unless ``--no-sweep``): ``hybrid`` and ``collapsed`` at 2,000 tokens
+  under fixed and per-query dense weights (``FusionConfig.adaptive``), RRF and each side
+  alone; the defaults of ``FusionConfig`` cite this table.
 
 Writes ``benchmarks/results/retrieval.md`` and ``retrieval.json``, with the load average
 beside each table. Skips cleanly (exit 0) when ``../shared/data`` is absent.
@@ -61,8 +66,9 @@ from benchmarks.common import (
     machine,
     read_jsonl,
 )
+from benchmarks.quality import retrieval_compare
 
-DATASETS = ("multihop_rag", "hotpotqa")
+DATASETS = ("multihop_rag", "hotpotqa", "graphrag_bench_novel")
 BUDGETS = (1000, 2000, 4000)
 #: Table order; a mode no index serves is listed as unavailable.
 MODES = ("naive", "bm25", "hybrid", "collapsed", "detailed", "summarized", "graph")
@@ -74,7 +80,13 @@ QUERY_SECTIONS = ("search", "fusion")
 QUERY_MODULES = ("view.py", "search.py", "ranking.py")
 #: Kernels only queries use.
 QUERY_KERNELS = ("fusion.py", "budget.py", "ppr.py")
-MEASURES = ("doc_recall", "fact_recall_text", "fact_recall_chunk", "answer_contained")
+MEASURES = (
+    "doc_recall",
+    "fact_recall_text",
+    "fact_recall_chunk",
+    "evidence_recall",
+    "answer_contained",
+)
 
 
 # ------------------------------------------------------------------ embedding cache
@@ -211,6 +223,7 @@ def code_files(components: list[Any]) -> list[Path]:
     if stateful:  # bm25 and hybrid keep no state and call no LLM
         files += [
             REPO / "graphstrata" / "bindings" / "llm" / "extractive.py",
+            REPO / "graphstrata" / "bindings" / "llm" / "statements.py",
             engine_dir / "prompts.py",
         ]
         files += sorted(
@@ -364,29 +377,50 @@ def embed_questions(engine: Any, items: list[Any]) -> Questions:
     return Questions(items, vectors, 1000.0 * (time.perf_counter() - start) / len(texts))
 
 
-def run_mode(engine: Any, questions: Questions, mode: str, budget: int, chunk_map: Any) -> dict:
-    """Scores of every question in one mode at one budget, aggregated."""
-    from graphstrata.evaluation import score_hits
+def run_mode(
+    engine: Any,
+    questions: Questions,
+    mode: str,
+    budget: int,
+    chunk_map: Any,
+    params: dict[str, Any] | None = None,
+) -> dict:
+    """Scores of every question in one mode at one budget (``params``: the mode's query
+    parameters), aggregated (``questions``: the per-question scores, kept for the paired
+    intervals, not written to the JSON)."""
+    params = params or {}
+    from graphstrata.evaluation import rank_scores, score_hits
 
     items = questions.items
-    engine.query_vectors([items[0].question], questions.vectors[:1], mode, budget)  # warm-up
+    engine.query_vectors([items[0].question], questions.vectors[:1], mode, budget, **params)
     scores: list[dict[str, Any]] = []
     by_kind: dict[str, float] = {}
+    useful: dict[str, float] = {}
     duplicates, tested = 0, False
     for start in range(0, len(items), 64):
         part = items[start : start + 64]
         results = engine.query_vectors(
-            [q.question for q in part], questions.vectors[start : start + 64], mode, budget
+            [q.question for q in part],
+            questions.vectors[start : start + 64],
+            mode,
+            budget,
+            **params,
         )
         for item, result in zip(part, results, strict=True):
             score = score_hits(result.nodes, item, chunk_map)
+            score.update(rank_scores(result.report.get("ranked"), item, chunk_map))
             score.update(
                 id=item.id,
                 type=item.type,
                 search_ms=1000.0 * float(result.report["search_seconds"]),
+                dense_weight=result.report.get("fusion", {}).get("dense_weight"),
             )
             for kind, tokens in result.report.get("tokens_by_kind", {}).items():
                 by_kind[kind] = by_kind.get(kind, 0.0) + tokens
+            for kind, tokens in retrieval_compare.evidence_tokens(
+                result.nodes, item.gold_facts
+            ).items():
+                useful[kind] = useful.get(kind, 0.0) + tokens
             if "fusion" in result.report:
                 tested = True
                 duplicates += int(result.report["fusion"].get("duplicates", 0))
@@ -394,6 +428,10 @@ def run_mode(engine: Any, questions: Questions, mode: str, budget: int, chunk_ma
     out = summarize(scores, {k: v / len(items) for k, v in sorted(by_kind.items())})
     if tested:
         out["overall"]["duplicates"] = duplicates / len(items)
+    out["overall"]["evidence_tokens_by_kind"] = {
+        k: v / len(items) for k, v in sorted(useful.items())
+    }
+    out["questions"] = scores
     return out
 
 
@@ -458,7 +496,12 @@ def evaluate_dataset(
                 engine, questions, mode, budget, chunk_maps[served[mode]]
             )
         loads[budget] = load_text(1, ", ")
-    sweeps = run_sweep(engines[0][0], questions, chunk_maps[0]) if sweep else {}
+    key = retrieval_compare.headline(dataset)
+    flat = results.get(HEADLINE_BUDGET, {})
+    sweeps = run_sweep(engines[0][0], questions, chunk_maps[0], key, flat) if sweep else {}
+    if sweep and "graph" in served:
+        g = served["graph"]
+        sweeps.update(run_graph_sweep(engines[g][0], questions, chunk_maps[g], key))
     return {
         "records": [rec for _, rec in engines],
         "stats": [e.stats() for e, _ in engines],
@@ -473,49 +516,66 @@ def evaluate_dataset(
     }
 
 
-#: Fusion variants of the sweep: (label, FusionConfig overrides).
+#: Fusion variants of the sweep: (label, FusionConfig overrides). ``w`` is the configured
+#: dense weight; ``agreement`` / ``spread`` s=S d=D the per-query weight
+#: (``FusionConfig.adaptive``, ``adaptive_strength``, ``adaptive_depth``).
 SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("dense only", {"method": "dense"}),
     ("sparse only", {"method": "sparse"}),
-    (
-        "rrf k=60 w=0.5, as retrieved",
-        {"method": "rrf", "rrf_k": 60, "dense_weight": 0.5, "complete_scores": False},
+    ("rrf k=60 w=0.5", {"method": "rrf", "rrf_k": 60, "dense_weight": 0.5, "adaptive": "off"}),
+    *(
+        (f"score w={w}, fixed", {"dense_weight": w, "adaptive": "off"})
+        for w in (0.2, 0.25, 0.3, 0.4, 0.5)
     ),
-    ("rrf k=60 w=0.5", {"method": "rrf", "rrf_k": 60, "dense_weight": 0.5}),
-    ("rrf k=60 w=0.4", {"method": "rrf", "rrf_k": 60, "dense_weight": 0.4}),
-    ("rrf k=60 w=0.3", {"method": "rrf", "rrf_k": 60, "dense_weight": 0.3}),
-    ("rrf k=60 w=0.2", {"method": "rrf", "rrf_k": 60, "dense_weight": 0.2}),
-    ("rrf k=10 w=0.3", {"method": "rrf", "rrf_k": 10, "dense_weight": 0.3}),
-    ("rrf k=30 w=0.3", {"method": "rrf", "rrf_k": 30, "dense_weight": 0.3}),
-    ("rrf k=100 w=0.3", {"method": "rrf", "rrf_k": 100, "dense_weight": 0.3}),
-    (
-        "score w=0.5, as retrieved",
-        {"method": "score", "dense_weight": 0.5, "complete_scores": False},
+    *(
+        (
+            f"score w={w}, {signal} s={st} d={d}",
+            {"dense_weight": w, "adaptive": signal, "adaptive_strength": st, "adaptive_depth": d},
+        )
+        for signal in ("agreement", "spread")
+        for w, st, d in (
+            (0.2, 2.0, 5),
+            (0.2, 4.0, 5),
+            (0.3, 2.0, 5),
+            (0.3, 4.0, 5),
+            (0.3, 8.0, 5),
+            (0.3, 4.0, 3),
+            (0.4, 4.0, 5),
+        )
     ),
-    ("score w=0.5", {"method": "score", "dense_weight": 0.5}),
-    ("score w=0.4", {"method": "score", "dense_weight": 0.4}),
-    ("score w=0.3", {"method": "score", "dense_weight": 0.3}),
-    ("score w=0.2", {"method": "score", "dense_weight": 0.2}),
-    ("score w=0.1", {"method": "score", "dense_weight": 0.1}),
     ("defaults, term_decay 1 (no coverage)", {"term_decay": 1.0}),
-    ("defaults, term_decay 0.95", {"term_decay": 0.95}),
-    ("defaults, term_decay 0.85", {"term_decay": 0.85}),
-    ("defaults, term_decay 0.8", {"term_decay": 0.8}),
-    ("defaults, term_decay 0.7", {"term_decay": 0.7}),
     ("defaults, no feedback", {"feedback_docs": 0}),
-    ("defaults, feedback weight 0.15", {"feedback_weight": 0.15}),
-    ("defaults, feedback weight 0.5", {"feedback_weight": 0.5}),
-    ("defaults, 2 feedback docs", {"feedback_docs": 2}),
-    ("defaults, feedback in the hierarchy too", {"feedback_in_hierarchy": True}),
-    ("defaults, no dedup", {"max_overlap": 2.0}),
-    ("defaults, max_overlap 0.5", {"max_overlap": 0.5}),
-    ("defaults, max_overlap 0.95", {"max_overlap": 0.95}),
 )
 SWEEP_MODES = ("hybrid", "collapsed")
+#: Budget variants of ``graph`` (query parameters, ``HeterographConfig``): which kinds the
+#: walk's budget goes to.
+GRAPH_SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("graph: defaults", {}),
+    ("graph: text_share 0.5", {"text_share": 0.5}),
+    ("graph: text_share 0.8", {"text_share": 0.8}),
+    ("graph: structured_share 0.05", {"structured_share": 0.05}),
+    ("graph: structured_share 0.1", {"structured_share": 0.1}),
+    ("graph: token_exponent 0.5", {"token_exponent": 0.5}),
+)
 
 
-def run_sweep(engine: Any, questions: Questions, chunk_map: Any) -> dict[str, Any]:
-    """``SWEEP_MODES`` under each ``SWEEP`` variant at the headline budget."""
+def run_graph_sweep(engine: Any, questions: Questions, chunk_map: Any, key: str) -> dict[str, Any]:
+    """``graph`` under each ``GRAPH_SWEEP`` variant at the headline budget."""
+    out: dict[str, Any] = {}
+    for label, params in GRAPH_SWEEP:
+        res = run_mode(engine, questions, "graph", HEADLINE_BUDGET, chunk_map, params)
+        out[label] = {"graph": res["overall"]}
+        log(f"sweep {label}: graph {res['overall'][key]:.3f}")
+    return out
+
+
+def run_sweep(
+    engine: Any, questions: Questions, chunk_map: Any, key: str, flat: dict[str, Any]
+) -> dict[str, Any]:
+    """``SWEEP_MODES`` under each ``SWEEP`` variant at the headline budget (``key``: the
+    dataset's headline measure, logged; ``flat``: the headline budget's results, whose
+    ``naive`` and ``bm25`` questions say where each variant's dense weight went,
+    ``weights_by_winner``)."""
     from graphstrata.engine.config import FusionConfig
 
     out: dict[str, Any] = {}
@@ -528,11 +588,13 @@ def run_sweep(engine: Any, questions: Questions, chunk_map: Any) -> dict[str, An
                 res = run_mode(engine, questions, mode, HEADLINE_BUDGET, chunk_map)
             finally:
                 engine.config.fusion = FusionConfig()
-            out[label][mode] = res["overall"]
-        log(
-            f"sweep {label}: "
-            + ", ".join(f"{m} {out[label][m]['fact_recall_text']:.3f}" for m in modes)
-        )
+            out[label][mode] = {
+                **res["overall"],
+                "weights_by_winner": retrieval_compare.weights_by_winner(
+                    flat, res["questions"], key
+                ),
+            }
+        log(f"sweep {label}: " + ", ".join(f"{m} {out[label][m][key]:.3f}" for m in modes))
     return out
 
 
@@ -562,6 +624,9 @@ HEADER = [
     "doc R",
     "fact R text",
     "fact R chunk",
+    "evidence R",
+    "R@5",
+    "MRR@10",
     "answer (n)",
     "tokens",
     "tokens by kind",
@@ -575,7 +640,17 @@ def row(mode: str, agg: dict[str, Any], by_kind: dict[str, float] | None = None)
     return [
         mode,
         str(agg["questions"]),
-        *(cell(agg, k) for k in ("doc_recall", "fact_recall_text", "fact_recall_chunk")),
+        *(
+            cell(agg, k)
+            for k in (
+                "doc_recall",
+                "fact_recall_text",
+                "fact_recall_chunk",
+                "evidence_recall",
+                "passage_recall@5",
+                "mrr@10",
+            )
+        ),
         cell(agg, "answer_contained"),
         cell(agg, "tokens"),
         kinds_cell(by_kind),
@@ -628,7 +703,12 @@ def write_markdown(
         "Measures (definitions and tie rules in `graphstrata/evaluation/scoring.py`): "
         "**doc R** = share of gold documents with a retrieved chunk or semantic unit; "
         "**fact R text** = gold evidence sentences found verbatim in one retrieved node; "
-        "**fact R chunk** = gold sentences whose source chunk was retrieved; **answer (n)** = "
+        "**fact R chunk** = gold sentences whose source chunk was retrieved; **evidence R** = "
+        "evidence-token recall, the share of each gold fact's content words (BM25 terms) in "
+        "the retrieved text (the measure of paraphrased gold); **R@5**, **MRR@10** = passage "
+        "recall in the first 5 and reciprocal rank of the first gold passage in the first 10 "
+        "of the mode's ranked list before packing (a gold passage = a source chunk of a gold "
+        "fact; none on paraphrased gold); **answer (n)** = "
         "a gold answer in the retrieved text, over the n questions whose answer is not a "
         "yes/no verdict or 'Insufficient information.'; **tokens** = retrieved tokens used "
         "(mean), **tokens by kind** = the same per node kind (T chunk, L summary, S/A/H/R "
@@ -682,20 +762,56 @@ def write_markdown(
             markdown_table(["budget", *HEADER], rows),
             "",
         ]
-        type_header = ["mode", "type", *HEADER[1:7], *HEADER[9:]]
+        type_header = ["mode", "type", *HEADER[1:10], *HEADER[12:]]
         rows = []
         for mode, res in data["results"][head].items():
             for qtype, agg in res["by_type"].items():
                 r = row(mode, agg)
-                rows.append([mode, qtype, *r[1:7], *r[9:]])
+                rows.append([mode, qtype, *r[1:10], *r[12:]])
         lines += [
             f"By question type at {head} tokens (load {data['loads'][head]}):",
             "",
             markdown_table(type_header, rows),
             "",
         ]
+        key = retrieval_compare.headline(name)
+        lines += [
+            f"Each mode against the best of naive and bm25 on {key} at that budget: mean "
+            "paired difference in points with its 95 % paired bootstrap interval "
+            "(`graphstrata/evaluation/compare.py`, 2,000 resamples, seed 0):",
+            "",
+            markdown_table(
+                retrieval_compare.ci_header(name),
+                retrieval_compare.ci_rows(name, data["results"]),
+            ),
+            "",
+            *retrieval_compare.weight_lines(name, data["results"][head]),
+            "",
+            f"Criteria of issue 48 on {name} ({key}):",
+            "",
+            *retrieval_compare.criteria(name, data["results"], head),
+            "",
+        ]
+    rows = [
+        r
+        for name, data in all_data.items()
+        for r in retrieval_compare.evidence_rows(
+            name, data["results"][head], ("hybrid", "collapsed", "graph")
+        )
+    ]
+    lines += [
+        f"## Where the budget meets the evidence ({head} tokens)",
+        "",
+        "Per node kind: tokens packed per question, tokens of hits that hold evidence "
+        f"(at least {retrieval_compare.EVIDENCE_SHARE:.0%} of one gold fact's content words) "
+        "and their share.",
+        "",
+        markdown_table(["dataset", "mode", "kind", "tokens", "evidence tokens", "share"], rows),
+        "",
+    ]
     if any(d["sweep"] for d in all_data.values()):
         lines += sweep_markdown(all_data)
+        lines += graph_sweep_markdown(all_data)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -704,7 +820,10 @@ def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
 
     names = [n for n, d in all_data.items() if d["sweep"]]
     header = ["variant"] + [
-        f"{n} {m} {k}" for n in names for m in SWEEP_MODES for k in ("fact R text", "doc R")
+        f"{n} {m} {k}"
+        for n in names
+        for m in SWEEP_MODES
+        for k in (retrieval_compare.headline(n), "doc R", "w naive/bm25 better")
     ]
     rows = []
     for label, _ in SWEEP:
@@ -712,13 +831,15 @@ def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
         for n in names:
             for m in SWEEP_MODES:
                 agg = all_data[n]["sweep"].get(label, {}).get(m)
+                key = retrieval_compare.headline(n)
                 cells += (
-                    [cell(agg, "fact_recall_text"), cell(agg, "doc_recall")]
-                    if agg
-                    else [
-                        "–",
-                        "–",
+                    [
+                        cell(agg, key),
+                        cell(agg, "doc_recall"),
+                        retrieval_compare.weights_cell(agg.get("weights_by_winner", {})),
                     ]
+                    if agg
+                    else ["–", "–", "–"]
                 )
         rows.append(cells)
     loads = "; ".join(f"{n} {all_data[n]['sweep_load']}" for n in names)
@@ -735,12 +856,46 @@ def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
         "the default `term_decay`); every fused row (rrf, score) of `hybrid` takes the "
         "default dense feedback round (`feedback_docs`, `feedback_weight`: the query vector "
         "moved toward the best fused candidate searches again, `core.fusion.feedback_vector`), "
-        "`collapsed` only where `feedback_in_hierarchy` is set; "
-        "`as retrieved` = each list "
-        "fused as returned (a candidate missing from a list gets nothing from it) instead of "
-        "scoring every candidate on both sides (`complete_scores`); `dedup` = the duplicate "
-        f"test (`max_overlap`); `defaults` = `FusionConfig()` of this run ({defaults}). "
+        "`collapsed` only where `feedback_in_hierarchy` is set; `fixed` = the same weight "
+        "for every query; `agreement` / `spread` s=S d=D = the per-query weight "
+        "(`core.fusion.query_dense_weight`: `adaptive`, strength `adaptive_strength`, the "
+        "`adaptive_depth` best of each list compared), moved from w; the headline measure is "
+        "fact R text, evidence R on the paraphrased novels; `w naive/bm25 better` = the "
+        "mean dense weight the variant gave the questions where naive beat bm25 / bm25 beat "
+        "naive on it (a per-query weight should be higher on the first); "
+        f"`defaults` = `FusionConfig()` of this run ({defaults}). "
         f"Load average at the end: {loads}.",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
+
+
+def graph_sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
+    """The ``GRAPH_SWEEP`` table (datasets whose graph index was swept)."""
+    from graphstrata.evaluation import markdown_table
+
+    names = [n for n, d in all_data.items() if GRAPH_SWEEP[0][0] in d["sweep"]]
+    if not names:
+        return []
+    header = ["variant"] + [
+        f"{n} graph {k}" for n in names for k in (retrieval_compare.headline(n), "doc R")
+    ]
+    rows = []
+    for label, _ in GRAPH_SWEEP:
+        cells = [label]
+        for n in names:
+            agg = all_data[n]["sweep"].get(label, {}).get("graph")
+            key = retrieval_compare.headline(n)
+            cells += [cell(agg, key), cell(agg, "doc_recall")] if agg else ["–", "–"]
+        rows.append(cells)
+    return [
+        f"## Graph budget at {HEADLINE_BUDGET} tokens",
+        "",
+        "Each row sets `graph` query parameters (`HeterographConfig`): `text_share` = share "
+        "of the budget packed with chunks alone first, `structured_share` = most of the "
+        "budget attributes, elements and relationships take, `token_exponent` = the "
+        "ranking's tokens exponent.",
         "",
         markdown_table(header, rows),
         "",
@@ -756,7 +911,12 @@ def write_json(all_data: dict[str, dict[str, Any]], command: str, embedder: str)
         "datasets": {
             name: {
                 **{k: v for k, v in data.items() if k != "results"},
-                "results": {str(b): r for b, r in data["results"].items()},
+                "results": {
+                    str(b): {
+                        m: {k: v for k, v in r.items() if k != "questions"} for m, r in by.items()
+                    }
+                    for b, by in data["results"].items()
+                },
             }
             for name, data in all_data.items()
         },
@@ -776,6 +936,14 @@ def main(argv: list[str] | None = None) -> int:
         help="indexes to build: component lists joined by '+' (default: %(default)s)",
     )
     parser.add_argument("--no-sweep", action="store_true", help="skip the fusion sweep")
+    parser.add_argument(
+        "--skip-group",
+        action="append",
+        default=[],
+        metavar="DATASET:GROUP",
+        help="do not build or evaluate GROUP (e.g. heterograph) on DATASET; its modes are "
+        "listed as unavailable (repeatable)",
+    )
     parser.add_argument("--build-only", action="store_true", help="build the indexes and stop")
     parser.add_argument(
         "--reuse-stale",
@@ -801,12 +969,16 @@ def main(argv: list[str] | None = None) -> int:
             for comps in groups:
                 build_or_reuse(d, comps, args.embedder, args.rebuild, args.reuse_stale)
         return 0
+    skipped = {}
+    for spec in args.skip_group:
+        dataset, _, group = spec.partition(":")
+        skipped.setdefault(dataset, set()).add(group)
     all_data = {
         d: evaluate_dataset(
             d,
             budgets,
             args.limit,
-            groups,
+            [g for g in groups if ",".join(c.name for c in g) not in skipped.get(d, set())],
             args.embedder,
             args.rebuild,
             not args.no_sweep,

@@ -489,6 +489,7 @@ class Index(DocumentsAPI, QueryAPI):
         top_k: int | None = None,
         answers: bool = False,
         progress: Callable[[str, int, int], None] | None = None,
+        baseline: str | None = None,
     ) -> Any:
         """Retrieval quality of each mode on a QA set (see :mod:`graphstrata.evaluation`).
 
@@ -505,6 +506,9 @@ class Index(DocumentsAPI, QueryAPI):
             containment in the generated answer (``gen. answer``).
         progress:
             ``progress(stage, done, total)`` after each batch of questions.
+        baseline:
+            A mode among ``modes``: the others get paired bootstrap 95 % intervals of their
+            difference to it (``EvalResult.comparisons``).
 
         Returns
         -------
@@ -522,6 +526,7 @@ class Index(DocumentsAPI, QueryAPI):
             top_k=top_k,
             answers=answers,
             progress=progress,
+            baseline=baseline,
         )
 
     def stats(self) -> dict[str, Any]:

@@ -11,6 +11,15 @@ Pure functions over arrays, used by ``hybrid`` and the hierarchy modes:
   matched by the candidates ranked above counts less (an xQuAD-style diversification over
   the query's terms; Santos, Macdonald and Ounis, WWW 2010): a question about two articles
   gets both instead of several chunks of the one its words match best.
+* ``query_dense_weight``: the dense list's weight decided per query from the two lists
+  themselves (``ADAPTIVE_SIGNALS``): ``agreement`` asks each retriever how good the other's
+  best candidates are (the dense score of BM25's top, the BM25 score of the dense top,
+  min-max normalized over the candidates), the way dynamic alpha tuning (Hsu and Tzeng,
+  "DAT: Dynamic Alpha Tuning for Hybrid Retrieval", 2025) asks an LLM to judge each
+  retriever's top candidate, with the other retriever as the judge; ``spread`` trusts the
+  retriever whose best candidates stand out from the rest (a score-distribution query
+  performance predictor, like Shtok et al.'s normalized query commitment). The weight
+  moves from the configured one on the logit scale, so a strength of 0 is the fixed weight.
 * ``feedback_vector``: Rocchio's query update (Rocchio 1971) in embedding space, the
   vector pseudo-relevance feedback of Li et al. ("Pseudo Relevance Feedback with Deep
   Language Models and Dense Retrievers: Successes and Pitfalls", TOIS 2023): the query
@@ -27,6 +36,7 @@ descending fused score, equal scores by ascending id; lists may be empty.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Collection, Sequence
 
@@ -34,10 +44,12 @@ import numpy as np
 from numba import njit
 
 __all__ = [
+    "ADAPTIVE_SIGNALS",
     "coverage_order",
     "feedback_vector",
     "minmax",
     "pack_distinct",
+    "query_dense_weight",
     "rrf",
     "score_fusion",
     "shingles",
@@ -151,6 +163,86 @@ def score_fusion(
         uniq, first = _first_positions(ids)
         parts.append((uniq, weight * minmax(scores[first])))
     return _accumulate(parts)
+
+
+#: The per-query evidence ``query_dense_weight`` reads (``"off"``: the fixed weight).
+ADAPTIVE_SIGNALS = ("off", "agreement", "spread")
+
+
+def _top(scores: np.ndarray, depth: int) -> np.ndarray:
+    """Indices of the ``depth`` best scores, ties to the lower index."""
+    order = np.argsort(-scores, kind="stable")
+    return order[:depth]
+
+
+def query_dense_weight(
+    dense: np.ndarray,
+    sparse: np.ndarray,
+    base: float,
+    signal: str,
+    strength: float,
+    depth: int,
+) -> float:
+    """The dense list's weight for one query, from the scores of its candidates.
+
+    Both score arrays are min-max normalized over the candidates (``minmax``). With
+    ``D`` the ``depth`` best candidates by dense score and ``S`` by BM25 score:
+
+    * ``agreement``: ``x = mean(sparse[D]) - mean(dense[S])``: BM25's opinion of the dense
+      top minus the dense retriever's opinion of the BM25 top. A retriever whose best
+      candidates the other also rates well is trusted more; one whose best candidates
+      the other rates poorly (a word match that is off topic, a near vector that lacks
+      the question's terms) less.
+    * ``spread``: ``x = mean(sparse[S]) - mean(dense[D])``: how much closer to its best the
+      BM25 top stays than the dense top does, i.e. the dense list's lead in standing out
+      (a retriever whose best few stand out from the rest is surer of them).
+
+    The weight is ``sigmoid(logit(base) + strength * x)`` (``x`` in [-1, 1]); ``base`` at 0
+    or 1, ``strength`` 0, ``signal`` ``"off"``, or fewer than two candidates (nothing to
+    compare) give ``base`` itself.
+
+    Parameters
+    ----------
+    dense, sparse : float arrays [n]
+        Each candidate's dense (e.g. cosine) and BM25 score, aligned.
+    base : float
+        The configured dense weight, in [0, 1].
+    signal : str
+        One of ``ADAPTIVE_SIGNALS``.
+    strength : float
+        >= 0: how far the evidence moves the weight on the logit scale.
+    depth : int
+        >= 1: how many best candidates of each list are compared.
+
+    Returns
+    -------
+    float
+        The dense weight in [0, 1] (the BM25 list gets the rest).
+    """
+    d = np.asarray(dense, np.float64)
+    sp = np.asarray(sparse, np.float64)
+    if d.ndim != 1 or d.shape != sp.shape:
+        raise ValueError(f"dense and sparse must be aligned 1-d arrays: {d.shape} vs {sp.shape}")
+    if signal not in ADAPTIVE_SIGNALS:
+        raise ValueError(f"unknown signal {signal!r}; expected one of {ADAPTIVE_SIGNALS}")
+    if not 0.0 <= base <= 1.0:
+        raise ValueError(f"base must be in [0, 1], got {base}")
+    if not strength >= 0.0 or not np.isfinite(strength):
+        raise ValueError(f"strength must be finite and >= 0, got {strength}")
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}")
+    if signal == "off" or strength == 0.0 or d.size < 2 or base in (0.0, 1.0):
+        return float(base)
+    dn, sn = minmax(d), minmax(sp)
+    top_d, top_s = _top(dn, depth), _top(sn, depth)
+    if signal == "agreement":
+        x = float(sn[top_d].mean() - dn[top_s].mean())
+    else:
+        x = float(sn[top_s].mean() - dn[top_d].mean())
+    if x == 0.0:  # no evidence either way: exactly the configured weight
+        return float(base)
+    logit = math.log(base / (1.0 - base)) + float(strength) * x
+    return 1.0 / (1.0 + math.exp(-logit))
 
 
 def feedback_vector(query: np.ndarray, feedback: np.ndarray, weight: float) -> np.ndarray:

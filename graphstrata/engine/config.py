@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphstrata.core.fusion import ADAPTIVE_SIGNALS
 from graphstrata.engine.fields import ConfigError, check_fields, from_dict, setting
 from graphstrata.engine.policies import MaintenanceConfig
 
@@ -246,11 +247,10 @@ class HeterographConfig:
     #: Chunks and units kept for ranking (by density, after the walk).
     max_candidates: int = 400
     #: Most of the budget attributes, elements and relationships take together. They rarely
-    #: hold a gold fact verbatim: 0.1 -> 0.05 gained 2.3 points of fact R on MH150 and 3.2
-    #: on MH (0 gains a point more); 0.05 keeps room for the attribute of an entity the
-    #: question names, which leads the structured nodes.
+    #: hold evidence (4-6 % of relationship tokens packed, 26-32 % of chunk tokens); 0 gave
+    #: graph 0.879 / 0.988 against 0.876 / 0.985 at 0.05 (novels / HotpotQA; decision 0034).
     structured_share: float = setting(
-        0.05,
+        0.0,
         ge=0.0,
         le=1.0,
         query=True,
@@ -350,9 +350,9 @@ class FusionConfig:
     """Fusing dense and BM25 candidates, and spending the budget on distinct evidence.
 
     Used by ``hybrid`` and the hierarchy modes (``collapsed``, ``detailed``,
-    ``summarized``); the kernels are in ``core/fusion.py``. Every default is chosen by
-    measurement on MultiHop-RAG (500 q) and HotpotQA (100 q) at 2,000 tokens, in
-    benchmarks/results/retrieval.md ("Fusion choice"): fact recall (text) of ``hybrid``.
+    ``summarized``); kernels in ``core/fusion.py``. The dense weight (``dense_weight``,
+    ``adaptive*``) is chosen on all three shared sets (decision 0033), the rest on
+    MultiHop-RAG and HotpotQA (decision 0009); benchmarks/results/retrieval.md.
     """
 
     #: ``"score"``: convex combination of min-max normalized scores (Bruch et al. 2023),
@@ -371,17 +371,34 @@ class FusionConfig:
     #: RRF's rank offset k: a list contributes ``weight / (rrf_k + rank)``, rank from 1.
     #: Cormack et al.'s 60; k = 10, 30, 100 measured within 0.6 points of it.
     rrf_k: int = setting(60, ge=0, query=True, doc="RRF's rank offset (>= 0).")
-    #: Weight of the dense list; the BM25 list gets ``1 - dense_weight``. MiniLM is much
-    #: weaker than BM25 on both sets (0.355 vs 0.481, 0.868 vs 0.938), so the best weights
-    #: favour BM25. With every other default: 0.1: 0.519 / 0.943; 0.2: 0.520 / 0.965; 0.3:
-    #: 0.524 / 0.958; 0.4: 0.520 / 0.938; 0.5: 0.504 / 0.943 (before term coverage and
-    #: feedback: 0.2: 0.497 / 0.948; 0.3: 0.497 / 0.938; 0.5: 0.494 / 0.938).
+    #: Dense weight before the per-query move (``adaptive``); BM25 gets the rest. BM25 is the
+    #: stronger on all three shared sets, so a fixed weight tuned there favours it (0.2),
+    #: and a corpus where MiniLM is stronger pays (issue 48). Measured: decision 0033.
     dense_weight: float = setting(
-        0.2,
+        0.4,
         ge=0.0,
         le=1.0,
         query=True,
         doc="Weight of the dense list in [0, 1], the BM25 list gets the rest.",
+    )
+    #: Per-query dense weight (``core.fusion.query_dense_weight``; complete score lists):
+    #: ``agreement`` moves ``dense_weight`` toward the retriever whose best candidates the
+    #: other rates well, ``spread`` toward the one whose best stand out, ``off`` keeps it.
+    #: agreement w=0.4 s=4: hybrid within two HotpotQA questions of the best fixed weight on
+    #: every set, query weights ~0.35, higher where dense is right (decision 0033).
+    adaptive: str = setting(
+        "agreement",
+        choices=ADAPTIVE_SIGNALS,
+        query=True,
+        doc="Per-query dense weight from the two lists: ``off``, ``agreement`` or ``spread``.",
+    )
+    #: How far the per-query evidence (in [-1, 1]) moves the dense weight, on the logit scale.
+    adaptive_strength: float = setting(
+        4.0, ge=0.0, le=20.0, query=True, doc="Strength of the per-query weight (>= 0)."
+    )
+    #: Best candidates of each list the per-query evidence compares.
+    adaptive_depth: int = setting(
+        5, ge=1, le=100, query=True, doc="Best candidates of each list compared (>= 1)."
     )
     #: Score every candidate of either list on both sides (its cosine and its BM25 score)
     #: before fusing, instead of counting it absent from the list that did not return it.
@@ -408,14 +425,7 @@ class FusionConfig:
     shingle_words: int = setting(5, ge=1)
     #: Query-term coverage (``core.fusion.coverage_order``, score fusion of complete lists
     #: only): each candidate ranked above that matches a query term multiplies that term's
-    #: BM25 weight by this much for the rest (1 disables). Measured hybrid fact recall
-    #: (MultiHop-RAG / HotpotQA, 2,000 tokens, benchmarks/quality/retrieval.py's sweep, with the
-    #: feedback round): 1.0: 0.498 / 0.948; 0.95: 0.509 / 0.950; 0.9: 0.520 / 0.965; 0.85:
-    #: 0.530 / 0.955; 0.8: 0.539 / 0.945; 0.7: 0.540 / 0.942 (without feedback, commit
-    #: ff06e17: 1.0: 0.497 / 0.948; 0.9: 0.522 / 0.948; 0.8: 0.543 / 0.928). 0.9 keeps
-    #: HotpotQA (bridge questions, whose second passage shares few query words) and takes
-    #: most of the MultiHop-RAG gain (questions over several articles, whose words one
-    #: article matches best); benchmarks/results/retrieval.md ("Fusion choice").
+    #: BM25 weight by this much for the rest (1 disables). Measured: decision 0009.
     term_decay: float = setting(
         0.9,
         gt=0.0,
@@ -424,18 +434,9 @@ class FusionConfig:
         doc="Query-term coverage of score fusion, in (0, 1] (1: off).",
     )
     #: Dense pseudo-relevance feedback (Rocchio; ``core.fusion.feedback_vector``) of the
-    #: fused methods (``score``, ``rrf``): the vectors of the best ``feedback_docs`` fused
-    #: candidates are added to the query vector with weight ``feedback_weight``, a second
-    #: dense top-k is searched with it, and the union of both dense lists and the BM25
-    #: list is fused again under the updated vector (0 docs disables). A two-hop
-    #: question's second passage is about something the first one names, so it is closer
-    #: to query + first passage than to the query. Measured hybrid fact recall
-    #: (MultiHop-RAG / HotpotQA, 2,000 tokens, the benchmark's sweep): off 0.522 / 0.948;
-    #: one doc at weight 0.15: 0.520 / 0.960; 0.3: 0.520 / 0.965; 0.5: 0.515 / 0.965; two
-    #: docs at 0.3: 0.513 / 0.958. The first search (a one-off script, not kept, the same
-    #: indexes): 0.1: 0.518 / 0.953; 0.2: 0.519 / 0.960; 0.25: 0.520 / 0.965; 0.4: 0.516 /
-    #: 0.965; plain Rocchio (the second dense list alone, not the union) at 0.3: 0.518 /
-    #: 0.965. collapsed: 0.519 / 0.947 off, 0.514 / 0.955 on.
+    #: fused methods: the vectors of the best ``feedback_docs`` fused candidates move the
+    #: query vector (weight ``feedback_weight``) for a second dense top-k, and the union of
+    #: both dense lists is fused with the BM25 list again (0 disables). Measured: decision 0009.
     feedback_docs: int = setting(
         1,
         ge=0,

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphstrata.evaluation.scoring import ANSWER_KEYS, MEAN_KEYS
+from graphstrata.evaluation.scoring import ANSWER_KEYS, MEAN_KEYS, RANK_KEYS
 
 
 @dataclass
@@ -46,6 +46,11 @@ class EvalResult:
     notes: list[str] = field(default_factory=list)
     #: The LLM backend that answered (``evaluate(..., answers=True)``), else None.
     answer_llm: str | None = None
+    #: The mode the others are compared with (``evaluate(..., baseline=)``), else None.
+    baseline: str | None = None
+    #: ``{mode: {measure: {diff, lo, hi, n} or None}}``: paired bootstrap intervals of each
+    #: mode's difference to ``baseline`` (``evaluation.compare.compare_modes``).
+    comparisons: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self, include_questions: bool = False) -> dict[str, Any]:
         """The JSON form (floats rounded to 4 decimals); per-question scores on request."""
@@ -59,6 +64,11 @@ class EvalResult:
             "seconds": round(self.seconds, 3),
             "notes": self.notes,
             "answer_llm": self.answer_llm,
+            "baseline": self.baseline,
+            "comparisons": {
+                m: {k: _rounded(ci) if ci else None for k, ci in c.items()}
+                for m, c in self.comparisons.items()
+            },
             "modes": {m: r.to_dict(include_questions) for m, r in self.modes.items()},
         }
 
@@ -79,7 +89,10 @@ TABLE_COLUMNS = (
     ("doc_recall_with_summaries", "doc R +sum"),
     ("fact_recall_text", "fact R text"),
     ("fact_recall_chunk", "fact R chunk"),
+    ("evidence_recall", "evidence R"),
     ("answer_contained", "answer (n)"),
+    ("passage_recall@5", "R@5"),
+    ("mrr@10", "MRR@10"),
     ("tokens", "tokens"),
     ("embed_ms", "embed ms"),
     ("search_ms", "search ms"),
@@ -103,7 +116,7 @@ def _cell(key: str, agg: Mapping[str, Any]) -> str:
         return "–"
     if key in ("answer_contained", *ANSWER_KEYS):  # few questions of some types: how many
         return f"{value:.3f} ({agg[key + '_n']})"
-    if key in MEAN_KEYS:
+    if key in MEAN_KEYS or key in RANK_KEYS:
         return f"{value:.3f}"
     if key in ("tokens", "answer_tokens"):
         return f"{value:.0f}"
@@ -173,4 +186,37 @@ def format_table(result: EvalResult, by_type: bool = True) -> str:
     header = table_header(answers=result.answer_llm is not None)
     table = markdown_table(header, format_rows(result, by_type))
     notes = "".join(f"\nnote: {n}" for n in result.notes)
-    return f"{caption}\n\n{table}{notes}"
+    return f"{caption}\n\n{table}{comparison_table(result)}{notes}"
+
+
+#: Measures whose intervals ``comparison_table`` shows.
+COMPARED_COLUMNS = (
+    ("doc_recall", "doc R"),
+    ("fact_recall_text", "fact R text"),
+    ("fact_recall_chunk", "fact R chunk"),
+    ("evidence_recall", "evidence R"),
+    ("mrr@10", "MRR@10"),
+)
+
+
+def ci_cell(ci: Mapping[str, Any] | None) -> str:
+    """``+0.012 [-0.004, +0.029]``: a paired difference and its interval, or "–"."""
+    if not ci:
+        return "–"
+    return f"{ci['diff']:+.3f} [{ci['lo']:+.3f}, {ci['hi']:+.3f}]"
+
+
+def comparison_table(result: EvalResult) -> str:
+    """The paired bootstrap intervals against the baseline, as a Markdown table ("" when
+    no baseline was given)."""
+    if result.baseline is None or not result.comparisons:
+        return ""
+    header = ["mode", *(t for _, t in COMPARED_COLUMNS)]
+    rows = [
+        [mode, *(ci_cell(cis.get(k)) for k, _ in COMPARED_COLUMNS)]
+        for mode, cis in result.comparisons.items()
+    ]
+    return (
+        f"\n\nDifference to {result.baseline} (mean over paired questions, 95 % paired "
+        f"bootstrap interval)\n\n{markdown_table(header, rows)}"
+    )

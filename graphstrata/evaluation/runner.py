@@ -9,14 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from graphstrata.engine.tokens import count_tokens
+from graphstrata.evaluation.compare import compare_modes
 from graphstrata.evaluation.results import EvalResult, ModeResult
 from graphstrata.evaluation.scoring import (
+    MEAN_KEYS,
+    RANK_KEYS,
     ChunkMap,
     QAError,
     QAItem,
     aggregate,
     as_qa_items,
     load_qa,
+    rank_scores,
     score_hits,
     scored_answers,
     text_containment,
@@ -78,6 +82,7 @@ def _query_mode(
         for item, result in zip(batch, results, strict=True):
             score = score_hits(result.nodes, item, chunk_map)
             report = result.report
+            score.update(rank_scores(report.get("ranked"), item, chunk_map))
             score.update(
                 id=item.id,
                 type=item.type,
@@ -128,6 +133,7 @@ def evaluate(
     top_k: int | None = None,
     progress: ProgressFn | None = None,
     answers: bool = False,
+    baseline: str | None = None,
 ) -> EvalResult:
     """Evaluate search modes of an index over a QA set at one retrieved-token budget.
 
@@ -155,6 +161,10 @@ def evaluate(
         (``answer_generated``; see :mod:`graphstrata.evaluation.scoring`). The retrieval
         measures are the batched retrieval's, unchanged by this option; the answer path
         retrieves again per question.
+    baseline : str, optional
+        A mode evaluated with the others: every other mode gets paired bootstrap 95 %
+        intervals of its difference to it, per measure (``EvalResult.comparisons``,
+        :mod:`graphstrata.evaluation.compare`).
 
     Returns
     -------
@@ -173,6 +183,9 @@ def evaluate(
     start = time.perf_counter()
     state = engine.state
     available = list(engine.modes)
+    wanted = parse_modes(modes, available)
+    if baseline is not None and baseline not in wanted:
+        raise ValueError(f"the baseline mode {baseline!r} is not among the modes evaluated")
     chunk_map = ChunkMap.from_snapshot(state.snapshot)
     result = EvalResult(
         index=str(engine.store.root),
@@ -185,7 +198,7 @@ def evaluate(
         answer_llm=str(getattr(engine.llm, "name", type(engine.llm).__name__)) if answers else None,
     )
     result.notes.extend(_gold_notes(items, chunk_map))
-    for mode in parse_modes(modes, available):
+    for mode in wanted:
         if mode not in available:
             result.modes[mode] = ModeResult(mode, available=False)
             continue
@@ -200,6 +213,10 @@ def evaluate(
             by_type={t: aggregate([s for s in scores if s["type"] == t]) for t in types},
             questions=scores,
         )
+    if baseline is not None and result.modes[baseline].available:
+        served = {m: r.questions for m, r in result.modes.items() if r.available}
+        result.baseline = baseline
+        result.comparisons = compare_modes(served, baseline, (*MEAN_KEYS, *RANK_KEYS))
     if engine.version != result.version:
         result.notes.append(
             f"the index moved from version {result.version} to {engine.version} during the run"

@@ -29,6 +29,16 @@ document (e.g. MultiHop-RAG's ``null_query``).
   fact found in no gold document's chunks has no source chunk (counted as missed and
   reported in ``facts_unlocated``).
 
+*Evidence-token recall* (``evidence_recall``), for gold facts that are paraphrased rather
+than quoted (GraphRAG-Bench): per distinct fact, the share of its content words present
+anywhere in the retrieved text, averaged over the facts. Content words are BM25's terms
+(``engine.sparse.analysis.analyze``: lower-cased words of two or more word characters,
+Lucene's 33 English stop words removed, Snowball stems), so "carpenters" in the text
+counts for "carpenter" in the fact; a fact with no content word is left out, and the
+measure is ``None`` without facts. Unlike fact recall it credits words spread over several
+nodes: it says how much of the evidence's wording the context holds, not that one node
+states it.
+
 *Answer containment* (``answer_contained``): 1 when a gold answer occurs in the retrieved
 text, case-insensitively, after whitespace normalization. Verdicts of yes/no questions
 ("yes", "no", and the verdict words MultiHop-RAG also uses: "true", "false", "consistent",
@@ -42,6 +52,18 @@ answers=True)``): the same rule applied to the answer the index's LLM backend wr
 the retrieved context (``Engine.answer``), instead of to the context itself; questions whose
 gold answers are all skipped are not answered. ``answer_ms`` is the LLM call's time and
 ``answer_tokens`` the answer's length (cl100k tokens).
+
+*Rank measures*, over the mode's ranked candidates before packing (the query report's
+``ranked``: its first ``engine.modes.packing.RANKED_DEPTH`` ids; the ``graph`` mode lists
+passages, a semantic unit standing for its chunk), counting only chunks (T), so summaries
+take places but hold no passage: ``passage_recall@k`` = share of the distinct gold facts
+whose source chunk is known that have one among the first ``k`` candidates (a fact's
+source chunks are its passages, as for ``fact_recall_chunk``; ``None`` when no fact has
+one, e.g. paraphrased gold); ``hits@k`` = 1 when any gold fact's source chunk is among them; ``doc_recall@k`` =
+share of gold documents that a chunk among the first ``k`` belongs to; ``mrr@10`` = 1 /
+the place of the first candidate that is a source chunk of a gold fact, 0 when none is
+among the first 10. ``k`` runs over ``RANK_KS``; on HotpotQA, one chunk per passage, these
+are the passage Recall@2/5 and MRR of published tables.
 
 *Cost*: ``tokens`` (retrieved tokens actually used, at most the budget), ``nodes``,
 ``embed_ms`` (query embedding; the engine embeds a batch of questions at once and reports
@@ -62,6 +84,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from graphstrata.engine.sparse.analysis import analyze
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
 
@@ -90,6 +113,7 @@ QUESTION_KEYS = (
     "doc_recall_with_summaries",
     "fact_recall_text",
     "fact_recall_chunk",
+    "evidence_recall",
     "answer_contained",
     "facts_unlocated",
     "tokens",
@@ -101,7 +125,17 @@ MEAN_KEYS = (
     "doc_recall_with_summaries",
     "fact_recall_text",
     "fact_recall_chunk",
+    "evidence_recall",
     "answer_contained",
+)
+#: Cut-offs of the rank measures (``rank_scores``).
+RANK_KS = (2, 5, 10)
+#: Rank measures of one question, averaged by ``aggregate`` like ``MEAN_KEYS``.
+RANK_KEYS = (
+    *(f"passage_recall@{k}" for k in RANK_KS),
+    *(f"hits@{k}" for k in RANK_KS),
+    *(f"doc_recall@{k}" for k in RANK_KS),
+    "mrr@10",
 )
 #: Measures of the generated answer (``evaluate(..., answers=True)``): averaged like
 #: ``MEAN_KEYS``, reported only when answers were evaluated.
@@ -283,6 +317,10 @@ class ChunkMap:
 
     def __init__(self, doc_chunks: Mapping[str, Sequence[tuple[int, str]]]):
         self._chunks = {str(d): list(c) for d, c in doc_chunks.items()}
+        self._docs_of: dict[int, list[str]] = {}
+        for doc_id, chunks in self._chunks.items():
+            for cid, _ in chunks:
+                self._docs_of.setdefault(int(cid), []).append(doc_id)
         self._located: dict[tuple[str, tuple[str, ...]], frozenset[int]] = {}
 
     @classmethod
@@ -309,6 +347,10 @@ class ChunkMap:
     def chunks_of(self, doc_id: str) -> list[tuple[int, str]]:
         """The (chunk id, text) of a document, in order; empty when unknown."""
         return self._chunks.get(doc_id, [])
+
+    def docs_of(self, chunk_id: int) -> list[str]:
+        """The documents a chunk belongs to; empty for any other id."""
+        return self._docs_of.get(int(chunk_id), [])
 
     def source_chunks(self, fact: str, doc_ids: Sequence[str]) -> frozenset[int]:
         """Source chunk ids of ``fact`` in the given (gold) documents (cached)."""
@@ -359,6 +401,19 @@ def fact_recall_chunk(
     return found / len(targets), sum(not s for s in sources)
 
 
+def evidence_token_recall(hits: Sequence[HitLike], facts: Sequence[str]) -> float | None:
+    """Mean over distinct facts of the share of a fact's content words (BM25 terms:
+    ``analyze``) found anywhere in the hits' text; ``None`` without a fact that has one."""
+    targets = [set(analyze(f)) for f in unique(normalize(x) for x in facts if normalize(x))]
+    targets = [t for t in targets if t]
+    if not targets:
+        return None
+    context: set[str] = set()
+    for h in hits:
+        context.update(analyze(h.text))
+    return float(np.mean([len(t & context) / len(t) for t in targets]))
+
+
 def answer_containment(hits: Sequence[HitLike], answers: Sequence[str]) -> float | None:
     """1.0 if a scored gold answer occurs (case-insensitive) in one hit's text, else 0.0."""
     return text_containment([h.text for h in hits], answers)
@@ -392,11 +447,49 @@ def score_hits(hits: Sequence[HitLike], item: QAItem, chunk_map: ChunkMap) -> di
         "doc_recall_with_summaries": document_recall(hits, item.gold_doc_ids, None),
         "fact_recall_text": fact_recall_text(hits, item.gold_facts),
         "fact_recall_chunk": chunk_recall,
+        "evidence_recall": evidence_token_recall(hits, item.gold_facts),
         "answer_contained": answer_containment(hits, item.answers),
         "facts_unlocated": unlocated,
         "tokens": int(sum(int(h.tokens) for h in hits)),
         "nodes": len(hits),
     }
+
+
+def rank_scores(
+    ranked: Sequence[int] | None, item: QAItem, chunk_map: ChunkMap
+) -> dict[str, float | None]:
+    """The rank measures (``RANK_KEYS``, module docstring) of one ranked candidate list.
+
+    Parameters
+    ----------
+    ranked:
+        Node ids, best first (a query report's ``ranked``); ``None`` when the mode did not
+        report one: every measure is then ``None``.
+    item:
+        The question and its gold.
+    chunk_map:
+        The version's chunks (ids that are not chunks of a live document are passed over).
+    """
+    out: dict[str, float | None] = dict.fromkeys(RANK_KEYS)
+    if ranked is None:
+        return out
+    chunks = [int(i) for i in ranked if chunk_map.docs_of(int(i))]
+    facts = unique(f for f in (normalize(x) for x in item.gold_facts) if f)
+    docs = unique(item.gold_doc_ids)
+    sources = [s for s in (chunk_map.source_chunks(f, docs) for f in facts) if s]
+    gold_chunks = frozenset().union(*sources) if sources else frozenset()
+    for k in RANK_KS:
+        top = set(chunks[:k])
+        if sources:
+            out[f"passage_recall@{k}"] = sum(bool(s & top) for s in sources) / len(sources)
+            out[f"hits@{k}"] = float(bool(gold_chunks & top))
+        if docs:
+            cited = {d for c in chunks[:k] for d in chunk_map.docs_of(c)}
+            out[f"doc_recall@{k}"] = sum(d in cited for d in docs) / len(docs)
+    if sources:
+        place = next((i for i, c in enumerate(chunks[:10]) if c in gold_chunks), None)
+        out["mrr@10"] = 0.0 if place is None else 1.0 / (place + 1)
+    return out
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -413,7 +506,9 @@ def aggregate(scores: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     too.
     """
     out: dict[str, Any] = {"questions": len(scores)}
-    for key in MEAN_KEYS:
+    for key in (*MEAN_KEYS, *RANK_KEYS):
+        if key in RANK_KEYS and not any(key in s for s in scores):
+            continue  # scored without a ranked list
         values = [float(s[key]) for s in scores if s.get(key) is not None]
         out[key] = _mean(values)
         out[f"{key}_n"] = len(values)

@@ -85,3 +85,20 @@ def test_eval_answers_reports_containment_in_the_generated_answer(index_path, tm
     plain = json.loads(run(*args, "--json").stdout)
     assert plain["answer_llm"] is None
     assert "answer_generated" not in plain["modes"]["naive"]["overall"]
+
+
+def test_eval_baseline_adds_paired_intervals(index_path):
+    proc = run(
+        "eval", str(index_path), str(SAMPLE_QA), "--modes", "naive,bm25,hybrid",
+        "--baseline", "naive", "--budget", "400", "--json",
+    )  # fmt: skip
+    result = json.loads(proc.stdout)
+    assert result["baseline"] == "naive" and set(result["comparisons"]) == {"bm25", "hybrid"}
+    ci = result["comparisons"]["hybrid"]["doc_recall"]
+    assert ci["lo"] <= ci["diff"] <= ci["hi"] and ci["n"] == 10
+    assert "mrr@10" in result["modes"]["hybrid"]["overall"]
+    table = run("eval", str(index_path), str(SAMPLE_QA), "--baseline", "bm25", "--limit", "4")
+    assert "Difference to bm25" in table.stdout
+    bad = run("eval", str(index_path), str(SAMPLE_QA), "--modes", "naive", "--baseline", "bm25",
+              check=False)  # fmt: skip
+    assert bad.returncode == 1 and "--baseline" in bad.stderr

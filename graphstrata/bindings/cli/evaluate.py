@@ -1,14 +1,15 @@
 """``graphstrata eval``: retrieval quality of an index on a QA file.
 
     graphstrata eval INDEX QA.jsonl [--modes naive,bm25,collapsed,graph] [--budget 2000]
-                     [--limit N] [--top-k K] [--answers] [--by-type/--no-by-type] [--json]
-                     [--out FILE]
+                     [--limit N] [--top-k K] [--answers] [--baseline MODE]
+                     [--by-type/--no-by-type] [--json] [--out FILE]
 
 Prints a Markdown table (or the JSON with ``--json``); ``--out FILE`` also writes the result:
 JSON with every question's scores, or the table when FILE ends in ``.md``. The measures are
 defined in :mod:`graphstrata.evaluation`. ``--answers`` also answers each question with the
 index's LLM backend (``--llm``; extractive by default) and reports the containment of the gold
-answer in the generated answer (``gen. answer (n)``).
+answer in the generated answer (``gen. answer (n)``). ``--baseline MODE`` adds each other
+mode's difference to MODE with its paired bootstrap 95 % interval.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from exc
     index = open_index(args)
     progress = progress_for(args)
+    modes = args.modes.split(",") if args.modes else list(index.modes)
+    if args.baseline is not None and args.baseline not in modes:
+        raise CLIError(f"--baseline {args.baseline!r} is not among the modes evaluated")
     try:
         result = index.evaluate(
             items,
@@ -46,6 +50,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             top_k=args.top_k,
             answers=args.answers,
             progress=progress,
+            baseline=args.baseline,
         )
     finally:
         progress.close()
@@ -92,7 +97,8 @@ def register(sub: Any) -> None:
         description=(
             "Run every question of a QA JSONL file (id, question, answers, type, gold_doc_ids, "
             "gold_facts) through each search mode at a fixed token budget and report document "
-            "recall, fact recall, answer containment, tokens and latency."
+            "recall, fact recall, evidence-token recall, answer containment, rank measures "
+            "(Recall@k, MRR@10), tokens and latency."
         ),
     )
     p.add_argument("index")
@@ -111,6 +117,12 @@ def register(sub: Any) -> None:
         action="store_true",
         help="also answer each question with the index's LLM backend and report answer "
         "containment in the generated answer (yes/no and null questions are skipped)",
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="a mode evaluated: the others get their difference to it with a paired "
+        "bootstrap 95%% interval",
     )
     p.add_argument(
         "--by-type",

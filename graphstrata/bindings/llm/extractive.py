@@ -29,6 +29,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from graphstrata.bindings.llm.statements import WORD as _WORD
+from graphstrata.bindings.llm.statements import is_statement
 from graphstrata.engine import LLMError, LLMRequest, LLMResponse, count_tokens
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[“‘]?[A-Z0-9])")
@@ -39,7 +41,6 @@ _ABBREVIATION_END = re.compile(
     r"|Rep|Pres|Rev|Hon|Inc|Co|Corp|Ltd|Bros|No|Nos|Vol|vs|approx|est|dept|Univ|Jan|Feb|Mar"
     r"|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|[A-Z]|(?:[A-Za-z]\.)+[A-Za-z])\.$"
 )
-_WORD = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ0-9][A-Za-zÀ-ÖØ-öø-ÿ0-9'\-]*")
 # fmt: off
 _STOP = frozenset(
     ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "than", "then", "there", "here", "into", "onto", "over", "under", "after", "before", "during", "between", "among", "about", "above", "below", "up", "down", "out", "off", "again", "further", "once", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "nor", "not", "only", "own", "same", "so", "too", "very", "can", "will", "just", "should", "now", "also", "has", "have", "had", "do", "does", "did", "their", "they", "them", "he", "she", "his", "her", "we", "our", "you", "your", "i", "me", "my", "mine", "us"]
@@ -426,12 +427,13 @@ def decompose(
 ) -> dict[str, list[dict[str, object]]]:
     """Rule-based NodeRAG decomposition of one chunk.
 
-    Groups of ``sentences_per_unit`` sentences are the semantic units; their entities are
+    Groups of ``sentences_per_unit`` sentences (statements only: :func:`is_statement` drops
+    headings, table rows and other fragments) are the semantic units; their entities are
     the names, dates and quantities of :func:`extract_entities` (with the entity ``rules``);
     their relationships link consecutive entities of one sentence by the words between them.
     """
     chosen = rules_named(rules)
-    sentences = split_sentences(text)
+    sentences = [s for s in split_sentences(text) if is_statement(s)]
     lower_words = frozenset(w for w in _WORD.findall(text) if w.islower())
     units: list[dict[str, object]] = []
     for start in range(0, len(sentences), sentences_per_unit):
@@ -450,11 +452,20 @@ def decompose(
     return {"semantic_units": units}
 
 
-# Words between two entities that say nothing about how they relate ("A and B", "A, B").
+# Words between two entities that say nothing about how they relate ("A and B", "A, B",
+# "Founding of Meridian Optics": a noun and its complement, "Oslo's Varde").
 _CLAUSE_MARK = re.compile(r"[|?!:;()\[\]]")
 _NO_RELATION = frozenset(
-    ["and", "or", "&", "as", "well", "also", "with", "nor", "the", "a", "an", "-"]
-)
+    ["and", "or", "&", "as", "well", "also", "with", "nor", "the", "a", "an", "-", "of", "'s",
+     "’s", "its", "their", "his", "her", "this", "that", "these", "those", "which", "who", "—",
+     "–"]
+)  # fmt: skip
+
+
+def _named(entity: str) -> bool:
+    """Whether an entity has at least two letters (a name, not a stray mark or initial);
+    dates and quantities have digits, which count."""
+    return sum(c.isalnum() for c in entity) >= 2
 
 
 def _relations(
@@ -479,6 +490,8 @@ def _relations(
         if not words or len(words) > max_words:
             continue
         if all(w.lower().strip(",") in _NO_RELATION for w in words):
+            continue
+        if not (_named(a) and _named(b)):  # ". h", "3": no name to relate
             continue
         rels.append([a, " ".join(words), b])
     return rels

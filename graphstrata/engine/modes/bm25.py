@@ -45,7 +45,7 @@ from graphstrata.engine.component import (
 )
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.filtered import restricted_sparse
-from graphstrata.engine.modes.packing import pack_hits
+from graphstrata.engine.modes.packing import pack_hits, record_ranked
 from graphstrata.engine.params import ModeParams, NoParams
 from graphstrata.engine.sparse.index import (
     BM25_B,
@@ -128,6 +128,7 @@ class SparseView(ComponentView):
         if mode != "bm25":
             raise ValueError(f"the sparse component serves 'bm25', not {mode!r}")
         ids, scores = restricted_sparse(self.sparse, query).search(query.text, [_T], query.top_k)
+        record_ranked(query.report, ids)
         return pack_hits(self.snapshot, self.doc_names, ids, scores, query.budget_tokens)
 
 

@@ -29,7 +29,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from graphstrata.core import sets
-from graphstrata.core.fusion import coverage_order, feedback_vector, rrf, score_fusion
+from graphstrata.core.fusion import (
+    coverage_order,
+    feedback_vector,
+    query_dense_weight,
+    rrf,
+    score_fusion,
+)
 from graphstrata.engine.component import (
     ChangeSet,
     Component,
@@ -42,7 +48,11 @@ from graphstrata.engine.component import (
 )
 from graphstrata.engine.config import FusionConfig, IndexConfig
 from graphstrata.engine.filtered import restricted_sparse, restricted_vectors
-from graphstrata.engine.modes.packing import pack_distinct_hits, vector_candidates
+from graphstrata.engine.modes.packing import (
+    pack_distinct_hits,
+    record_ranked,
+    vector_candidates,
+)
 from graphstrata.engine.params import ModeParams, params_from
 from graphstrata.engine.sparse.index import SparseIndex
 from graphstrata.engine.store import Snapshot
@@ -111,13 +121,30 @@ def fused_candidates(
     report:
         When given, ``dense``, ``sparse`` and ``both`` (candidates in both lists of the
         first round) and ``feedback`` (queries that took a second dense round) are added up
-        in it.
+        in it, and ``dense_weight`` is the weight the last round gave the dense list
+        (``fusion.adaptive``: decided per query).
 
     Returns
     -------
     tuple of numpy.ndarray
-        Candidate ids (int64) and fused scores (float64), best first.
+        Candidate ids (int64) and fused scores (float64), best first; the first
+        ``RANKED_DEPTH`` ids are kept as ``query.report["ranked"]`` (``record_ranked``).
     """
+    ids, scores = _candidates(snapshot, vectors, sparse, query, kinds, fusion, report)
+    record_ranked(query.report, ids)
+    return ids, scores
+
+
+def _candidates(
+    snapshot: Snapshot,
+    vectors: VectorIndex,
+    sparse: SparseIndex,
+    query: Query,
+    kinds: Sequence[int],
+    fusion: FusionConfig,
+    report: dict[str, Any] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``fused_candidates`` before the ranked list is recorded."""
     k = int(query.top_k)
     empty = np.zeros(0, np.int64), np.zeros(0, np.float64)
     dense = sparse_list = empty
@@ -136,7 +163,9 @@ def fused_candidates(
         return np.asarray(dense[0], np.int64), np.asarray(dense[1], np.float64)
     if fusion.method == "sparse":
         return np.asarray(sparse_list[0], np.int64), np.asarray(sparse_list[1], np.float64)
-    ids, scores = _fused(snapshot, sparse, query.text, query.vector, dense, sparse_list, fusion)
+    ids, scores = _fused(
+        snapshot, sparse, query.text, query.vector, dense, sparse_list, fusion, report
+    )
     top = ids[: fusion.feedback_docs]
     if top.size == 0 or fusion.feedback_weight == 0.0:
         return ids, scores
@@ -146,7 +175,7 @@ def fused_candidates(
     rescored = (both_dense, snapshot.vectors.get(both_dense) @ moved)
     if report is not None:
         report["feedback"] = report.get("feedback", 0) + 1
-    return _fused(snapshot, sparse, query.text, moved, rescored, sparse_list, fusion)
+    return _fused(snapshot, sparse, query.text, moved, rescored, sparse_list, fusion, report)
 
 
 #: The dense list of a fused search is searched on a worker thread beside the BM25 list
@@ -228,17 +257,34 @@ def _fused(
     dense: tuple[np.ndarray, np.ndarray],
     sparse_list: tuple[np.ndarray, np.ndarray],
     fusion: FusionConfig,
+    report: dict[str, Any] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One round of ``fused_candidates``: a dense and a BM25 list fused by ``fusion``."""
+    """One round of ``fused_candidates``: a dense and a BM25 list fused by ``fusion``.
+
+    With complete scores, the dense weight is decided for this query from the candidates'
+    two scores (``core.fusion.query_dense_weight``; ``fusion.adaptive`` "off" keeps
+    ``fusion.dense_weight``)."""
     w = float(fusion.dense_weight)
     lists = [dense, sparse_list]
     if fusion.complete_scores:
         union = sets.union(dense[0], sparse_list[0]).astype(np.int64)
         cosines = snapshot.vectors.get(union) @ np.asarray(vector, np.float32)
-        if fusion.method == "score" and fusion.term_decay < 1.0:
-            terms = sparse.term_scores(text, union)
+        coverage = fusion.method == "score" and fusion.term_decay < 1.0
+        terms = sparse.term_scores(text, union) if coverage else None
+        bm25 = terms.sum(axis=0) if terms is not None else sparse.score(text, union)
+        w = query_dense_weight(
+            cosines,
+            bm25,
+            w,
+            fusion.adaptive,
+            float(fusion.adaptive_strength),
+            int(fusion.adaptive_depth),
+        )
+        if report is not None:
+            report["dense_weight"] = round(w, 4)
+        if terms is not None:
             return coverage_order(union, cosines, terms, w, float(fusion.term_decay))
-        lists = [(union, cosines), (union, sparse.score(text, union))]
+        lists = [(union, cosines), (union, bm25)]
     if fusion.method == "score":
         return score_fusion(lists, [w, 1 - w])
     rankings = [ids[np.lexsort((ids, -np.asarray(s, np.float64)))] for ids, s in lists]

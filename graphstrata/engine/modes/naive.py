@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from graphstrata.engine.component import ComponentView, DocNames, Hit, Query
 from graphstrata.engine.filtered import restricted_vectors
-from graphstrata.engine.modes.packing import pack_hits, vector_candidates
+from graphstrata.engine.modes.packing import pack_hits, record_ranked, vector_candidates
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
@@ -28,4 +28,5 @@ class NaiveView(ComponentView):
         """The packed nearest chunks (``mode`` is ``"naive"``)."""
         vectors = restricted_vectors(self.vectors, query, self.snapshot)
         ids, scores = vector_candidates(vectors, query.vector, [int(NodeKind.T)], query.top_k)
+        record_ranked(query.report, ids)
         return pack_hits(self.snapshot, self.doc_names, ids, scores, query.budget_tokens)

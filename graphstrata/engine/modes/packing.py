@@ -30,8 +30,21 @@ __all__ = [
     "make_hits",
     "pack_distinct_hits",
     "pack_hits",
+    "record_ranked",
     "vector_candidates",
 ]
+
+#: How many of a mode's ranked candidates (its list before packing, best first) a query's
+#: report keeps as ``ranked``: the rank metrics of ``graphstrata.evaluation.ranking``
+#: (Recall@k, Hits@k, MRR@10 up to k = 20) read them; 20 ints cost nothing per query.
+RANKED_DEPTH = 20
+
+
+def record_ranked(report: dict, ids: np.ndarray | Sequence[int]) -> None:
+    """Keep the first ``RANKED_DEPTH`` of ``ids`` (a mode's ranked candidates, before
+    packing) as ``report["ranked"]``; a mode that ranks twice (``detailed``: its favoured
+    side, then the other) keeps its first list."""
+    report.setdefault("ranked", [int(i) for i in np.asarray(ids)[:RANKED_DEPTH].tolist()])
 
 
 def make_hits(

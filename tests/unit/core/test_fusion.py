@@ -15,6 +15,7 @@ from graphstrata.core.fusion import (
     feedback_vector,
     minmax,
     pack_distinct,
+    query_dense_weight,
     rrf,
     score_fusion,
     shingles,
@@ -275,3 +276,90 @@ def test_feedback_vector_edge_cases():
     ):
         with pytest.raises(ValueError):
             feedback_vector(*bad)
+
+
+# ------------------------------------------------------------------ query_dense_weight
+def dense_weight_oracle(dense, sparse, base, signal, strength, depth):
+    """Plain Python: min-max both lists, compare the tops, move the weight on the logit."""
+
+    def norm(xs):
+        lo, hi = min(xs), max(xs)
+        return [1.0 if hi <= lo else (x - lo) / (hi - lo) for x in xs]
+
+    def top(xs):
+        return sorted(range(len(xs)), key=lambda i: (-xs[i], i))[:depth]
+
+    if signal == "off" or strength == 0 or len(dense) < 2 or base in (0.0, 1.0):
+        return base
+    dn, sn = norm(dense), norm(sparse)
+    td, ts = top(dn), top(sn)
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    if signal == "agreement":
+        x = mean([sn[i] for i in td]) - mean([dn[i] for i in ts])
+    else:
+        x = mean([sn[i] for i in ts]) - mean([dn[i] for i in td])
+    return 1 / (1 + math.exp(-(math.log(base / (1 - base)) + strength * x)))
+
+
+@pytest.mark.parametrize("signal", ["agreement", "spread"])
+def test_query_dense_weight_matches_oracle(signal):
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.randint(0, 30)
+        dense = [rng.choice([rng.random(), 0.5]) for _ in range(n)]  # ties included
+        sparse = [rng.choice([rng.random() * 20, 0.0]) for _ in range(n)]
+        base, strength, depth = rng.random(), rng.uniform(0, 6), rng.randint(1, 8)
+        got = query_dense_weight(np.array(dense), np.array(sparse), base, signal, strength, depth)
+        assert got == pytest.approx(
+            dense_weight_oracle(dense, sparse, base, signal, strength, depth)
+        )
+        assert 0.0 <= got <= 1.0
+
+
+def test_query_dense_weight_one_list_empty_or_tied_keeps_the_base():
+    # A BM25 list with no match (every candidate 0) and a dense list of equal cosines: both
+    # normalize to all ones, nothing tells them apart.
+    assert query_dense_weight(np.ones(5), np.zeros(5), 0.3, "agreement", 4.0, 3) == 0.3
+    assert query_dense_weight(np.ones(5), np.zeros(5), 0.3, "spread", 4.0, 3) == 0.3
+    # No candidate or one: the base.
+    assert query_dense_weight(np.zeros(0), np.zeros(0), 0.3, "agreement", 4.0, 3) == 0.3
+    assert query_dense_weight(np.ones(1), np.ones(1), 0.3, "agreement", 4.0, 3) == 0.3
+    # Off, zero strength, or a base at an end: unchanged.
+    d, s = np.array([0.9, 0.1, 0.2]), np.array([0.0, 5.0, 1.0])
+    assert query_dense_weight(d, s, 0.3, "off", 4.0, 1) == 0.3
+    assert query_dense_weight(d, s, 0.3, "agreement", 0.0, 1) == 0.3
+    assert query_dense_weight(d, s, 1.0, "agreement", 4.0, 1) == 1.0
+
+
+def test_query_dense_weight_identical_lists_keep_the_base():
+    scores = np.array([0.9, 0.5, 0.1, 0.3])
+    for signal in ("agreement", "spread"):
+        assert query_dense_weight(scores, scores * 7.0, 0.4, signal, 5.0, 2) == pytest.approx(0.4)
+
+
+def test_query_dense_weight_moves_away_from_a_useless_retriever():
+    rng = np.random.default_rng(1)
+    good = np.concatenate([[1.0, 0.9], rng.uniform(0.0, 0.3, 18)])  # two stand out
+    # A retriever that says nothing (every candidate scored alike: no query term matched,
+    # or a constant vector) loses weight under both signals.
+    for signal in ("agreement", "spread"):
+        assert query_dense_weight(np.full(20, 0.5), good * 9, 0.5, signal, 4.0, 3) < 0.5
+        assert query_dense_weight(good, np.zeros(20), 0.5, signal, 4.0, 3) > 0.5
+    # Flat noise (no candidate stands out) against a list whose best stand out: spread
+    # trusts the latter, whichever side it is on, and symmetrically so.
+    flat = 0.5 + rng.uniform(0.0, 0.01, 20)
+    w_dense_useless = query_dense_weight(flat, good * 9, 0.5, "spread", 4.0, 3)
+    w_sparse_useless = query_dense_weight(good, flat * 9, 0.5, "spread", 4.0, 3)
+    assert w_dense_useless < 0.5 < w_sparse_useless
+    assert w_dense_useless == pytest.approx(1.0 - w_sparse_useless)
+
+
+def test_query_dense_weight_rejects_bad_input():
+    with pytest.raises(ValueError, match="aligned"):
+        query_dense_weight(np.ones(2), np.ones(3), 0.5, "agreement", 1.0, 1)
+    with pytest.raises(ValueError, match="signal"):
+        query_dense_weight(np.ones(2), np.ones(2), 0.5, "vote", 1.0, 1)
+    with pytest.raises(ValueError, match="strength"):
+        query_dense_weight(np.ones(2), np.ones(2), 0.5, "agreement", -1.0, 1)
+    with pytest.raises(ValueError, match="depth"):
+        query_dense_weight(np.ones(2), np.ones(2), 0.5, "agreement", 1.0, 0)

@@ -11,6 +11,7 @@ from graphstrata.engine.config import ChunkingConfig, IndexConfig
 from graphstrata.engine.ingest.chunking import chunk_text
 from graphstrata.evaluation import (
     QUESTION_KEYS,
+    RANK_KEYS,
     ChunkMap,
     QAError,
     QAItem,
@@ -377,3 +378,17 @@ def test_index_evaluate_passes_answers_on(sample_index):
     with_answers = sample_index.evaluate(rows, "hybrid", 2000, answers=True)
     assert with_answers.modes["hybrid"].overall["answer_generated_n"] == 1
     assert "answer_generated" not in sample_index.evaluate(rows, "hybrid").modes["hybrid"].overall
+
+
+def test_evaluate_with_baseline_reports_rank_measures_and_intervals(sample_index):
+    result = evaluate(sample_index, SAMPLE_QA, ["naive", "hybrid"], budget=500, baseline="naive")
+    assert result.baseline == "naive" and list(result.comparisons) == ["hybrid"]
+    overall = result.modes["hybrid"].overall
+    assert all(key in overall for key in RANK_KEYS)
+    assert overall["evidence_recall"] is not None
+    ci = result.comparisons["hybrid"]["doc_recall"]
+    assert ci["lo"] <= ci["diff"] <= ci["hi"]
+    assert "Difference to naive" in result.table()
+    assert result.to_dict()["comparisons"]["hybrid"]["doc_recall"]["n"] == ci["n"]
+    with pytest.raises(ValueError, match="baseline"):
+        evaluate(sample_index, SAMPLE_QA, ["hybrid"], budget=500, baseline="naive")

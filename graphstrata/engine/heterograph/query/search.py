@@ -96,6 +96,7 @@ from graphstrata.engine.heterograph.state.links import SlotLinks, StructuralLink
 from graphstrata.engine.heterograph.state.names import NameIndex
 from graphstrata.engine.heterograph.state.walk_graph import WalkEdges, walked_edges
 from graphstrata.engine.modes import DocNames, make_hits, vector_candidates
+from graphstrata.engine.modes.packing import record_ranked
 from graphstrata.engine.params import params_from
 from graphstrata.engine.prompts import query_entities_request
 from graphstrata.engine.sparse.index import SparseIndex
@@ -483,6 +484,14 @@ class HeterographView(ComponentView):
         order = np.argsort(-density, kind="stable")
         return pos[order], density[order]
 
+    def _passages(self, ranked: np.ndarray) -> np.ndarray:
+        """The chunks of ranked chunks and units (a unit stands for its chunk), each at its
+        first place: the ``graph`` mode's ranked passages before packing."""
+        chunk = self.chunk_of(ranked)
+        passages = np.where(chunk >= 0, chunk, ranked)
+        _, first = np.unique(passages, return_index=True)
+        return passages[np.sort(first)]
+
     def token_power(self, gamma: float) -> np.ndarray:
         """``max(tokens, 1) ** gamma`` of every position (cached for the last gamma)."""
         cached = self._token_power
@@ -545,6 +554,7 @@ class HeterographView(ComponentView):
             return _EMPTY_I, _EMPTY_F, walks
         tokens_of = self.snapshot.nodes.tokens
         text, text_density = self._ranked_text(touched, scores, gamma, limit)
+        record_ranked(info, self.ids[self._passages(text)])
         # Other kinds: the seeds and cross nodes; an entity contributes its attributes and a
         # title its element, each at its own score or its entity's / title's, whichever is
         # higher.

@@ -14,6 +14,7 @@ from graphstrata.bindings.llm.extractive import (
     rules_named,
     split_sentences,
 )
+from graphstrata.bindings.llm.statements import is_statement
 from graphstrata.engine.heterograph.parse import parse_decomposition
 from graphstrata.engine.prompts import decompose_request
 
@@ -146,3 +147,50 @@ def test_rule_sets_are_named_and_standard_is_the_default():
     assert ExtractiveLLM().rules is ENTITY_RULES["standard"]
     with pytest.raises(ValueError, match="unknown entity rules 'v9'"):
         rules_named("v9")
+
+
+# A guideline page: a heading, a table, a list and prose, written as a file would hold it.
+GUIDELINE = """# Performance status
+
+## Treatment of Grade 3 tumours
+
+| Marker | ICC | h | Grade |
+|---|---|---|---|
+| Ki-67 | 0.82 | 3 | II |
+
+Key points:
+- Staging
+- Patients with Grade 3 tumours receive adjuvant chemotherapy within six weeks.
+- ECOG 0-1
+
+The Oncology Board of Varde reviewed the Brekkvik protocol in 2021.
+"""
+
+
+def test_units_hold_statements_not_headings_tables_or_labels():
+    units = decompose(GUIDELINE)["semantic_units"]
+    texts = " ".join(u["text"] for u in units)
+    for fragment in ("Performance status", "ICC", "Ki-67", "Key points", "Staging", "ECOG"):
+        assert fragment not in texts
+    assert "Patients with Grade 3 tumours receive adjuvant chemotherapy" in texts
+    assert "The Oncology Board of Varde reviewed the Brekkvik protocol in 2021." in texts
+    # The summarizer still sees every block (split_sentences is unchanged).
+    assert "Performance status" in split_sentences(GUIDELINE)
+
+
+def test_is_statement_rules():
+    assert is_statement("Tomas Veld founded Meridian Optics.")
+    assert not is_statement("Performance status")  # heading: short, no final punctuation
+    assert not is_statement("| Ki-67 | 0.82 | 3 |")  # table row
+    assert not is_statement("ICC — 0.82 — 0.74 — 0.88 — 12.5.")  # mostly numbers and signs
+    assert not is_statement("See above.")  # too short
+    assert is_statement("Patients receive adjuvant chemotherapy within six weeks")  # list item
+
+
+def test_no_function_word_relationships():
+    (unit,) = decompose("The Founding of Meridian Optics shaped Brekkvik in 1971.")[
+        "semantic_units"
+    ]
+    rels = unit["relationships"]
+    assert not any(r[1] in ("of", "of the") for r in rels)
+    assert ["Meridian Optics", "shaped", "Brekkvik"] in rels

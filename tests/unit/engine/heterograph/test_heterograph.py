@@ -162,9 +162,14 @@ def test_a_matched_entity_contributes_its_attribute(built):
     snap = built.engine.state.snapshot
     src, dst = _edges(built)[int(EdgeKind.ENTITY_ATTRIBUTE)]
     name = snap.nodes.text_of(src[:1])[0]
-    result = built.query(f"Tell me about {name}.", mode="graph", budget_tokens=4000)
+    # Structured nodes take no budget by default (decision 0034); a query may grant them some.
+    result = built.query(
+        f"Tell me about {name}.", mode="graph", budget_tokens=4000, structured_share=0.05
+    )
     assert result.report["matched_entities"] >= 1
     assert int(dst[0]) in {h.id for h in result.nodes}
+    default = built.query(f"Tell me about {name}.", mode="graph", budget_tokens=4000)
+    assert {h.kind for h in default.nodes} <= {"T", "S"}
 
 
 def test_seeds_that_hit_no_node_give_a_valid_empty_result(built):

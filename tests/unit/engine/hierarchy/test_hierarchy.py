@@ -470,7 +470,7 @@ def fused_oracle(
 ) -> list[int]:
     """The fusion (as configured) of the dense and BM25 top-k of ``kinds``, packed greedily
     skipping candidates whose shingles are mostly packed already."""
-    from graphstrata.core.fusion import rrf, score_fusion, shingles
+    from graphstrata.core.fusion import query_dense_weight, rrf, score_fusion, shingles
     from graphstrata.engine.sparse.index import SparseIndex
     from tests.helpers.oracles import coverage_oracle, feedback_round
 
@@ -490,13 +490,22 @@ def fused_oracle(
             (union, state.snapshot.vectors.get(union) @ vector),
             (union, fresh.score(QUESTION, union)),
         ]
+        # the per-query weight (its kernel has its own oracle in tests/unit/core)
+        w_q = query_dense_weight(
+            lists[0][1],
+            lists[1][1],
+            w,
+            fusion.adaptive,
+            fusion.adaptive_strength,
+            fusion.adaptive_depth,
+        )
         if fusion.method == "score" and fusion.term_decay < 1:
             terms = fresh.term_scores(QUESTION, union)
-            return np.asarray(coverage_oracle(union, lists[0][1], terms, w, fusion.term_decay))
+            return np.asarray(coverage_oracle(union, lists[0][1], terms, w_q, fusion.term_decay))
         if fusion.method == "score":
-            return score_fusion(lists, [w, 1 - w])[0]
+            return score_fusion(lists, [w_q, 1 - w_q])[0]
         rankings = [i[np.lexsort((i, -np.asarray(s, np.float64)))] for i, s in lists]
-        return rrf(rankings, [w, 1 - w], fusion.rrf_k)[0]
+        return rrf(rankings, [w_q, 1 - w_q], fusion.rrf_k)[0]
 
     fused = one_round((d_ids[0], None), q[0])
     if feedback_docs is None:  # the hierarchy modes' default: feedback only if configured

@@ -9,7 +9,7 @@ import pytest
 
 from graphstrata.bindings.api import Index
 from graphstrata.bindings.embed.models import HashingEmbedder
-from graphstrata.core.fusion import rrf, score_fusion, shingles
+from graphstrata.core.fusion import query_dense_weight, rrf, score_fusion, shingles
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.modes.hybrid import HybridParams
 from graphstrata.engine.params import QueryError
@@ -74,17 +74,23 @@ def fused(
 
     def one_round(dense, vector):
         lists = [dense, sparse]
+        w_q = w
         if complete:
             union = np.union1d(dense[0], sparse[0])
             cos = index.engine.state.snapshot.vectors.get(union) @ vector
+            bm25 = fresh.score(question, union)
+            # the per-query weight (its kernel has its own oracle in tests/unit/core)
+            w_q = query_dense_weight(
+                cos, bm25, w, cfg.adaptive, cfg.adaptive_strength, cfg.adaptive_depth
+            )
             if method == "score" and decay < 1:
                 terms = fresh.term_scores(question, union)
-                return np.asarray(coverage_oracle(union, cos, terms, w, decay), np.int64)
-            lists = [(union, cos), (union, fresh.score(question, union))]
+                return np.asarray(coverage_oracle(union, cos, terms, w_q, decay), np.int64)
+            lists = [(union, cos), (union, bm25)]
         if method == "score":
-            return score_fusion(lists, [w, 1 - w])[0]
+            return score_fusion(lists, [w_q, 1 - w_q])[0]
         rankings = [i[np.lexsort((i, -np.asarray(s, np.float64)))] for i, s in lists]
-        return rrf(rankings, [w, 1 - w], rrf_k)[0]
+        return rrf(rankings, [w_q, 1 - w_q], rrf_k)[0]
 
     first = one_round(dense, q)
     if docs == 0 or weight == 0 or first.size == 0:
@@ -117,6 +123,9 @@ def test_hybrid_is_served_with_typed_params(index):
         "method",
         "rrf_k",
         "dense_weight",
+        "adaptive",
+        "adaptive_strength",
+        "adaptive_depth",
         "complete_scores",
         "max_overlap",
         "term_decay",
@@ -127,6 +136,9 @@ def test_hybrid_is_served_with_typed_params(index):
         {"rrf_k": -1},
         {"dense_weight": 1.5},
         {"method": "mean"},
+        {"adaptive": "vote"},
+        {"adaptive_strength": -1.0},
+        {"adaptive_depth": 0},
         {"max_overlap": 0},
         {"term_decay": 0},
         {"term_decay": 1.5},
