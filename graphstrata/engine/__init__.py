@@ -52,6 +52,11 @@ if TYPE_CHECKING:
         read_documents,
         validate_batch,
     )
+    from graphstrata.engine.extraction import (
+        ExtractionYieldError,
+        YieldConfig,
+        strip_think,
+    )
     from graphstrata.engine.index import Engine, QueryResult, check_embedder
     from graphstrata.engine.ingest.chunking import chunk_text
     from graphstrata.engine.interfaces import (
@@ -65,6 +70,7 @@ if TYPE_CHECKING:
     )
     from graphstrata.engine.params import ModeParams, QueryError
     from graphstrata.engine.pinned import PinnedVersion
+    from graphstrata.engine.prompts import PromptConfig
     from graphstrata.engine.report import OperationReport
     from graphstrata.engine.store import IndexLockedError, StoreError, StoreWriteError
     from graphstrata.engine.tokens import count_tokens
@@ -106,6 +112,7 @@ _PUBLIC: dict[str, str] = {
         ),
         "documents",
     ),
+    **dict.fromkeys(("ExtractionYieldError", "YieldConfig", "strip_think"), "extraction"),
     **dict.fromkeys(("Engine", "QueryResult", "check_embedder"), "index"),
     "chunk_text": "ingest.chunking",
     **dict.fromkeys(
@@ -122,6 +129,7 @@ _PUBLIC: dict[str, str] = {
     ),
     **dict.fromkeys(("ModeParams", "QueryError"), "params"),
     "PinnedVersion": "pinned",
+    "PromptConfig": "prompts",
     "OperationReport": "report",
     **dict.fromkeys(("IndexLockedError", "StoreError", "StoreWriteError"), "store"),
     "count_tokens": "tokens",
@@ -143,6 +151,7 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "Engine",
+    "ExtractionYieldError",
     "IndexConfig",
     "IndexLockedError",
     "IngestConfig",
@@ -154,11 +163,13 @@ __all__ = [
     "NodeKind",
     "OperationReport",
     "PinnedVersion",
+    "PromptConfig",
     "QueryError",
     "QueryResult",
     "SearchConfig",
     "StoreError",
     "StoreWriteError",
+    "YieldConfig",
     "answer_result",
     "as_documents",
     "check_embedder",
@@ -176,6 +187,7 @@ __all__ = [
     "sibling_path",
     "stored_manifest",
     "stream_pieces",
+    "strip_think",
     "swap_in",
     "validate_batch",
     "verify_files",

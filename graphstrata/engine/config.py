@@ -12,7 +12,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from graphstrata.engine.extraction import YieldConfig
 from graphstrata.engine.fields import check_fields, setting
+from graphstrata.engine.prompts import PromptConfig
 
 T = TypeVar("T")
 
@@ -648,14 +650,17 @@ class IndexConfig:
     #: When incremental structures fold (an index created without the section gets these
     #: defaults).
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
+    #: The floor under each LLM stage's yield and the index's own prompts (docs/guide/llm.md).
+    yield_floor: YieldConfig = field(default_factory=YieldConfig)
+    prompts: PromptConfig = field(default_factory=PromptConfig)
 
     def validate(self) -> None:
         """Raise ``ConfigError`` on an invalid value."""
-        self.chunking.validate()
-        self.hierarchy.validate()
-        self.heterograph.validate()
-        self.fusion.validate()
+        for section in (self.chunking, self.hierarchy, self.heterograph, self.fusion):
+            section.validate()
         self.maintenance.validate()
+        self.yield_floor.validate(ConfigError)
+        self.prompts.validate(ConfigError)
         if self.vector_dtype not in ("f32", "f16"):
             raise ConfigError(f"vector_dtype must be 'f32' or 'f16', got {self.vector_dtype!r}")
 
@@ -685,13 +690,8 @@ def _from_dict(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**kwargs)
 
 
+_SECTIONS = (ChunkingConfig, IngestConfig, HierarchyConfig, HeterographConfig, SearchConfig)
 _DATACLASSES: dict[str, type] = {
-    "ChunkingConfig": ChunkingConfig,
-    "IngestConfig": IngestConfig,
-    "HierarchyConfig": HierarchyConfig,
-    "HeterographConfig": HeterographConfig,
-    "SearchConfig": SearchConfig,
-    "FusionConfig": FusionConfig,
-    "MaintenanceConfig": MaintenanceConfig,
-    "FoldPolicy": FoldPolicy,
+    c.__name__: c for c in (*_SECTIONS, FusionConfig, MaintenanceConfig, FoldPolicy)
 }
+_DATACLASSES.update(YieldConfig=YieldConfig, PromptConfig=PromptConfig)

@@ -38,7 +38,7 @@ from graphstrata.engine.interfaces import LLM, Embedder
 from graphstrata.engine.modes.registry import default_components, served_params
 from graphstrata.engine.params import ModeParams, QueryError
 from graphstrata.engine.pinned import PinnedVersion
-from graphstrata.engine.prompts import ANSWER_MAX_TOKENS
+from graphstrata.engine.prompts import ANSWER_MAX_TOKENS, with_prompts
 from graphstrata.engine.read_caches import open_vectors, save_caches
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.sparse.index import KindIndex
@@ -125,7 +125,7 @@ class Engine:
         self.store = store
         self.config = config
         self.embedder = embedder
-        self.llm = llm
+        self.llm = with_prompts(llm, config.prompts)
         comps = components if components is not None else default_components(config)
         enabled = store.manifest.get("components_enabled")
         if enabled is not None:
@@ -331,7 +331,7 @@ class Engine:
             delta=self.store.new_delta(),
             config=self.config,
             embedder=MeteredEmbedder(self.embedder, report),
-            llm=MeteredLLM(self.llm, report),
+            llm=MeteredLLM(self.llm, report, self.config.yield_floor),
             report=report,
             hyperplanes=state.snapshot.hyperplanes,
             text_index=state.text_index,
@@ -353,6 +353,8 @@ class Engine:
             caches, parts = save_caches(root, state.snapshot, state.sparse, vectors, stale, delta)
         with report.stage("commit"):
             counts = _counts_after(state.snapshot, delta)
+            if report.llm_yield:  # what this version's write got from its LLM stages
+                counts["llm_yield"] = report.llm_yield
             result = self.store.commit(delta, counts=counts, caches=caches)
             vectors.mark_saved(caches.get("vector_cache", {}))
         report.version = result.version
@@ -586,6 +588,12 @@ class Engine:
             "hyperplanes": {k: v for k, v in snap.manifest["hyperplanes"].items() if k != "file"},
             "modes": sorted(state.views),
             "maintenance": self.config.maintenance.policies(),
+            "yield_floor": dataclasses.asdict(self.config.yield_floor),
+            "last_write_yield": snap.manifest.get("counts", {}).get("llm_yield", {}),
+            "prompts": {
+                "sha256": self.config.prompts.sha256,
+                "custom": self.config.prompts.overridden,
+            },
         }
 
 

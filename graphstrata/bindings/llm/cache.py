@@ -200,7 +200,10 @@ class CachedLLM:
 
     def _ask(self, todo: list[LLMRequest], todo_keys: list[str]) -> list[LLMResponse]:
         def store(j: int, response: LLMResponse) -> None:
-            self.cache.put(todo_keys[j], self.backend, self.model, todo[j].task, response)
+            # An unusable answer is not kept: the next attempt (a resumed build, a server
+            # that recovered) asks again instead of reading the failure back.
+            if not response.meta.get("unusable"):
+                self.cache.put(todo_keys[j], self.backend, self.model, todo[j].task, response)
 
         if getattr(self.llm, "streams_answers", False):
             fresh = self.llm.complete(todo, on_answer=store)  # type: ignore[call-arg]
