@@ -58,7 +58,7 @@ class YieldConfig:
 
     A stage's yield is the share of its inputs (chunks for ``decompose``, entities for
     ``attribute``, communities for ``community``, segments for ``summarize``) whose final
-    answer held at least one item. The built-in extractive backend yields 0.98-1.0 on
+    answer held at least one item. The built-in extractive backend yields 0.99-1.0 on
     every shared set and fixture (decision 0030); a model that answers with nothing usable
     yields close to 0.
     """

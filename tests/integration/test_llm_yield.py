@@ -11,6 +11,7 @@ LLM cache keys.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -162,3 +163,34 @@ def test_changed_prompts_change_the_cache_keys(tmp_path, server, sample_docs, ha
     assert build_with("first", graph_only()) > 0
     assert build_with("same", graph_only()) == 0  # same prompts: every answer from the cache
     assert build_with("domain", graph_only(prompts=DOMAIN)) > 0
+
+
+def test_http_operations_carry_the_yield_and_the_floor_error(
+    tmp_path, server, sample_docs, hashing_embedder
+):
+    import httpx
+
+    from tests.helpers.servers import threaded_server
+
+    index, _ = build(tmp_path, server, sample_docs[:2], hashing_embedder)
+    index.close()
+
+    def insert(c: httpx.Client, doc: dict) -> dict:
+        op = c.post("/v1/documents", json=[doc]).json()
+        for _ in range(1200):
+            op = c.get(f"/v1/operations/{op['id']}").json()
+            if op["status"] in ("succeeded", "failed"):
+                return op
+            time.sleep(0.05)
+        raise AssertionError(f"operation {op['id']} did not finish")
+
+    served = threaded_server(tmp_path / "idx")
+    with served as (url, _, _), httpx.Client(base_url=url, timeout=60, trust_env=False) as c:
+        done = insert(c, sample_docs[2])
+        assert done["status"] == "succeeded", done
+        assert done["report"]["llm_yield"]["decompose"]["held"] > 0
+        server.task_outcomes["decompose"] = "empty"
+        failed = insert(c, sample_docs[3])
+        assert failed["status"] == "failed" and failed["report"] is None
+        assert "decompose: 100 % of " in failed["error"]["message"], failed["error"]
+        assert Index.open(tmp_path / "idx").version == done["report"]["version"]
