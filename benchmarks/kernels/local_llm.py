@@ -1,12 +1,13 @@
 """Load time and generation speed of the local LLM backend on this machine (decision 0029).
 
-    python -m benchmarks.kernels.local_llm --spec "smollm2?threads=1" --batch-sizes 1,4
+    python -m benchmarks.kernels.local_llm --spec smollm2 --threads 1,2 --batch-sizes 1,4
 
 Loads the model once (seconds: reading the GGUF file, dequantizing it to torch tensors and
 building the tokenizer), then asks the decomposition prompts of the first ``--chunks`` chunks
-of the sample corpus at each batch size, each with ``--max-tokens`` to generate. Per batch
-size: seconds, prompt and completion tokens, completion tokens per second of wall time
-(prefill included), and the load average before the run. Writes
+of the sample corpus at each thread count and batch size, each with ``--max-tokens`` to
+generate. Per run: seconds, prompt and completion tokens, completion tokens per second of
+wall time (prefill included), and the load average before the run. The process takes the ``build``
+thread role first, as ``graphstrata index`` does. Writes
 ``benchmarks/results/local_llm.md`` (and ``.json``).
 """
 
@@ -32,7 +33,8 @@ from benchmarks.common import (
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--spec", default="smollm2?threads=1", help="a local LLM spec")
+    p.add_argument("--spec", default="smollm2", help="a local LLM spec (without threads)")
+    p.add_argument("--threads", default="1,2", help="torch threads, comma-separated")
     p.add_argument("--chunks", type=int, default=4, help="decomposition prompts per run")
     p.add_argument("--max-tokens", type=int, default=64, help="tokens to generate per prompt")
     p.add_argument("--batch-sizes", default="1,4", help="comma-separated")
@@ -42,6 +44,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     from graphstrata.bindings.registry import make_llm
+    from graphstrata.bindings.threads import apply
+
+    apply("build")  # as `graphstrata index` does: idle OpenMP threads sleep (decision 0022)
     from graphstrata.engine import ChunkingConfig, chunk_text
     from graphstrata.engine.prompts import decompose_request
 
@@ -51,8 +56,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     requests = [decompose_request(c, args.max_tokens) for c in chunks]
     rows: list[dict[str, Any]] = []
     load_before = load1()
-    for size in [int(s) for s in args.batch_sizes.split(",")]:
-        llm = make_llm(f"{args.spec}&batch_size={size}", use_cache=False)
+    sep = "&" if "?" in args.spec else "?"
+    runs = [(int(t), int(b)) for t in args.threads.split(",") for b in args.batch_sizes.split(",")]
+    for threads, size in runs:
+        llm = make_llm(f"{args.spec}{sep}threads={threads}&batch_size={size}", use_cache=False)
         loaded = llm.loaded()  # type: ignore[attr-defined]
         load = load1()
         start = time.perf_counter()
@@ -61,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         completion = sum(a.completion_tokens for a in answers)
         rows.append(
             {
+                "threads": threads,
                 "batch_size": size,
                 "seconds": round(seconds, 2),
                 "prompt_tokens": sum(a.prompt_tokens for a in answers),
@@ -69,8 +77,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 "load_before": load,
             }
         )
-        log(f"batch {size}: {completion} tokens in {seconds:.1f} s")
-    header = ["batch size", "seconds", "prompt tokens", "completion tokens", "tokens/s", "load"]
+        log(f"threads {threads}, batch {size}: {completion} tokens in {seconds:.1f} s")
+    header = [
+        "threads",
+        "batch size",
+        "seconds",
+        "prompt tokens",
+        "completion tokens",
+        "tokens/s",
+        "load",
+    ]
     table = [[r[k] for k in rows[0]] for r in rows]
     text = "\n".join(
         [

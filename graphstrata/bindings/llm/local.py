@@ -268,12 +268,7 @@ class LocalLLM:
         return [r for r in out if r is not None]
 
     def _threads(self) -> int:
-        if self.threads is not None:
-            return self.threads
-        budget = thread_budget.current()
-        if budget is not None and budget.torch is not None:
-            return budget.torch
-        return thread_budget.available_cores()
+        return self.threads if self.threads is not None else thread_budget.llm_threads()
 
     def _limit(self, request: LLMRequest) -> int:
         limit = int(request.max_tokens)

@@ -120,12 +120,14 @@ def _unit(value: Any) -> Unit | None:
 def parse_decomposition(text: Any) -> list[Unit] | None:
     """Semantic units from a ``decompose`` answer; ``None`` when the answer is unusable.
 
-    Accepts the schema's ``{"semantic_units": [...]}``, a bare list of units, and units with
-    missing or mistyped fields (bad entities and relationships are dropped, a unit without
-    text is dropped). An answer with no unit left is unusable.
+    Accepts the schema's ``{"semantic_units": [...]}``, a bare list of units, one bare unit
+    object, and units with missing or mistyped fields (bad entities and relationships are
+    dropped, a unit without text is dropped). An answer with no unit left is unusable.
     """
     value = load_json(text)
-    if isinstance(value, dict):
+    if isinstance(value, dict) and "semantic_units" not in value and "units" not in value:
+        value = [value]  # one unit without the wrapper (small models drop it)
+    elif isinstance(value, dict):
         value = value.get("semantic_units", value.get("units"))
     if not isinstance(value, list):
         return None
@@ -144,7 +146,9 @@ class Element:
 def parse_elements(text: Any, max_elements: int) -> list[Element] | None:
     """High-level elements from a ``community`` answer; ``None`` when unusable."""
     value = load_json(text)
-    if isinstance(value, dict):
+    if isinstance(value, dict) and ("description" in value or "content" in value):
+        value = [value]  # one element without the wrapper (small models drop it)
+    elif isinstance(value, dict):
         value = value.get("high_level_elements", value.get("elements"))
     if isinstance(value, dict):
         value = [value]

@@ -117,3 +117,16 @@ def test_elements_and_query_entities():
     assert parse_query_entities('{"entities": "Google"}') == ["Google"]
     assert parse_query_entities("") == [] and parse_query_entities("null") == []
     assert parse_query_entities('{"entities": 5}') == []
+
+
+def test_one_unit_or_element_without_its_wrapper_is_read():
+    # Small models (SmolLM2-135M, tests/integration/test_local_llm.py) drop the wrapper.
+    (unit,) = parse_decomposition(
+        '{"entities": ["Kjell Telescope", "Mount Kjell"], "text": "The Kjell Telescope is on'
+    )
+    assert unit.entities == ["Kjell Telescope", "Mount Kjell"]
+    assert unit.text == "The Kjell Telescope is on"
+    assert parse_decomposition('{"answer": "none"}') is None
+    (element,) = parse_elements('{"title": "Optics", "description": "Lenses and mirrors."}', 3)
+    assert element.title == "Optics"
+    assert parse_elements('{"title": "Optics"}', 3) is None
