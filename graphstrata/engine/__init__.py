@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from graphstrata.engine.extraction import (
         ExtractionYieldError,
         YieldConfig,
+        leading_json,
         strip_think,
     )
     from graphstrata.engine.index import Engine, QueryResult, check_embedder
@@ -112,7 +113,9 @@ _PUBLIC: dict[str, str] = {
         ),
         "documents",
     ),
-    **dict.fromkeys(("ExtractionYieldError", "YieldConfig", "strip_think"), "extraction"),
+    **dict.fromkeys(
+        ("ExtractionYieldError", "YieldConfig", "leading_json", "strip_think"), "extraction"
+    ),
     **dict.fromkeys(("Engine", "QueryResult", "check_embedder"), "index"),
     "chunk_text": "ingest.chunking",
     **dict.fromkeys(
@@ -179,6 +182,7 @@ __all__ = [
     "citations",
     "coerce_document",
     "count_tokens",
+    "leading_json",
     "live_writer",
     "live_writers",
     "read_documents",

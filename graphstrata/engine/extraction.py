@@ -16,6 +16,7 @@ is removed before anything parses it (:func:`strip_think`).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, replace
@@ -48,6 +49,7 @@ COUNTERS = (
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_DECODER = json.JSONDecoder()
 #: Characters of the first bad answer quoted in a floor error.
 BAD_EXCERPT_CHARS = 200
 
@@ -104,6 +106,23 @@ def strip_think(text: str) -> tuple[str, int]:
     if opening is not None:
         text, count = text[: opening.start()], count + 1
     return text.strip(), count
+
+
+def leading_json(text: str) -> Any:
+    """The first complete JSON object or array of ``text``, or None.
+
+    Small models often write a whole answer and go on (a second object, a comment); the
+    answer is the first value, which ``json.loads`` refuses because of what follows it and
+    ``json_repair`` may merge with what follows.
+    """
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        return None
+    try:
+        value, _ = _DECODER.raw_decode(text, start)
+    except ValueError:
+        return None
+    return value
 
 
 def _entry(table: MutableMapping[str, dict[str, Any]], task: str) -> dict[str, Any]:

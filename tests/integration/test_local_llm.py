@@ -42,10 +42,11 @@ DOC_IDS = (
 )
 SPEC = "smollm2?threads=1&batch_size=16"
 SMALL = {
-    "hierarchy": {"s_min": 2, "s_max": 2, "summary_tokens": 48},
+    "hierarchy": {"s_min": 3, "s_max": 4, "summary_tokens": 48},
     "heterograph": {"decompose_tokens": 96, "attribute_tokens": 48, "element_tokens": 64},
 }
-#: Few-shot templates a 135M model follows (JSON keys in the order it should write them).
+#: Few-shot templates a 135M model follows (it answers the default ones in prose); entities
+#: and relations come first, so an answer cut off at ``decompose_tokens`` keeps them.
 FEW_SHOT = {
     "decompose": """List the named entities of the text and the facts that connect them, as JSON.
 
@@ -115,18 +116,18 @@ def test_smollm2_builds_and_answers_through_every_stage(tmp_path, llm, docs, has
     report = index.insert(docs)
     assert report.version == 1 and index.llm.name == "gguf:smollm2"
     table = report.llm_yield
-    assert {"decompose", "attribute", "community", "summarize"} <= set(table), table
+    assert {"decompose", "attribute", "community", "summarize"} <= set(table), (table, report)
     for task in ("decompose", "attribute", "community", "summarize"):
         entry = table[task]
         assert entry["answers"] >= entry["inputs"] > 0, (task, entry)
-    assert table["decompose"]["inputs"] == report.chunks_added == 8
+    assert table["decompose"]["inputs"] == report.chunks_added
     assert table["decompose"]["held"] > 0 and table["summarize"]["held"] > 0
     assert report.llm_calls > 0 and report.completion_tokens > 0
     result = index.answer(
         "What does the echelle polarimeter measure?", "naive", budget_tokens=300, max_tokens=48
     )
     assert result.answer and result.answer.strip()
-    assert index.stats()["last_write_yield"]["decompose"]["inputs"] == 8
+    assert index.stats()["last_write_yield"]["decompose"]["inputs"] == report.chunks_added
 
 
 def test_the_gpu_throughput_script_runs_on_the_cpu_with_the_small_model(tmp_path, llm):

@@ -19,7 +19,7 @@ from typing import Any
 
 import json_repair
 
-from graphstrata.engine import strip_think
+from graphstrata.engine import leading_json, strip_think
 
 #: JSON-schema type names -> the Python types ``json.loads`` produces for them.
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -73,7 +73,9 @@ def parse_json_answer(text: str, schema: Mapping[str, Any]) -> ParsedAnswer:
     try:
         value = json.loads(text)
     except (json.JSONDecodeError, TypeError):
-        value = json_repair.loads(text or "")
+        # The first complete object (a model that went on after it), else a repaired one.
+        leading = leading_json(text)
+        value = leading if isinstance(leading, dict) else json_repair.loads(text or "")
         repaired = True
     check_top_level(value, schema)
     canonical = json.dumps(value, ensure_ascii=False)

@@ -87,3 +87,11 @@ def test_the_floor_is_a_validated_section_recorded_with_the_config():
             IndexConfig.from_dict({"yield_floor": bad}).validate()
     with pytest.raises(ConfigError, match="unknown option"):
         IndexConfig.from_dict({"yield_floor": {"floor": 1}})
+
+
+def test_the_leading_json_value_is_the_answer():
+    from graphstrata.engine.extraction import leading_json
+
+    assert leading_json('{"a": [1]}\n{"json": {"b"') == {"a": [1]}  # a model that went on
+    assert leading_json("Sure: [1, 2] and more") == [1, 2]
+    assert leading_json('{"a": [1') is None and leading_json("no JSON") is None

@@ -130,3 +130,12 @@ def test_one_unit_or_element_without_its_wrapper_is_read():
     (element,) = parse_elements('{"title": "Optics", "description": "Lenses and mirrors."}', 3)
     assert element.title == "Optics"
     assert parse_elements('{"title": "Optics"}', 3) is None
+
+
+def test_a_unit_cut_off_before_its_text_is_read_from_its_relations():
+    cut = '{"semantic_units": [{"entities": ["HEP", "Kjell Telescope"], "relationships": '
+    cut += '[["HEP", "was mounted on", "Kjell Telescope"]], "text": "The HE'
+    (unit,) = parse_decomposition(cut.rsplit(', "text"', 1)[0])
+    assert unit.text == "HEP was mounted on Kjell Telescope."
+    assert unit.entities == ["HEP", "Kjell Telescope"]
+    assert parse_decomposition('{"semantic_units": [{"entities": ["HEP"]}]}') is None
