@@ -80,15 +80,22 @@ class MeteredLLM:
         )
         return tally_answers(self.report.llm_yield, requests, responses)
 
-    def record_yield(self, task: str, items: Sequence[int], answers: Sequence[str]) -> None:
-        """Record the items each input of ``task`` yielded and hold them to the floor.
+    def record_yield(
+        self,
+        task: str,
+        items: Sequence[int],
+        answers: Sequence[str],
+        usable: Sequence[bool] | None = None,
+    ) -> None:
+        """Record the items each input of ``task`` yielded and hold them to the floor
+        (``engine.extraction.record_items``; ``usable``: which answers could be read).
 
         Raises
         ------
         ExtractionYieldError
             When the share of inputs that yielded an item is below the floor.
         """
-        record_items(self.report.llm_yield, task, items, answers, self.floor, self.llm.name)
+        record_items(self.report.llm_yield, task, items, answers, self.floor, self.llm.name, usable)
 
 
 class MeteredEmbedder:

@@ -73,10 +73,10 @@ class YieldConfig:
         "floor off.",
     )
     min_inputs: int = setting(
-        1,
+        8,
         ge=1,
-        doc="A stage with fewer inputs than this in one write is reported but not held to "
-        "the floor.",
+        doc="A stage with fewer inputs than this in one write is held only to one usable "
+        "answer (a short note may name nothing; a model that answers nothing usable fails).",
     )
 
     def validate(self, error: ErrorType) -> None:
@@ -176,6 +176,7 @@ def record_items(
     answers: Sequence[str],
     floor: YieldConfig | None,
     model: str,
+    usable: Sequence[bool] | None = None,
 ) -> None:
     """Record what each input of ``task`` yielded, and hold the stage to ``floor``.
 
@@ -194,12 +195,16 @@ def record_items(
         The index's floor (None: only record).
     model:
         The LLM's name, for the message.
+    usable:
+        Per input, whether its answer could be read at all (valid JSON of the task that may
+        still hold nothing); default: whether it held an item.
 
     Raises
     ------
     ExtractionYieldError
         When at least ``floor.min_inputs`` inputs were answered and the share that held an
-        item is below ``floor.min_yield``.
+        item is below ``floor.min_yield``, or fewer were answered and none usably (with
+        ``min_yield`` above 0).
     """
     entry = _entry(table, task)
     entry["item"] = YIELD_ITEMS.get(task, "item")
@@ -210,7 +215,14 @@ def record_items(
     bad = next((a for a, n in zip(answers, items, strict=True) if n <= 0), None)
     if bad is not None and "first_bad" not in entry:
         entry["first_bad"] = bad[:BAD_EXCERPT_CHARS]
-    if floor is None or not items or len(items) < floor.min_inputs:
+    if floor is None or not items or floor.min_yield <= 0:
+        return
+    if len(items) < floor.min_inputs:
+        # Too few inputs for a share: a short note may name nothing, but a model that gave
+        # not one readable answer (LightRAG#3597's empty graph) is still stopped.
+        readable = usable if usable is not None else [n > 0 for n in items]
+        if not any(readable):
+            raise ExtractionYieldError(floor_message(task, items, bad or "", floor, model))
         return
     share = sum(1 for n in items if n > 0) / len(items)
     if share < floor.min_yield:
@@ -221,9 +233,14 @@ def floor_message(task: str, items: Sequence[int], bad: str, floor: YieldConfig,
     """The one line of a floor error: stage, share, model, first bad answer, the way out."""
     empty = sum(1 for n in items if n <= 0)
     pct = 100.0 * empty / len(items)
+    rule = (
+        f"at least {100 * floor.min_yield:.0f} % must"
+        if len(items) >= floor.min_inputs
+        else f"under {floor.min_inputs} inputs, one readable answer must"
+    )
     return (
         f"{task}: {pct:.0f} % of {len(items)} responses held no {YIELD_ITEMS.get(task, 'item')} "
-        f"(floor: at least {100 * floor.min_yield:.0f} % must); model {model}; first bad "
+        f"(floor: {rule}); model {model}; first bad "
         f"response: {bad[:BAD_EXCERPT_CHARS]!r}; nothing was committed (use a stronger model "
         "or domain prompts, or lower yield_floor.min_yield)"
     )

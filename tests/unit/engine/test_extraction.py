@@ -53,7 +53,7 @@ def test_answers_are_counted_per_task_and_returned_without_reasoning():
 
 def test_items_are_recorded_and_the_floor_names_the_stage():
     table: dict = {}
-    floor = YieldConfig(min_yield=0.5)
+    floor = YieldConfig(min_yield=0.5, min_inputs=4)
     record_items(table, "decompose", [3, 0, 2, 1], ["a", "", "b", "c"], floor, "m")
     entry = table["decompose"]
     assert (entry["inputs"], entry["held"], entry["items"]) == (4, 3, 6)
@@ -69,12 +69,19 @@ def test_items_are_recorded_and_the_floor_names_the_stage():
     assert isinstance(caught.value, LLMError)  # an upstream failure: HTTP 502, CLI exit 1
 
 
-def test_the_floor_can_be_lowered_or_skip_small_stages():
+def test_the_floor_can_be_lowered_and_holds_small_stages_to_one_readable_answer():
     record_items({}, "community", [0, 0], ["", ""], YieldConfig(min_yield=0.0), "m")
-    record_items({}, "community", [0, 0], ["", ""], YieldConfig(min_inputs=3), "m")
     record_items({}, "community", [0, 0], ["", ""], None, "m")
+    # Fewer inputs than min_inputs (8): a note that names nothing, answered in valid JSON,
+    # passes; a model that gave no readable answer does not.
+    nothing = ['{"semantic_units": [{"text": "a note", "entities": []}]}']
+    record_items({}, "decompose", [0], nothing, YieldConfig(), "m", usable=[True])
+    with pytest.raises(ExtractionYieldError, match="one readable answer must"):
+        record_items({}, "decompose", [0], ["prose"], YieldConfig(), "m", usable=[False])
     with pytest.raises(ExtractionYieldError, match="community: 100 % of 2 responses held no"):
         record_items({}, "community", [0, 0], ["", ""], YieldConfig(), "m")
+    with pytest.raises(ExtractionYieldError, match="at least 50 % must"):
+        record_items({}, "community", [0] * 5 + [1] * 4, [""] * 9, YieldConfig(), "m")
 
 
 def test_the_floor_is_a_validated_section_recorded_with_the_config():

@@ -192,7 +192,8 @@ def decompose(
             + (f" (chunk ids {chunk_ids[skipped][:10].tolist()})" if skipped else "")
         )
     # The yield is entities per chunk: units without an entity add nothing to the graph.
-    llm.record_yield("decompose", [sum(len(u.entities) for u in us or ()) for us in units], final)
+    entities = [sum(len(u.entities) for u in us or ()) for us in units]
+    llm.record_yield("decompose", entities, final, [us is not None for us in units])
     return units, notes
 
 
