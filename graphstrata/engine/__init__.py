@@ -62,6 +62,12 @@ if TYPE_CHECKING:
         validate_batch,
     )
     from graphstrata.engine.embedder_check import check_embedder
+    from graphstrata.engine.extraction import (
+        ExtractionYieldError,
+        YieldConfig,
+        leading_json,
+        strip_think,
+    )
     from graphstrata.engine.fields import ConfigError
     from graphstrata.engine.filters import matches, parse_filter
     from graphstrata.engine.index import Engine
@@ -79,6 +85,7 @@ if TYPE_CHECKING:
     )
     from graphstrata.engine.params import ModeParams, QueryError
     from graphstrata.engine.pinned import PinnedVersion
+    from graphstrata.engine.prompts import PromptConfig
     from graphstrata.engine.report import OperationReport
     from graphstrata.engine.results import QueryResult
     from graphstrata.engine.store import IndexLockedError, StoreError, StoreWriteError
@@ -126,6 +133,9 @@ _PUBLIC: dict[str, str] = {
         ),
         "documents",
     ),
+    **dict.fromkeys(
+        ("ExtractionYieldError", "YieldConfig", "leading_json", "strip_think"), "extraction"
+    ),
     **dict.fromkeys(("matches", "parse_filter"), "filters"),
     "Engine": "index",
     "QueryResult": "results",
@@ -147,6 +157,7 @@ _PUBLIC: dict[str, str] = {
     ),
     **dict.fromkeys(("ModeParams", "QueryError"), "params"),
     "PinnedVersion": "pinned",
+    "PromptConfig": "prompts",
     "OperationReport": "report",
     **dict.fromkeys(("IndexLockedError", "StoreError", "StoreWriteError"), "store"),
     "count_tokens": "tokens",
@@ -168,6 +179,7 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "Engine",
+    "ExtractionYieldError",
     "IndexConfig",
     "IndexLockedError",
     "IngestConfig",
@@ -179,6 +191,7 @@ __all__ = [
     "NodeKind",
     "OperationReport",
     "PinnedVersion",
+    "PromptConfig",
     "QueryError",
     "QueryResult",
     "Reranker",
@@ -187,6 +200,7 @@ __all__ = [
     "SourceMap",
     "StoreError",
     "StoreWriteError",
+    "YieldConfig",
     "answer_result",
     "as_documents",
     "check_embedder",
@@ -198,6 +212,7 @@ __all__ = [
     "conversation_query",
     "count_tokens",
     "folder_files",
+    "leading_json",
     "live_writer",
     "live_writers",
     "matches",
@@ -210,6 +225,7 @@ __all__ = [
     "sources_footer",
     "stored_manifest",
     "stream_pieces",
+    "strip_think",
     "swap_in",
     "validate_batch",
     "verify_files",

@@ -24,6 +24,7 @@ from graphstrata.core import sets
 from graphstrata.engine.allowed import Allowed, DocNodes
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.doc_records import ALLOWED_MEMO, DocRecords, LastFilters
+from graphstrata.engine.extraction import YieldConfig, record_items, tally_answers
 from graphstrata.engine.filters import Filter
 from graphstrata.engine.graph_bases import NeighbourLists
 from graphstrata.engine.interfaces import LLM, Embedder, LLMError, LLMRequest, LLMResponse
@@ -43,11 +44,13 @@ ProgressFn = Callable[[str, int, int], None]
 
 
 class MeteredLLM:
-    """Wraps an LLM: one ``complete`` per stage batch, with calls and tokens in the report."""
+    """Wraps an LLM: one ``complete`` per stage batch, with calls, tokens and what the answers
+    held in the report (``engine.extraction``); a write's stages are held to ``floor``."""
 
-    def __init__(self, llm: LLM, report: OperationReport):
+    def __init__(self, llm: LLM, report: OperationReport, floor: YieldConfig | None = None):
         self.llm = llm
         self.report = report
+        self.floor = floor
 
     @property
     def name(self) -> str:
@@ -56,6 +59,8 @@ class MeteredLLM:
 
     def complete(self, stage: str, requests: Sequence[LLMRequest]) -> list[LLMResponse]:
         """Answer one stage's whole batch; cached answers are counted apart from calls.
+
+        Reasoning blocks (``<think>...</think>``) are removed from the answers and counted.
 
         Raises
         ------
@@ -77,7 +82,24 @@ class MeteredLLM:
             completion_tokens=sum(r.completion_tokens for r in responses if not r.cached),
             cached=sum(1 for r in responses if r.cached),
         )
-        return responses
+        return tally_answers(self.report.llm_yield, requests, responses)
+
+    def record_yield(
+        self,
+        task: str,
+        items: Sequence[int],
+        answers: Sequence[str],
+        usable: Sequence[bool] | None = None,
+    ) -> None:
+        """Record the items each input of ``task`` yielded and hold them to the floor
+        (``engine.extraction.record_items``; ``usable``: which answers could be read).
+
+        Raises
+        ------
+        ExtractionYieldError
+            When the share of inputs that yielded an item is below the floor.
+        """
+        record_items(self.report.llm_yield, task, items, answers, self.floor, self.llm.name, usable)
 
 
 class MeteredEmbedder:

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphstrata.core.fusion import ADAPTIVE_SIGNALS
+from graphstrata.engine.extraction import YieldConfig
 from graphstrata.engine.fields import ConfigError, check_fields, from_dict, setting
 from graphstrata.engine.policies import MaintenanceConfig
+from graphstrata.engine.prompts import PromptConfig
 
 #: The values of ``FusionConfig.method``.
 FUSION_METHODS = ("rrf", "score", "dense", "sparse")
@@ -488,15 +490,18 @@ class IndexConfig:
     #: When incremental structures fold (an index created without the section gets these
     #: defaults).
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
+    #: The floor under each LLM stage's yield and the index's own prompts (docs/guide/llm.md).
+    yield_floor: YieldConfig = field(default_factory=YieldConfig)
+    prompts: PromptConfig = field(default_factory=PromptConfig)
 
     def validate(self) -> None:
         """Raise ``ConfigError`` on an invalid value."""
-        self.chunking.validate()
-        self.hierarchy.validate()
-        self.heterograph.validate()
-        self.fusion.validate()
+        for section in (self.chunking, self.hierarchy, self.heterograph, self.fusion):
+            section.validate()
         self.maintenance.validate()
         check_fields(self.search, "search", ConfigError)
+        self.yield_floor.validate(ConfigError)
+        self.prompts.validate(ConfigError)
         if self.vector_dtype not in ("f32", "f16"):
             raise ConfigError(f"vector_dtype must be 'f32' or 'f16', got {self.vector_dtype!r}")
 

@@ -39,7 +39,7 @@ from graphstrata.engine.interfaces import LLM, Embedder, Reranker
 from graphstrata.engine.modes.registry import default_components, served_params
 from graphstrata.engine.params import ModeParams, QueryError
 from graphstrata.engine.pinned import PinnedVersion
-from graphstrata.engine.prompts import ANSWER_MAX_TOKENS
+from graphstrata.engine.prompts import ANSWER_MAX_TOKENS, with_prompts
 from graphstrata.engine.read_caches import open_vectors, save_caches
 from graphstrata.engine.report import OperationReport
 from graphstrata.engine.rerank import rerank_candidates, reranked_search, with_rerank
@@ -88,7 +88,7 @@ class Engine:
         self.store = store
         self.config = config
         self.embedder = embedder
-        self.llm = llm
+        self.llm = with_prompts(llm, config.prompts)
         #: Rescores each mode's top candidates when a query asks (``engine.rerank``).
         self.reranker = reranker
         comps = components if components is not None else default_components(config)
@@ -349,7 +349,7 @@ class Engine:
             delta=self.store.new_delta(),
             config=self.config,
             embedder=MeteredEmbedder(self.embedder, report),
-            llm=MeteredLLM(self.llm, report),
+            llm=MeteredLLM(self.llm, report, self.config.yield_floor),
             report=report,
             hyperplanes=state.snapshot.hyperplanes,
             text_index=state.text_index,
@@ -371,6 +371,8 @@ class Engine:
             caches, parts = save_caches(root, state.snapshot, state.sparse, vectors, stale, delta)
         with report.stage("commit"):
             counts = _counts_after(state.snapshot, delta)
+            if report.llm_yield:  # what this version's write got from its LLM stages
+                counts["llm_yield"] = report.llm_yield
             result = self.store.commit(delta, counts=counts, caches=caches)
             vectors.mark_saved(caches.get("vector_cache", {}))
         report.version = result.version
@@ -634,6 +636,12 @@ class Engine:
             "hyperplanes": {k: v for k, v in snap.manifest["hyperplanes"].items() if k != "file"},
             "modes": sorted(state.views),
             "maintenance": self.config.maintenance.policies(),
+            "yield_floor": dataclasses.asdict(self.config.yield_floor),
+            "last_write_yield": snap.manifest.get("counts", {}).get("llm_yield", {}),
+            "prompts": {
+                "sha256": self.config.prompts.sha256,
+                "custom": self.config.prompts.overridden,
+            },
         }
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:  # annotations only: the config sections import this module, cheaply
+    import numpy as np
 
 
 class BackendError(RuntimeError):
@@ -52,6 +53,9 @@ class LLMRequest:
     inputs:
         The raw material the prompt was built from (chunk texts, unit texts, ...), so a
         non-generative backend can do the same work without parsing the prompt.
+    fields:
+        The values the task's template was filled with, so an index's own templates
+        (``engine.prompts.PromptConfig``) can render the same request again.
     """
 
     task: str
@@ -60,6 +64,7 @@ class LLMRequest:
     schema: Mapping[str, Any] | None = None
     inputs: tuple[str, ...] = ()
     temperature: float = 0.0
+    fields: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,9 @@ class OperationReport:
     seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)
     llm_by_stage: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Per LLM task, what its answers held (``engine.extraction``: answers, valid_json,
+    #: repaired, empty, failed, think, inputs, held, items, items_per_input, first_bad).
+    llm_yield: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     #: Per file of a file insert: ``{"name", "status", "doc_id", ...}`` (``Index.insert_files``).
     files: list[dict[str, Any]] = field(default_factory=list)

@@ -4,7 +4,9 @@ It speaks the wire format of ``POST /v1/chat/completions`` and ``POST /v1/embedd
 answers the engine's prompts plausibly (by recombining sentences of the prompt, with valid
 JSON for the JSON stages), and can be told to misbehave: a script of forced outcomes
 (``"429"``, ``"500"``, ``"malformed"``, ``"garbage"``, ``"wrong_keys"``, ``"slow"``,
-``"drop"``, ``"too_long"``), a fixed delay, persistent failure after N answers, rejecting
+``"drop"``, ``"too_long"``, and the answers of weak or reasoning models: ``"empty"``,
+``"truncated"``, ``"think"``, ``"nothing"``), the same forced for every request of a task
+(``task_outcomes``), a fixed delay, persistent failure after N answers, rejecting
 ``response_format`` with 400, omitting ``usage``. It records every request so tests can count calls, see the
 largest number of requests in flight at once, and sum the token usage it reported.
 
@@ -75,9 +77,26 @@ ODD_ANSWERS: dict[str, Any] = {
     "huge": lambda r, size: _with_message(r, content="x" * size),
 }
 
+#: Answers of weak or reasoning models: nothing at all, JSON cut off at ``max_tokens``, the
+#: answer after a ``<think>`` block (holding a decoy object), and valid JSON holding nothing.
+MODEL_ANSWERS = ("empty", "truncated", "think", "nothing")
+_EMPTY_JSON = {"decompose": '{"semantic_units": []}', "community": '{"high_level_elements": []}'}
+
 _ANSWERING = frozenset(
-    {"ok", "malformed", "garbage", "wrong_keys", "slow", *BAD_SHAPES, *ODD_ANSWERS}
+    {"ok", "malformed", "garbage", "wrong_keys", "slow", *BAD_SHAPES, *ODD_ANSWERS, *MODEL_ANSWERS}
 )
+
+
+def model_answer(outcome: str, task: str, text: str) -> str:
+    """``text`` as a weak or reasoning model would have answered it (:data:`MODEL_ANSWERS`)."""
+    if outcome == "empty":
+        return ""
+    if outcome == "truncated":
+        return text[: max(1, len(text) * 2 // 3)]
+    if outcome == "think":
+        decoy = _EMPTY_JSON.get(task, "nothing yet")
+        return f"<think>The user wants JSON. Maybe {decoy}? No, list them all.</think>\n{text}"
+    return _EMPTY_JSON.get(task, "")
 
 
 def detect_task(prompt: str) -> str:
@@ -223,6 +242,8 @@ class FakeOpenAIServer:
         self.embedding_dim = embedding_dim
         self.huge_bytes = huge_bytes
         self.script: deque[str] = deque()
+        #: Task -> the outcome of every request of that task that the script leaves ``ok``.
+        self.task_outcomes: dict[str, str] = {}
         self.seen = Recorded()
         self.overflowed = False
         self._lock = threading.Lock()
@@ -312,7 +333,11 @@ class FakeOpenAIServer:
         prompt = "\n".join(m.get("content") or "" for m in body.get("messages", []))
         task, answer = plausible_answer(prompt)
         text = answer if isinstance(answer, str) else json.dumps(answer)
-        if outcome == "malformed":
+        if outcome == "ok":
+            outcome = self.task_outcomes.get(task, "ok")
+        if outcome in MODEL_ANSWERS:
+            text = model_answer(outcome, task, text)
+        elif outcome == "malformed":
             # Prose, a code fence, a trailing comma and a lost closing brace: repairable.
             text = "Here is the JSON:\n```json\n" + text[:-1].rstrip() + ",\n```"
         elif outcome == "garbage":

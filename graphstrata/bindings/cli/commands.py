@@ -17,6 +17,7 @@ from graphstrata.bindings.cli.common import (
     skip_pyarrow_pandas_probe,
 )
 from graphstrata.bindings.cli.progress import add_quiet_arg, progress_for
+from graphstrata.bindings.cli.prompts import load_prompts
 from graphstrata.bindings.cli.reports import failed_files, print_report, print_stats
 from graphstrata.bindings.options import add_backend_args
 
@@ -36,6 +37,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         "hierarchy.n_bits": args.n_bits,
     }
     cfg = load_config(args.config, overrides)
+    if args.prompts:
+        cfg.prompts = load_prompts(args.prompts)
     report = build_index(args, cfg)
     print_report(report, args.json)
     return files_status(report)
@@ -159,6 +162,9 @@ def register(sub: Any) -> None:
     p.add_argument("source")
     p.add_argument("--out", required=True, help="index directory to create")
     p.add_argument("--config", help="JSON or TOML file with IndexConfig fields")
+    p.add_argument(
+        "--prompts", help="TOML or JSON prompt file (graphstrata prompts export writes one)"
+    )
     p.add_argument("--chunk-tokens", type=int, dest="chunk_tokens")
     p.add_argument("--overlap-tokens", type=int, dest="overlap_tokens")
     p.add_argument("--n-bits", type=int, dest="n_bits", help="LSH hyperplanes of the hierarchy")

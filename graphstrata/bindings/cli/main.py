@@ -16,6 +16,7 @@ from graphstrata.bindings.cli.check import register as register_check
 from graphstrata.bindings.cli.commands import register as register_index_commands
 from graphstrata.bindings.cli.evaluate import register as register_eval
 from graphstrata.bindings.cli.mcp import register as register_mcp
+from graphstrata.bindings.cli.prompts import register as register_prompts
 from graphstrata.bindings.cli.serve import register as register_serve
 from graphstrata.bindings.cli.warmup import register as register_warmup
 from graphstrata.bindings.extras import MissingExtraError
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_answer(sub)
     register_check(sub)
     register_mcp(sub)
+    register_prompts(sub)
     for name, role in THREAD_ROLES.items():
         add_threads_arg(sub.choices[name])
         sub.choices[name].set_defaults(thread_role=role)

@@ -134,6 +134,8 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
     if len(listed) < len(stages):
         short = len(stages) - len(listed)
         rows.append(("stages" if not listed else "", f"{short} more under {SHORT_STAGE_S} s"))
+    for i, line in enumerate(yield_lines(report.get("llm_yield") or {})):
+        rows.append(("llm_yield" if i == 0 else "", line))
     rows.extend(("note", str(note)) for note in report.get("notes", []))
     rows.extend(
         ("files" if i == 0 else "", file_words(outcome))
@@ -162,6 +164,27 @@ def failed_files(report: dict[str, Any]) -> int:
     return sum(1 for o in report.get("files") or [] if o.get("status") == "failed")
 
 
+def yield_lines(table: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per LLM task of a report's ``llm_yield``: ``decompose: 12 answers, 11 valid
+    JSON (2 repaired), 0 failed, 1 empty; 11 of 12 inputs held an entity, 3.4 per input``."""
+    lines = []
+    for task, e in table.items():
+        line = f"{task}: {e.get('answers', 0)} answers"
+        if e.get("valid_json") or e.get("failed"):
+            line += f", {e.get('valid_json', 0)} valid JSON ({e.get('repaired', 0)} repaired)"
+            line += f", {e.get('failed', 0)} failed"
+        line += f", {e.get('empty', 0)} empty"
+        if e.get("think"):
+            line += f", {e['think']} reasoning blocks stripped"
+        if e.get("inputs"):
+            line += (
+                f"; {e.get('held', 0)} of {e['inputs']} inputs held {e.get('item', 'an item')}"
+                f", {e.get('items_per_input', 0)} per input"
+            )
+        lines.append(line)
+    return lines
+
+
 def print_stats(stats: dict[str, Any], as_json: bool) -> None:
     """Print ``Index.stats()``: aligned lines in words, or JSON.
 
@@ -183,6 +206,9 @@ def print_stats(stats: dict[str, Any], as_json: bool) -> None:
             rows.append(("edge_kinds", edge_counts(value)))
         elif key == "size_bytes":
             rows.append(("size", size_words(int(value))))
+        elif key == "last_write_yield":
+            lines = yield_lines(value) or ["none"]
+            rows.extend((key if i == 0 else "", line) for i, line in enumerate(lines))
         else:
             rows.append((key, value_words(value)))
     print_lines(rows)

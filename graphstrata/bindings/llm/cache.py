@@ -199,8 +199,14 @@ class CachedLLM:
         return out
 
     def _ask(self, todo: list[LLMRequest], todo_keys: list[str]) -> list[LLMResponse]:
+        # An unusable answer is kept only from a backend that would give it again (greedy
+        # local decoding); from a server, the next attempt (a resumed build, a server that
+        # recovered) asks again instead of reading the failure back.
+        repeats = bool(getattr(self.llm, "deterministic", False))
+
         def store(j: int, response: LLMResponse) -> None:
-            self.cache.put(todo_keys[j], self.backend, self.model, todo[j].task, response)
+            if (repeats and todo[j].temperature == 0) or not response.meta.get("unusable"):
+                self.cache.put(todo_keys[j], self.backend, self.model, todo[j].task, response)
 
         if getattr(self.llm, "streams_answers", False):
             fresh = self.llm.complete(todo, on_answer=store)  # type: ignore[call-arg]

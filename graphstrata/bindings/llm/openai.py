@@ -13,7 +13,8 @@ full jitter (``Retry-After`` is honoured); after the last retry, or on any other
 JSON stages ask for ``response_format: json_schema``; a server that rejects it with 400 is
 asked with ``json_object``, then with the plain prompt (which already asks for JSON), and the
 backend remembers what worked. Answers are repaired with ``json_repair`` and checked against
-the schema's top-level keys; a bad answer is asked for once more, then it is an error.
+the schema's top-level keys; a bad answer is asked for once more, then handed to the engine
+marked ``unusable`` (counted, and held to the index's yield floor).
 
 Upstream numbers and sizes are not trusted (issue 51): a response body larger than
 ``max_response_bytes`` is refused as it streams in, before it is buffered whole, and is an
@@ -31,7 +32,7 @@ import threading
 import weakref
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -46,7 +47,12 @@ from graphstrata.bindings.http import (
     resolve_api_key,
 )
 from graphstrata.bindings.llm.cache import AnswerCallback
-from graphstrata.bindings.llm.repair import JSONAnswerError, parse_json_answer, reask_prompt
+from graphstrata.bindings.llm.repair import (
+    JSONAnswerError,
+    parse_json_answer,
+    reask_prompt,
+    unusable_meta,
+)
 from graphstrata.bindings.specs import (
     OPENAI_DEFAULT_URL,
     OptionTable,
@@ -331,13 +337,15 @@ class OpenAICompatibleLLM:
             try:
                 parsed = parse_json_answer(second.text, request.schema)
             except JSONAnswerError as exc2:
-                raise LLMError(
-                    f"{self.name}: the {request.task} answer is not usable JSON "
-                    f"after one re-ask ({exc2}); answer began {second.text[:200]!r}"
-                ) from exc2
+                # Counted by the engine and held to the index's yield floor, not fatal alone.
+                self.counters["unusable"] += 1
+                response = self._response(second.text, calls, json_stage=True)
+                meta = {**response.meta, **unusable_meta(str(exc2), second.text)}
+                return replace(response, meta=meta)
         if parsed.repaired:
             self.counters["repaired"] += 1
-        return self._response(parsed.text, calls, json_stage=True, repaired=parsed.repaired)
+        response = self._response(parsed.text, calls, json_stage=True, repaired=parsed.repaired)
+        return replace(response, meta={**response.meta, "think": parsed.think})
 
     def _response(
         self, text: str, calls: list[_Completion], json_stage: bool, repaired: bool = False

@@ -4,6 +4,10 @@ Generative backends share this: servers without JSON mode (and models that ignor
 JSON in prose or code fences, drop a closing brace when they hit ``max_tokens``, or leave
 trailing commas. ``json_repair`` fixes those; the top-level keys of the stage's schema are
 then checked so a repaired-but-wrong answer is caught here, not deep inside a component.
+Reasoning blocks (``<think>...</think>``) are removed first (``engine.strip_think``) and
+counted. An answer still unusable after the backend's one re-ask is handed to the engine
+marked ``unusable`` (:func:`unusable_meta`), which counts it and holds the stage to the
+index's yield floor (``engine.extraction``) instead of failing the whole write on one answer.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import json_repair
+
+from graphstrata.engine import leading_json, strip_think
 
 #: JSON-schema type names -> the Python types ``json.loads`` produces for them.
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -38,6 +44,7 @@ class ParsedAnswer:
     value: dict[str, Any]
     text: str
     repaired: bool
+    think: int = 0
 
 
 def parse_json_answer(text: str, schema: Mapping[str, Any]) -> ParsedAnswer:
@@ -62,13 +69,23 @@ def parse_json_answer(text: str, schema: Mapping[str, Any]) -> ParsedAnswer:
         When no JSON object can be recovered or it lacks the schema's top-level keys.
     """
     repaired = False
+    text, think = strip_think(text or "")
     try:
         value = json.loads(text)
     except (json.JSONDecodeError, TypeError):
-        value = json_repair.loads(text or "")
+        # The first complete object (a model that went on after it), else a repaired one.
+        leading = leading_json(text)
+        value = leading if isinstance(leading, dict) else json_repair.loads(text or "")
         repaired = True
     check_top_level(value, schema)
-    return ParsedAnswer(value=value, text=json.dumps(value, ensure_ascii=False), repaired=repaired)
+    canonical = json.dumps(value, ensure_ascii=False)
+    return ParsedAnswer(value=value, text=canonical, repaired=repaired, think=think)
+
+
+def unusable_meta(error: str, answer: str) -> dict[str, Any]:
+    """The ``meta`` of an answer that is not the stage's JSON: why, and that it is unusable
+    (the engine counts it as failed; the LLM cache does not keep it)."""
+    return {"unusable": error, "think": strip_think(answer or "")[1]}
 
 
 def check_top_level(value: Any, schema: Mapping[str, Any]) -> None:

@@ -11,7 +11,8 @@ the model's chat template; JSON stages use vLLM's structured outputs, detected a
 
 Answers of JSON stages are still repaired and validated (structured decoding stops at
 ``max_tokens`` like any other), and the few unusable ones are asked once more in a second
-batched call. Token counts are read from vLLM's outputs.
+batched call; one still unusable is handed to the engine marked ``unusable`` (counted, and
+held to the index's yield floor). Token counts are read from vLLM's outputs.
 
 vLLM is imported only when the engine is first needed: this module, and the package, import
 and test without it.
@@ -31,6 +32,7 @@ from graphstrata.bindings.llm.repair import (
     ParsedAnswer,
     parse_json_answer,
     reask_prompt,
+    unusable_meta,
 )
 from graphstrata.bindings.specs import OptionTable, convert_options, optional_int, to_bool
 from graphstrata.engine import ConfigError, LLMError, LLMRequest, LLMResponse
@@ -295,16 +297,21 @@ class VLLMBackend:
             try:
                 parsed = parse_json_answer(texts2[j], schema)
             except JSONAnswerError as exc:
-                raise LLMError(
-                    f"{self.name}: the {requests[i].task} answer is not usable JSON "
-                    f"after one re-ask ({exc}); answer began {texts2[j][:200]!r}"
-                ) from exc
-            response = self._json_response(
-                parsed,
-                prompt_tokens[i] + ptok2[j],
-                completion_tokens[i] + ctok2[j],
-                reasked=True,
-            )
+                # Counted by the engine and held to the index's yield floor, not fatal alone.
+                meta = {"structured": self.structured_api, "reasked": True}
+                response = LLMResponse(
+                    texts2[j],
+                    prompt_tokens[i] + ptok2[j],
+                    completion_tokens[i] + ctok2[j],
+                    meta={**meta, **unusable_meta(str(exc), texts2[j])},
+                )
+            else:
+                response = self._json_response(
+                    parsed,
+                    prompt_tokens[i] + ptok2[j],
+                    completion_tokens[i] + ctok2[j],
+                    reasked=True,
+                )
             responses[i] = response
             if on_answer is not None:
                 on_answer(i, response)
@@ -312,7 +319,7 @@ class VLLMBackend:
     def _json_response(
         self, parsed: ParsedAnswer, prompt_tokens: int, completion_tokens: int, reasked=False
     ) -> LLMResponse:
-        meta: dict[str, Any] = {"structured": self.structured_api}
+        meta: dict[str, Any] = {"structured": self.structured_api, "think": parsed.think}
         if parsed.repaired:
             self.repaired += 1
             meta["repaired"] = True

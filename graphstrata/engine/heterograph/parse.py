@@ -15,6 +15,8 @@ from typing import Any
 
 import json_repair
 
+from graphstrata.engine.extraction import leading_json
+
 #: Names longer than this are sentences the model put in the wrong field.
 MAX_NAME_CHARS = 120
 #: Relation phrases longer than this are paraphrases, not relations.
@@ -46,9 +48,13 @@ def _clean_name(value: Any) -> str:
 
 
 def load_json(text: Any) -> Any:
-    """``text`` as JSON, repaired when needed (``None`` when nothing can be recovered)."""
+    """``text`` as JSON: its first complete value (a model that goes on after its answer),
+    else repaired (``None`` when nothing can be recovered)."""
     if not isinstance(text, str) or not text.strip():
         return None
+    leading = leading_json(text)
+    if leading is not None:
+        return leading
     try:
         value = json_repair.loads(text)
     except Exception:  # json_repair raises assorted errors on pathological input
@@ -92,8 +98,6 @@ def _unit(value: Any) -> Unit | None:
     if not isinstance(value, dict):
         return None
     text = _clean_text(value.get("text") or value.get("semantic_unit") or value.get("unit"))
-    if not text:
-        return None
     entities: list[str] = []
     raw_entities = value.get("entities", [])
     if isinstance(raw_entities, (str, dict)):
@@ -114,18 +118,25 @@ def _unit(value: Any) -> Unit | None:
             for name in (rel[0], rel[2]):
                 if name not in entities:
                     entities.append(name)
-    return Unit(text, entities, relationships)
+    if not text and relationships:
+        # Cut off at max_tokens before its text (models that write the entities first):
+        # the unit's own relations say its fact.
+        text = " ".join(f"{a} {r} {b}." for a, r, b in relationships)
+    return Unit(text, entities, relationships) if text else None
 
 
 def parse_decomposition(text: Any) -> list[Unit] | None:
     """Semantic units from a ``decompose`` answer; ``None`` when the answer is unusable.
 
-    Accepts the schema's ``{"semantic_units": [...]}``, a bare list of units, and units with
-    missing or mistyped fields (bad entities and relationships are dropped, a unit without
-    text is dropped). An answer with no unit left is unusable.
+    Accepts the schema's ``{"semantic_units": [...]}``, a bare list of units, one bare unit
+    object, and units with missing or mistyped fields (bad entities and relationships are
+    dropped; a unit without text is read from its relationships, or dropped without them).
+    An answer with no unit left is unusable.
     """
     value = load_json(text)
-    if isinstance(value, dict):
+    if isinstance(value, dict) and "semantic_units" not in value and "units" not in value:
+        value = [value]  # one unit without the wrapper (small models drop it)
+    elif isinstance(value, dict):
         value = value.get("semantic_units", value.get("units"))
     if not isinstance(value, list):
         return None
@@ -144,7 +155,9 @@ class Element:
 def parse_elements(text: Any, max_elements: int) -> list[Element] | None:
     """High-level elements from a ``community`` answer; ``None`` when unusable."""
     value = load_json(text)
-    if isinstance(value, dict):
+    if isinstance(value, dict) and ("description" in value or "content" in value):
+        value = [value]  # one element without the wrapper (small models drop it)
+    elif isinstance(value, dict):
         value = value.get("high_level_elements", value.get("elements"))
     if isinstance(value, dict):
         value = [value]

@@ -349,6 +349,7 @@ class Update:
         requests = [summarize_request(t, self.cfg.summary_tokens) for t in self._texts(members)]
         responses = self.ctx.llm.complete(f"summarize_layer_{layer}", requests)
         texts = [r.text.strip() for r in responses]
+        self.ctx.llm.record_yield("summarize", [int(bool(t)) for t in texts], texts)
         for s, text in zip(changed, texts, strict=True):
             if not text:
                 raise LLMError(

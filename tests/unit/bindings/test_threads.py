@@ -150,3 +150,14 @@ def test_cli_commands_carry_their_role_and_the_override():
     assert settings_from_args(args).threads == "default"
     with pytest.raises(SystemExit):
         parser.parse_args(["query", "ix", "q", "--threads", "0"])
+
+
+def test_a_local_llm_gets_the_budgets_torch_threads(monkeypatch):
+    from graphstrata.bindings import threads
+
+    monkeypatch.setattr(threads, "_current", threads.budget("server", 4))
+    assert threads.llm_threads() == 1  # a server's requests are its parallelism
+    monkeypatch.setattr(threads, "_current", threads.budget("build", 3))
+    assert threads.llm_threads() == 3
+    monkeypatch.setattr(threads, "_current", None)
+    assert threads.llm_threads() == threads.available_cores()

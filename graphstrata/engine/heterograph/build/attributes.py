@@ -167,6 +167,7 @@ def attributes(
     ]
     answers = llm.complete("attribute", requests)
     written = [(e, " ".join(a.text.split())) for e, a in zip(targets, answers, strict=True)]
+    llm.record_yield("attribute", [int(bool(t)) for _, t in written], [a.text for a in answers])
     written = [(e, t) for e, t in written if t]
     if len(written) < len(targets):
         work.notes.append(f"{len(targets) - len(written)} empty attribute answers skipped")

@@ -175,7 +175,8 @@ def decompose(
     if not texts:
         return [], []
     answers = llm.complete("decompose", [decompose_request(t, max_tokens) for t in texts])
-    units = [parse_decomposition(a.text) for a in answers]
+    final = [a.text for a in answers]
+    units = [parse_decomposition(a) for a in final]
     retry = [i for i, u in enumerate(units) if u is None]
     notes: list[str] = []
     if retry:
@@ -183,12 +184,16 @@ def decompose(
             "decompose_retry", [decompose_request(texts[i], max_tokens) for i in retry]
         )
         for i, answer in zip(retry, again, strict=True):
+            final[i] = answer.text
             units[i] = parse_decomposition(answer.text)
         skipped = [i for i in retry if units[i] is None]
         notes.append(
             f"{len(retry)} chunk decompositions unusable, retried; {len(skipped)} skipped"
             + (f" (chunk ids {chunk_ids[skipped][:10].tolist()})" if skipped else "")
         )
+    # The yield is entities per chunk: units without an entity add nothing to the graph.
+    entities = [sum(len(u.entities) for u in us or ()) for us in units]
+    llm.record_yield("decompose", entities, final, [us is not None for us in units])
     return units, notes
 
 

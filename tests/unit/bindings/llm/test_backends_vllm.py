@@ -23,7 +23,6 @@ from graphstrata.bindings.llm.vllm import VLLMBackend
 from graphstrata.bindings.registry import make_llm
 from graphstrata.engine import prompts
 from graphstrata.engine.config import ConfigError
-from graphstrata.engine.interfaces import LLMError
 from tests.helpers.fake_openai_server import plausible_answer
 
 CHAT_OPEN, CHAT_CLOSE = "<|user|>\n", "\n<|assistant|>\n"
@@ -197,10 +196,12 @@ def test_bad_json_is_asked_again_in_one_batched_call(stand_in):
     assert out[1].prompt_tokens == first_prompt_tokens + len(retry_prompts[0].split())
 
 
-def test_json_still_bad_after_the_reask_fails_the_batch(stand_in):
+def test_json_still_bad_after_the_reask_is_handed_on_marked_unusable(stand_in):
+    # Issue 50: counted by the engine and held to the yield floor, not fatal on its own.
     stand_in.bad_answers = [None, "no JSON here", None, None, "still none"]
-    with pytest.raises(LLMError, match="not usable JSON after one re-ask"):
-        VLLMBackend("/models/x").complete(stage_batch())
+    out = VLLMBackend("/models/x").complete(stage_batch())
+    assert out[1].text == "still none" and out[1].meta["reasked"]
+    assert "expected a JSON object" in out[1].meta["unusable"]
 
 
 def test_malformed_json_is_repaired_without_a_reask(stand_in):

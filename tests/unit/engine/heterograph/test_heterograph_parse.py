@@ -117,3 +117,25 @@ def test_elements_and_query_entities():
     assert parse_query_entities('{"entities": "Google"}') == ["Google"]
     assert parse_query_entities("") == [] and parse_query_entities("null") == []
     assert parse_query_entities('{"entities": 5}') == []
+
+
+def test_one_unit_or_element_without_its_wrapper_is_read():
+    # Small models (SmolLM2-135M, tests/integration/test_local_llm.py) drop the wrapper.
+    (unit,) = parse_decomposition(
+        '{"entities": ["Kjell Telescope", "Mount Kjell"], "text": "The Kjell Telescope is on'
+    )
+    assert unit.entities == ["Kjell Telescope", "Mount Kjell"]
+    assert unit.text == "The Kjell Telescope is on"
+    assert parse_decomposition('{"answer": "none"}') is None
+    (element,) = parse_elements('{"title": "Optics", "description": "Lenses and mirrors."}', 3)
+    assert element.title == "Optics"
+    assert parse_elements('{"title": "Optics"}', 3) is None
+
+
+def test_a_unit_cut_off_before_its_text_is_read_from_its_relations():
+    cut = '{"semantic_units": [{"entities": ["HEP", "Kjell Telescope"], "relationships": '
+    cut += '[["HEP", "was mounted on", "Kjell Telescope"]], "text": "The HE'
+    (unit,) = parse_decomposition(cut.rsplit(', "text"', 1)[0])
+    assert unit.text == "HEP was mounted on Kjell Telescope."
+    assert unit.entities == ["HEP", "Kjell Telescope"]
+    assert parse_decomposition('{"semantic_units": [{"entities": ["HEP"]}]}') is None
