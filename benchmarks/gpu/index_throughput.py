@@ -18,7 +18,7 @@ raw. This script measures that gap for graphstrata. Each round, interleaved:
 Documents per hour of both, the pipeline's share of time in LLM calls, tokens, and the load
 average before each run go to ``benchmarks/results/gpu_index_throughput.md`` (and ``.json``;
 ``--results-dir`` elsewhere). On a CPU, ``--backend smollm2 --docs 2`` is the smoke mode the
-test suite runs (tests/unit/benchmarks/test_index_throughput.py) so the script is ready when
+test suite runs (tests/integration/test_local_llm.py) so the script is ready when
 a GPU machine is lent.
 """
 
