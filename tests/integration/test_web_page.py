@@ -240,6 +240,9 @@ def test_jsonl_upload_job_document_and_cited_answer(page_server, browser, tmp_pa
     upload(browser, lines)
     job = browser.find_element(By.CSS_SELECTOR, "#jobs li.job")
     assert "insert" in job.text and "notes.jsonl" in job.text
+    # The write report's LLM yield per stage (issue 50): the built-in LLM decomposed the notes.
+    held = job.find_element(By.CSS_SELECTOR, "ul.yield").text
+    assert "decompose:" in held and "inputs held entity" in held
     view = open_document(browser, "notes/zephyr.md")
     assert "Zephyr Lantern Works" in view.find_element(By.TAG_NAME, "h2").text
     assert "null" not in view.text  # a JSONL document has no source, pages or sections

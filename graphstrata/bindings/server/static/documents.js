@@ -87,7 +87,18 @@
     return el("li", { class: "job " + op.status, "data-op": op.id },
       el("div", { class: "head" }, el("span", { class: "badge " + op.status }, op.status), el("strong", {}, op.kind),
         el("span", { class: "muted" }, progress(op) + " · " + ago(op.submitted_at)), cancel),
-      running ? bar : null, error, files.length ? el("ul", { class: "files plain" }, ...files) : null);
+      running ? bar : null, error, files.length ? el("ul", { class: "files plain" }, ...files) : null,
+      yieldList(op.report && op.report.llm_yield));
+  }
+
+  // What each LLM stage's answers held (the write report's llm_yield; issue 50): a model whose
+  // answers hold nothing shows here before its write fails on the index's yield floor.
+  function yieldList(table) {
+    const rows = Object.entries(table || {});
+    if (!rows.length) return null;
+    return el("ul", { class: "yield plain muted", "aria-label": "LLM yield per stage" }, ...rows.map(([task, y]) =>
+      el("li", {}, task + ": " + (y.answers || 0) + " answers, " + (y.valid_json || 0) + " valid JSON, " +
+        (y.empty || 0) + " empty" + (y.inputs ? "; " + (y.held || 0) + " of " + y.inputs + " inputs held " + (y.item || "an item") : ""))));
   }
 
   function showJobs(list) {
