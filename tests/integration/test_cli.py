@@ -36,7 +36,8 @@ def test_index_query_stats_insert_delete(tmp_path):
     assert set(result) == {"nodes", "report"}
     assert result["nodes"], "expected hits"
     for node in result["nodes"]:
-        assert set(node) == {"id", "kind", "layer", "text", "score", "tokens", "docs", "spans"}
+        keys = {"id", "kind", "layer", "text", "score", "tokens", "docs", "documents", "spans"}
+        assert set(node) == keys
     assert sum(n["tokens"] for n in result["nodes"]) <= 300
 
     stats = json.loads(run("stats", str(out), "--json").stdout)
