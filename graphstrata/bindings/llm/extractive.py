@@ -433,7 +433,11 @@ def decompose(
     their relationships link consecutive entities of one sentence by the words between them.
     """
     chosen = rules_named(rules)
-    sentences = [s for s in split_sentences(text) if is_statement(s)]
+    every = split_sentences(text)
+    # A chunk with no statement at all (a short note, a title, a list of names) keeps its
+    # fragments: a decomposition with no unit reads as an unusable answer (heterograph.parse),
+    # which the yield floor refuses, and the note would be unreachable from the graph.
+    sentences = [s for s in every if is_statement(s)] or every
     lower_words = frozenset(w for w in _WORD.findall(text) if w.islower())
     units: list[dict[str, object]] = []
     for start in range(0, len(sentences), sentences_per_unit):

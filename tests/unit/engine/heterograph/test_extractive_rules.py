@@ -194,3 +194,17 @@ def test_no_function_word_relationships():
     rels = unit["relationships"]
     assert not any(r[1] in ("of", "of the") for r in rels)
     assert ["Meridian Optics", "shaped", "Brekkvik"] in rels
+
+
+def test_a_chunk_without_statements_keeps_its_fragments_as_units():
+    # A short note, a title or a list of names holds no statement; it still gets a unit, so
+    # the answer is usable (parse_decomposition) and the small write passes the yield floor.
+    for text in ("x", "Quarterly report", "Ilse Marrow | Tomas Veld"):
+        units = decompose(text)["semantic_units"]
+        assert [u["text"] for u in units] == split_sentences(text)
+        assert parse_decomposition(json.dumps({"semantic_units": units})) is not None
+    # With a statement beside them, fragments are still left out.
+    mixed = decompose("Performance status\n\nIlse Marrow founded Zephyr Lantern Works in 1932.")
+    assert [u["text"] for u in mixed["semantic_units"]] == [
+        "Ilse Marrow founded Zephyr Lantern Works in 1932."
+    ]
