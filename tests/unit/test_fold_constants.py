@@ -29,6 +29,9 @@ NOT_FOLD_RULES = {
         "bindings/embed/bert_graph.py",
         "_FLOAT32_MIN",
     ): "the float32 mask value of the attention, no threshold",
+    ("bindings/llm/statements.py", "MIN_LETTER_SHARE"): (
+        "a text rule: letters below this share make a table row, not a statement"
+    ),
     ("core/bm25.py", "REDUCE_MIN"): "a search cuts its slots to the contenders from here on",
     ("core/centrality.py", "BETWEENNESS_PARALLEL_MIN"): "work below which one thread does it all",
     ("core/graph.py", "_PARALLEL_MIN"): "entries below which the serial path wins",
