@@ -57,6 +57,13 @@ DOCUMENTED: list[tuple[str, frozenset[str], re.Pattern[str], str]] = [
         "the operators",
     ),
     (
+        "AcceptedNegativeData",
+        frozenset({"GET /v1/documents"}),
+        re.compile(r"request line and headers are over the limit"),
+        "an over-long query string is refused with 431 by the server's header limit before any "
+        "route validates it (bindings/server/middleware.py; 431 is documented on the route)",
+    ),
+    (
         "RejectedPositiveData",
         frozenset({"POST /v1/documents"}),
         re.compile(r"duplicate doc_id in one batch"),

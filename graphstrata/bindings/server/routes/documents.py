@@ -367,19 +367,19 @@ def router(
         f"{base}/documents",
         summary="A page of the documents, ordered by doc_id",
         response_model=models.DocumentPage,
-        responses=error_responses(422, *auth, model=ErrorOut),
+        responses=error_responses(422, 431, *auth, model=ErrorOut),
     )
     async def list_documents(
         request: Request,
         offset: Annotated[int, Query(ge=0, description="documents to skip")] = 0,
         limit: Annotated[int, Query(ge=1, le=1000, description="documents in the page")] = 50,
         q: Annotated[
-            str | None, Query(max_length=1024, description="substring of the doc_id or title")
+            str | None, Query(max_length=200, description="substring of the doc_id or title")
         ] = None,
         filter: Annotated[
             str | None,
             Query(
-                max_length=2048,
+                max_length=1000,
                 description="a metadata filter as JSON (the search filters' syntax, "
                 "docs/guide/filters.md)",
             ),
