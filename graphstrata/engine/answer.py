@@ -96,7 +96,7 @@ def citations(hits: Sequence[Hit], text: str) -> list[dict[str, Any]]:
         # Hit.documents (aligned with docs) and Hit.spans are the contract of the metadata
         # and file branches; a hit without them cites no title, metadata or span.
         about = dict(zip(h.docs, h.documents, strict=False))
-        spans: list[dict[str, Any]] = getattr(h, "spans", None) or []
+        spans: list[dict[str, Any]] = h.spans
         docs: list[str | None] = list(h.docs) or [None]
         for doc in docs:
             info = about.get(doc) if doc is not None else None

@@ -253,7 +253,6 @@ class LocalBackend(Backend):
         filter: dict[str, Any] | None,
     ) -> dict[str, Any]:
         await self._check(index)
-        # Index.documents/document: the documents contract of issue 47.2 (merged separately).
         page = await self._run(
             self.index.documents,
             offset=offset,

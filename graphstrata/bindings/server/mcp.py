@@ -183,7 +183,6 @@ class ServiceBackend(Backend):
         service = self._service(caller, index, "read")
 
         def page() -> Any:
-            # Index.documents: the documents contract of issue 47.2 (merged separately).
             return service.index.documents(offset=offset, limit=limit, query=query, filter=filter)
 
         async def work() -> dict[str, Any]:
