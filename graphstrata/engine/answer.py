@@ -93,8 +93,8 @@ def citations(hits: Sequence[Hit], text: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for n in cited_markers(text, len(hits)):
         h = hits[n - 1]
-        # Hit.documents (aligned with docs) and Hit.spans are the contract of the metadata
-        # and file branches; a hit without them cites no title, metadata or span.
+        # Hit.documents is aligned with docs; a hit built without them (a hand-made one)
+        # cites no title or metadata.
         about = dict(zip(h.docs, h.documents, strict=False))
         spans: list[dict[str, Any]] = h.spans
         docs: list[str | None] = list(h.docs) or [None]
