@@ -42,7 +42,8 @@ def auth(token: str) -> dict[str, str]:
 
 # ---------------------------------------------------------------------------- LangChain
 def test_langchain_chat_openai_gets_the_cited_sources(served) -> None:
-    chat_openai = pytest.importorskip("langchain_openai")
+    import langchain_openai as chat_openai
+
     llm = chat_openai.ChatOpenAI(
         model="a",
         base_url=f"{served}/v1",
@@ -72,7 +73,8 @@ def test_langchain_chat_openai_gets_the_cited_sources(served) -> None:
 
 # ---------------------------------------------------------------------------- Ollama
 def ollama_client(url: str, token: str) -> Any:
-    ollama = pytest.importorskip("ollama")
+    import ollama
+
     return ollama.Client(host=url, headers=auth(token))
 
 
@@ -127,7 +129,8 @@ def test_ollama_generate_and_a_follow_up(served) -> None:
 
 
 def test_ollama_refuses_a_bad_token_an_unknown_model_and_another_index(served) -> None:
-    ollama = pytest.importorskip("ollama")
+    import ollama
+
     with pytest.raises(ollama.ResponseError) as err:
         ollama_client(served, "wrong").list()
     assert err.value.status_code == 401
