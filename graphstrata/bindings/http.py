@@ -9,8 +9,9 @@ import email.utils
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from graphstrata.engine import ConfigError
@@ -97,3 +98,60 @@ def error_excerpt(response: httpx.Response, limit: int = 300) -> str:
     """The start of a failed answer's body, on one line (for error messages)."""
     text = " ".join(response.text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def post_with_retries(
+    client: httpx.Client,
+    url: str,
+    body: Any,
+    retry: RetryPolicy,
+    rng: random.Random,
+    error: Callable[[str], Exception],
+    name: str,
+    what: str,
+    on_request: Callable[[], None] | None = None,
+) -> httpx.Response:
+    """POST ``body`` as JSON until a 200 answers, retrying transport errors and retryable
+    statuses by ``retry`` (``Retry-After`` honoured).
+
+    Parameters
+    ----------
+    client, url, body:
+        The request.
+    retry, rng:
+        The backoff policy and its jitter's generator.
+    error:
+        The exception raised (``error(message)``): a status no retry mends, or retries spent.
+    name, what:
+        The backend's name and what the answer carries, for the messages ("no embeddings
+        after 6 attempts").
+    on_request:
+        Called before each attempt (a request counter).
+
+    Returns
+    -------
+    httpx.Response
+        The 200 answer.
+    """
+    import httpx
+
+    attempt = 0
+    while True:
+        retry_after = None
+        try:
+            if on_request is not None:
+                on_request()
+            response = client.post(url, json=body)
+        except httpx.RequestError as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        else:
+            if response.status_code == 200:
+                return response
+            problem = f"HTTP {response.status_code}: {error_excerpt(response)}"
+            if not is_retryable_status(response.status_code):
+                raise error(f"{name}: {problem} from {url}")
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
+        if attempt >= retry.max_retries:
+            raise error(f"{name}: no {what} after {attempt + 1} attempts; last error: {problem}")
+        time.sleep(retry.delay(attempt, retry_after, rng))
+        attempt += 1

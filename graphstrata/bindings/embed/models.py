@@ -358,32 +358,23 @@ class OpenAIEmbedder:
 
     def _request(self, batch: list[str]) -> np.ndarray:
         """One batch -> float32[len(batch), dim] (unnormalized), with retries."""
-        import httpx
+        from graphstrata.bindings.http import post_with_retries
 
-        from graphstrata.bindings.http import error_excerpt, is_retryable_status, parse_retry_after
+        response = post_with_retries(
+            self._http(),
+            self.url,
+            {"model": self.model, "input": batch},
+            self.retry,
+            self._rng,
+            EmbedderError,
+            self.name,
+            "embeddings",
+            on_request=self._count_request,
+        )
+        return self._parse(response, len(batch))
 
-        client = self._http()
-        retry = 0
-        while True:
-            retry_after = None
-            try:
-                self.http_requests += 1
-                response = client.post(self.url, json={"model": self.model, "input": batch})
-            except httpx.RequestError as exc:
-                problem = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code == 200:
-                    return self._parse(response, len(batch))
-                problem = f"HTTP {response.status_code}: {error_excerpt(response)}"
-                if not is_retryable_status(response.status_code):
-                    raise EmbedderError(f"{self.name}: {problem} from {self.url}")
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-            if retry >= self.retry.max_retries:
-                raise EmbedderError(
-                    f"{self.name}: no embeddings after {retry + 1} attempts; last error: {problem}"
-                )
-            time.sleep(self.retry.delay(retry, retry_after, self._rng))
-            retry += 1
+    def _count_request(self) -> None:
+        self.http_requests += 1
 
     def _parse(self, response: httpx.Response, n: int) -> np.ndarray:
         try:

@@ -7,7 +7,6 @@ import math
 import os
 import random
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,9 +15,7 @@ from urllib.parse import urlsplit
 from graphstrata.bindings.http import (
     RetryPolicy,
     auth_headers,
-    error_excerpt,
-    is_retryable_status,
-    parse_retry_after,
+    post_with_retries,
     resolve_api_key,
 )
 from graphstrata.bindings.specs import OptionTable, convert_options, split_model_url
@@ -169,30 +166,21 @@ class HttpReranker:
             return self._client
 
     def _batch(self, query: str, texts: list[str]) -> list[float]:
-        import httpx
+        response = post_with_retries(
+            self._http(),
+            self.url,
+            self._body(query, texts),
+            self.retry,
+            self._rng,
+            RerankerError,
+            self.name,
+            "scores",
+            on_request=self._count_request,
+        )
+        return self._parse(response, len(texts))
 
-        client = self._http()
-        retry = 0
-        while True:
-            retry_after = None
-            try:
-                self.requests += 1
-                response = client.post(self.url, json=self._body(query, texts))
-            except httpx.RequestError as exc:
-                problem = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code == 200:
-                    return self._parse(response, len(texts))
-                problem = f"HTTP {response.status_code}: {error_excerpt(response)}"
-                if not is_retryable_status(response.status_code):
-                    raise RerankerError(f"{self.name}: {problem} from {self.url}")
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-            if retry >= self.retry.max_retries:
-                raise RerankerError(
-                    f"{self.name}: no scores after {retry + 1} attempts; last error: {problem}"
-                )
-            time.sleep(self.retry.delay(retry, retry_after, self._rng))
-            retry += 1
+    def _count_request(self) -> None:
+        self.requests += 1
 
     def _parse(self, response: httpx.Response, n: int) -> list[float]:
         """Scores by index from either shape; every index exactly once."""
