@@ -27,7 +27,6 @@ from typing import Any
 from fastapi import FastAPI
 
 from graphstrata.bindings.extras import available, hint
-from graphstrata.bindings.integrations.source import query_kwargs
 from graphstrata.bindings.mcp.backend import Backend, ToolFailure, index_summary
 from graphstrata.bindings.server.auth import TokenTable
 from graphstrata.bindings.server.errors import ApiError, api_error
@@ -116,22 +115,11 @@ class ServiceBackend(Backend):
         service = self._service(caller, index, "read")
 
         async def work() -> dict[str, Any]:
-            checked = self._checked(service, query, mode, params)
+            # As POST /v1/retrieve: the filter checked first, then micro-batched with the
+            # concurrent requests' queries (the runner passes the filter to the engine).
+            checked = service.with_filter(self._checked(service, query, mode, params), filter)
             async with service.slots.hold():
-                if filter is None:  # micro-batched with the concurrent requests' queries
-                    result = await service.runner.retrieve(
-                        query, mode, budget_tokens, top_k, checked
-                    )
-                else:
-                    result = await service.runner.run(
-                        service.index.query,
-                        query,
-                        mode,
-                        budget_tokens,
-                        top_k,
-                        **query_kwargs(checked, filter),
-                    )
-                    service.runner.account([result])
+                result = await service.runner.retrieve(query, mode, budget_tokens, top_k, checked)
             return {"index": service.name, **result.to_dict()}
 
         return dict(await self._served("search", work))
@@ -151,7 +139,7 @@ class ServiceBackend(Backend):
         service = self._service(caller, index, "read")
 
         async def work() -> dict[str, Any]:
-            kwargs = query_kwargs(self._checked(service, query, mode, params), filter)
+            kwargs = service.with_filter(self._checked(service, query, mode, params), filter)
             async with service.slots.hold():
                 start = time.perf_counter()
                 result = await service.runner.run_answer(
