@@ -6,14 +6,14 @@ view was taken on, while writers commit newer ones.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphstrata.engine.doc_records import DocRecords
+from graphstrata.engine.component import DocNames
 from graphstrata.engine.filters import Filter
 from graphstrata.engine.ingest.spans import source_info
 from graphstrata.engine.store import Snapshot
@@ -31,7 +31,7 @@ class PinnedVersion:
         Its document key -> ``doc_id`` mapping.
     """
 
-    def __init__(self, snapshot: Snapshot, doc_names: Callable[[Sequence[int]], list[str]]):
+    def __init__(self, snapshot: Snapshot, doc_names: DocNames):
         self._snapshot = snapshot
         self._doc_names = doc_names
 
@@ -158,7 +158,7 @@ class PinnedVersion:
             Keep only documents whose ``doc_id`` or title contains it (case-insensitive).
         flt:
             Keep only documents that pass this parsed metadata filter (``engine.filters``;
-            evaluated by the same ``DocRecords`` as the searches' filters).
+            evaluated by the version's ``DocRecords``, as the searches' filters are).
 
         Returns
         -------
@@ -170,7 +170,8 @@ class PinnedVersion:
         docs = self._snapshot.docs
         keep: Any = None
         if flt is not None and docs.num_rows:
-            keep = pa.array(DocRecords(docs).mask(flt))
+            # The version's DocRecords: its columns are built once, for searches and listings.
+            keep = pa.array(self._doc_names.records.mask(flt))
         if query and docs.num_rows:
             found = pc.or_(
                 pc.match_substring(docs.column("doc_id"), query, ignore_case=True),
