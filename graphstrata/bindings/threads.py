@@ -7,17 +7,19 @@ anything else wants a core (a concurrent request, another process, a build) the 
 and a 3 ms search takes 6 to 17 ms (issue 52). :func:`apply` sizes them together from the
 cores this process may run on (its CPU affinity) and its role:
 
-========  ====  =================  ====  =====  ==============================
-role      BLAS  Numba              ONNX  torch  search pool
-========  ====  =================  ====  =====  ==============================
-server    1     1 per request      all   1      ``min(8, cores + 2)`` requests
-query     1     all (by crossover) all   1      -
-build     all   all                all   all    -
-worker    all   all                all   all    - (cores = the actor's threads)
-========  ====  =================  ====  =====  ==============================
+========  ====  =================  =====  =====  ==============================
+role      BLAS  Numba              ONNX   torch  search pool
+========  ====  =================  =====  =====  ==============================
+server    1     1 per request      share  1      ``min(8, cores + 2)`` requests
+query     1     all (by crossover) all    1      -
+build     all   all                all    all    -
+worker    all   all                all    all    - (cores = the actor's threads)
+========  ====  =================  =====  =====  ==============================
 
-"all" is the budget's cores. A server request runs single-threaded (its parallelism is the
-concurrent requests); a one-shot query keeps Numba's pool for the kernels whose batch is large
+"all" is the budget's cores; "share" is ``max(1, cores // search pool)``: the server embeds
+queries in micro-batches beside the search pool's requests, so a batch gets its share of the
+cores, not all of them (one thread on 2 to 11 cores). A server request runs single-threaded
+(its parallelism is the concurrent requests); a one-shot query keeps Numba's pool for the kernels whose batch is large
 enough to pay for it (each kernel checks its own crossover, e.g.
 ``core.parallel.BETWEENNESS_PARALLEL_MIN``) but never hands a per-query matrix product to a
 second BLAS thread. In every role the OpenMP threads sleep instead of spinning when idle
@@ -157,7 +159,11 @@ def budget(role: str, threads: str | int | None = None) -> ThreadBudget:
     if role == "server":
         # Parallelism comes from concurrent requests; many request threads may each launch a
         # Numba kernel, which only a threadsafe layer (OpenMP, TBB) allows.
-        return ThreadBudget(role, cores, 1, 1, "threadsafe", cores, 1, pool, True)
+        # The embedder's batches run beside `pool` searching requests: a batch with every core
+        # (ONNX intra-op threads = cores) lost to one thread at concurrency 8, 147.9 against
+        # 155.1 req/s (158.6 / 182.0 in the run before; benchmarks/results/threads.md).
+        share = max(1, cores // pool)
+        return ThreadBudget(role, cores, 1, 1, "threadsafe", share, 1, pool, True)
     if role == "query":
         return ThreadBudget(role, cores, 1, cores, None, cores, 1, 1, True)
     return ThreadBudget(role, cores, cores, cores, None, cores, cores, 1, True)

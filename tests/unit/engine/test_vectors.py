@@ -187,7 +187,7 @@ def test_hnsw_bases_merged_and_made_anew_many_times_hold_exactly_their_live_vect
 ):
     """Bases searched by HNSW (``EXACT_BELOW`` lowered) through 40 writes that add, remove
     and re-add ids: many merges of fresh vectors into copies and bases made anew past the
-    dead bound, as usearch 2.25.3's copy-remove-add sequence broke (the xfail below). No
+    dead bound, as usearch (2.23-2.25)'s copy-remove-add sequence broke (the xfail below). No
     usearch index is removed from; the counts, ``contains`` of every live and dead id and
     the keys each base holds match the oracle after every write, no dead id is ever
     returned, recall of the exact top 10 stays high, and a reader restoring the bases from
@@ -547,7 +547,7 @@ def test_a_small_kind_merged_again_and_again_keeps_every_vector():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="usearch 2.25.3: a copy of an index that had removals loses keys once it is "
+    reason="usearch 2.23-2.25: a copy of an index that had removals loses keys once it is "
     "removed from and added to in turn; the engine never removes (issue 17)",
 )
 def test_usearch_copies_keep_their_keys_through_removals_and_additions():
