@@ -2,8 +2,9 @@
 
 Self-contained: needs only torch, sentence-transformers (which brings transformers,
 tokenizers and safetensors), numpy and, for the ONNX Runtime rows, onnxruntime with the
-CUDAExecutionProvider (``onnxruntime-gpu``) plus ``onnx`` to export (or ``--onnx FILE``).
-It does not import graphstrata, so it runs on a bare GPU machine.
+CUDAExecutionProvider (``onnxruntime-gpu``); ``onnx`` only for the fp16 row, which
+``torch.onnx.export`` writes (or ``--onnx FILE`` for the fp32 row). It does not import
+graphstrata, so it runs on a bare GPU machine.
 
     # on the CPU machine: an fp16 copy of the packaged model (~46 MB, fits a 64 MiB carry)
     python -m benchmarks.gpu.embed --prepare /tmp/minilm-fp16
@@ -16,8 +17,9 @@ Rows, on the same texts (``--corpus`` JSONL ``text`` fields cut into ~150-word w
 * ``torch-fp16``: sentence-transformers, ``model.half()`` on CUDA, batch sizes ``--batch-sizes``;
 * ``torch-fp32``: the same weights upcast to fp32 (the reference for the cosines);
 * ``ort-cuda-fp32``: the graph the default embedder ``minilm-onnx`` runs, written from the
-  safetensors by ``graphstrata/bindings/embed/bert_graph.py`` (loaded by its path beside this
-  script, so graphstrata need not be importable; ``torch.onnx.export`` if the file is absent),
+  safetensors by ``graphstrata/bindings/embed/bert_graph.py`` and ``onnx_proto.py`` (loaded
+  by their path beside this script, so neither graphstrata nor onnx need be importable;
+  ``torch.onnx.export`` if the files are absent),
   on ONNX Runtime's CUDAExecutionProvider, if present;
 * ``ort-cuda-fp16``: the fp16 model exported with ``torch.onnx.export``, same provider.
 
@@ -48,7 +50,8 @@ import numpy as np
 WORDS_PER_CHUNK = 150  # ~200 cl100k tokens of English prose
 CPU_MAX_CHUNKS = 32
 CPU_MAX_QUERIES = 5
-#: The default embedder's torch-free graph builder (numpy, onnx, safetensors only).
+#: The default embedder's torch-free graph builder (numpy, safetensors and its sibling
+#: onnx_proto.py only).
 BERT_GRAPH = Path(__file__).resolve().parents[2] / "graphstrata/bindings/embed/bert_graph.py"
 
 
@@ -262,14 +265,25 @@ def export_onnx(model: Any, dest: Path, device: str) -> None:
 
 def write_default_graph(model_dir: Path, dest: Path) -> None:
     """The ``minilm-onnx`` graph of ``model_dir`` (weights upcast to fp32), via bert_graph.py
-    loaded from its file: ``graphstrata`` itself is not imported."""
+    loaded from its file: ``graphstrata`` itself is not imported.
+
+    Its directory (``graphstrata/bindings/embed``, whose ``__init__.py`` is empty) is loaded as
+    a package of its own, ``gs_embed``, so that bert_graph's relative import of its sibling
+    ``onnx_proto`` resolves there.
+    """
+    import importlib
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("gs_bert_graph", BERT_GRAPH)
+    spec = importlib.util.spec_from_file_location(
+        "gs_embed",
+        BERT_GRAPH.parent / "__init__.py",
+        submodule_search_locations=[str(BERT_GRAPH.parent)],
+    )
     assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.write_bert_onnx(model_dir, dest)
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["gs_embed"] = package
+    spec.loader.exec_module(package)
+    importlib.import_module("gs_embed.bert_graph").write_bert_onnx(model_dir, dest)
 
 
 class OrtEncoder:
@@ -490,17 +504,18 @@ def run_ort(
             )
             try:
                 if not path.exists():
-                    try:
-                        import onnx  # noqa: F401  (torch.onnx.export needs it)
-                    except ImportError:
-                        result["skipped"][name] = (
-                            "the onnx package is needed to export (or pass --onnx FILE)"
-                        )
-                        continue
                     if dtype == "fp32" and BERT_GRAPH.exists():
                         write_default_graph(args.model, path)
                         result["graphs"][name] = "bert_graph.py (minilm-onnx)"
                     else:
+                        try:
+                            import onnx  # noqa: F401  (torch.onnx.export needs it)
+                        except ImportError:
+                            result["skipped"][name] = (
+                                "the onnx package is needed by torch.onnx.export "
+                                "(or pass --onnx FILE)"
+                            )
+                            continue
                         export_onnx(model, path, device)
                         result["graphs"][name] = "torch.onnx.export"
                 encoder = OrtEncoder(args.model, path, provider, max_len)

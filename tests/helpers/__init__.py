@@ -7,7 +7,8 @@ Python versions of the fusion kernels and the fused modes' feedback round), :mod
 and fresh-build comparisons of the BM25 index), :mod:`.vectors` (random unit and clustered
 vectors, exact neighbours), :mod:`.snapshots` (snapshot equality), :mod:`.cli` (the
 command line in a subprocess), :mod:`.terminal` (the command line on a pseudo-terminal), :mod:`.fake_openai_server` (an OpenAI-compatible server on
-loopback) and :mod:`.ray_cluster` (one local Ray cluster, and comparisons of Ray builds).
+loopback), :mod:`.ray_cluster` (one local Ray cluster, and comparisons of Ray builds) and
+:mod:`.onnx_models` (the ``onnx.helper`` oracle of the ONNX writer, random graphs, a tiny BERT).
 """
 
 from __future__ import annotations

