@@ -13,8 +13,11 @@ Sections:
 
 * **search**: per mode search p50/p99 (``Engine.query_vectors``, the query embedded once
   beforehand, so only the search is timed) on two small indexes built with ``minilm-onnx``
-  and the extractive LLM: ``examples/sample.jsonl`` (30 documents) and the first
-  ``--hotpot-docs`` documents of ``/work/shared/data/hotpotqa/corpus.jsonl`` (read-only);
+  and the extractive LLM: ``examples/sample.jsonl`` (30 documents), the first
+  ``--hotpot-docs`` documents of the shared HotpotQA corpus (every kind under
+  ``MaintenanceConfig.vector_exact_below``: the exact path) and the first ``--multihop-docs``
+  of the shared MultiHop-RAG corpus (sentences and entities above it: the HNSW path; the
+  report lists each index's kinds and the path they take), both read-only;
 * **serve**: ``graph`` req/s and p50 at concurrency 1/8/32 against a real server per
   configuration (``graphstrata serve --threads ...``, query cache off so every request embeds);
 * **product**: ``ExactVectors.search`` of one query over 4,000 x 384 rows (the exact path of
@@ -27,7 +30,7 @@ Sections:
 Every cell runs once per contention state per round, configurations in rotating order, and
 records the 1-minute load average beside it (``benchmarks.common.load1``).
 
-    python -m benchmarks.kernels.threads               # ~5 min on 2 cores
+    python -m benchmarks.kernels.threads               # ~8 min on 2 cores
     python -m benchmarks.kernels.threads --quick       # smoke test, ~1.5 min
 
 Writes benchmarks/results/threads.md and threads.json (not with ``--quick``).
@@ -54,6 +57,7 @@ from benchmarks.common import DATA, REPO, RESULTS, busy_process, load1, load_tex
 
 SAMPLE = REPO / "examples" / "sample.jsonl"
 HOTPOT = DATA / "hotpotqa"
+MULTIHOP = DATA / "multihop_rag"
 
 #: Configuration -> value of GRAPHSTRATA_THREADS (None: unset, the role's budget).
 CONFIGS: dict[str, str | None] = {"budget": None, "defaults": "default", "one": "1"}
@@ -112,25 +116,48 @@ def read_jsonl(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def corpora(hotpot_docs: int, n_queries: int) -> dict[str, tuple[list[dict], list[str]]]:
+def corpora(
+    hotpot_docs: int, n_queries: int, multihop_docs: int = 0
+) -> dict[str, tuple[list[dict], list[str]]]:
     """name -> (documents, queries)."""
     docs = read_jsonl(SAMPLE)
     out = {"sample": (docs, [f"What is known about {d['title']}?" for d in docs][:n_queries])}
-    if hotpot_docs and (HOTPOT / "corpus.jsonl").exists():
-        hdocs = read_jsonl(HOTPOT / "corpus.jsonl", hotpot_docs)
-        qa = read_jsonl(HOTPOT / "qa.jsonl", n_queries) if (HOTPOT / "qa.jsonl").exists() else []
-        queries = [q["question"] for q in qa] or [d["title"] for d in hdocs[:n_queries]]
-        out["hotpotqa"] = (hdocs, queries)
+    shared = (("hotpotqa", HOTPOT, hotpot_docs), ("multihop_rag", MULTIHOP, multihop_docs))
+    for name, folder, limit in shared:
+        if limit and (folder / "corpus.jsonl").exists():
+            sdocs = read_jsonl(folder / "corpus.jsonl", limit)
+            has_qa = (folder / "qa.jsonl").exists()
+            qa = read_jsonl(folder / "qa.jsonl", n_queries) if has_qa else []
+            queries = [q["question"] for q in qa] or [d["title"] for d in sdocs[:n_queries]]
+            out[name] = (sdocs, queries)
     return out
 
 
-def build(root: Path, hotpot_docs: int, n_queries: int) -> dict[str, dict[str, Any]]:
+#: Kinds that carry vectors: chunks, summaries and the heterograph's embedded kinds.
+VECTOR_KINDS = "TLSAH"
+
+
+def vector_paths(index: Any) -> dict[str, str]:
+    """Kind letter -> "exact" or "HNSW" for the kinds with vectors (their node count against
+    ``MaintenanceConfig.vector_exact_below``)."""
+    stats = index.stats()
+    below = int(stats["maintenance"]["vector_exact_below"])
+    return {
+        kind: f"{n} {'exact' if int(n) < below else 'HNSW'}"
+        for kind, n in stats["nodes"].items()
+        if kind in VECTOR_KINDS
+    }
+
+
+def build(
+    root: Path, hotpot_docs: int, n_queries: int, multihop_docs: int = 0
+) -> dict[str, dict[str, Any]]:
     from graphstrata.bindings.api import Index
     from graphstrata.bindings.threads import apply
 
     apply("build")
     built = {}
-    for name, (docs, queries) in corpora(hotpot_docs, n_queries).items():
+    for name, (docs, queries) in corpora(hotpot_docs, n_queries, multihop_docs).items():
         t = time.perf_counter()
         path = root / name
         index = Index.create(path, embedder="minilm-onnx", llm="extractive")
@@ -141,6 +168,7 @@ def build(root: Path, hotpot_docs: int, n_queries: int) -> dict[str, dict[str, A
             "queries": queries,
             "build_s": round(time.perf_counter() - t, 1),
             "modes": list(index.modes),
+            "paths": vector_paths(index),
         }
         del index
         print(f"built {name}: {len(docs)} docs in {built[name]['build_s']} s", flush=True)
@@ -419,6 +447,16 @@ def report(res: dict[str, Any]) -> str:
         "`GRAPHSTRATA_THREADS=default` (every library's own pool, the behaviour before); "
         "`one` = `GRAPHSTRATA_THREADS=1`.",
         "",
+        "Indexes (kind: vectors and the search path, exact below "
+        "`MaintenanceConfig.vector_exact_below`): "
+        + "; ".join(
+            f"{name} {info['docs']} documents ("
+            + ", ".join(f"{k} {p}" for k, p in info.get("paths", {}).items())
+            + ")"
+            for name, info in res["indexes"].items()
+        )
+        + ".",
+        "",
         "## Search p50 / p99 (ms), search only (query embedded beforehand)",
         "",
         "| index | mode | contention | budget | defaults | one | budget / one (p50) | load |",
@@ -514,6 +552,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--queries", type=int, default=20, help="search queries per cell")
     ap.add_argument("--hotpot-docs", type=int, default=300, dest="hotpot_docs")
+    ap.add_argument(
+        "--multihop-docs",
+        type=int,
+        default=120,
+        dest="multihop_docs",
+        help="MultiHop-RAG documents (120: ~5,000 sentences, above the exact-search bound)",
+    )
     ap.add_argument("--no-serve", action="store_true", dest="no_serve")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
@@ -534,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load at start: {env['load_start']}", flush=True)
     rounds = 1 if args.quick else args.rounds
     hotpot = 60 if args.quick else args.hotpot_docs
+    multihop = 0 if args.quick else args.multihop_docs
     res: dict[str, Any] = {"env": env}
     with tempfile.TemporaryDirectory(prefix="gs-threads-") as tmp:
         # The crossover first, in this process, before anything else starts Numba's pool.
@@ -541,9 +587,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"crossover done (load {load1()})", flush=True)
         res["product"] = bench_product(rounds)
         print(f"product done (load {load1()})", flush=True)
-        built = build(Path(tmp), hotpot, args.queries)
+        built = build(Path(tmp), hotpot, args.queries, multihop)
         res["indexes"] = {
-            k: {"docs": v["docs"], "build_s": v["build_s"], "modes": v["modes"]}
+            k: {
+                "docs": v["docs"],
+                "build_s": v["build_s"],
+                "modes": v["modes"],
+                "paths": v["paths"],
+            }
             for k, v in built.items()
         }
         res["search"] = bench_search(built, rounds, args.queries, Path(tmp))
