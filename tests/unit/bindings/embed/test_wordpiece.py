@@ -7,10 +7,15 @@ Both read the packaged all-MiniLM-L6-v2 ``tokenizer.json``; the oracle is set up
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
+import textwrap
 import unicodedata
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
@@ -220,3 +225,43 @@ def test_committed_tables_match_the_installed_tokenizers():
 def test_token_to_id(ours, oracle):
     for token in ("[PAD]", "[UNK]", "[CLS]", "the", "##s", "no-such-piece"):
         assert ours.token_to_id(token) == oracle.token_to_id(token)
+
+
+# ------------------------------------------------------------------ without tokenizers
+def test_minilm_onnx_embeds_without_tokenizers(tmp_path, minilm_embedder):
+    """The default embedder runs with ``tokenizers`` unimportable, and its vectors are the
+    torch model's (sentence-transformers, which tokenizes with ``tokenizers``)."""
+    script = textwrap.dedent(
+        """
+        import importlib.abc, sys
+
+        class Block(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "tokenizers" or name.startswith("tokenizers."):
+                    raise ImportError(f"{name} is blocked")
+                return None
+
+        sys.meta_path.insert(0, Block())
+        import numpy as np
+        from graphstrata.bindings.registry import make_embedder
+
+        vectors = make_embedder("minilm-onnx").embed(sys.argv[2:])
+        assert "tokenizers" not in sys.modules
+        np.save(sys.argv[1], vectors)
+        """
+    )
+    texts = ["Brekkvik lies on Lake Sundra.", "", "東京 café [UNK] naïve ΟΔΟΣ", "word " * 300]
+    out = tmp_path / "vectors.npy"
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(out), *texts],
+        cwd=REPO,
+        env={**os.environ, "GRAPHSTRATA_CACHE": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    vectors = np.load(out)
+    cosines = np.sum(vectors * minilm_embedder.embed(texts), axis=1)
+    assert vectors.shape == (len(texts), 384)
+    assert cosines.min() >= 1 - 1e-5, cosines
