@@ -58,7 +58,7 @@ _CJK_RANGES = (
     (0x2F800, 0x2FA1F),
 )
 #: Runs of non-space text whose ids are cached, per tokenizer.
-DEFAULT_CACHE_SIZE = 1 << 17
+DEFAULT_CACHE_SIZE = 1 << 16
 
 
 class _CodeSet:

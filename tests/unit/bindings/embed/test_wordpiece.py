@@ -20,8 +20,9 @@ import pytest
 from tokenizers import Tokenizer
 
 from graphstrata.bindings.embed import bert_unicode
-from graphstrata.bindings.embed.onnx import packaged_model_dir
+from graphstrata.bindings.embed.onnx import OnnxMiniLMEmbedder, packaged_model_dir
 from graphstrata.bindings.embed.wordpiece import WordPieceTokenizer
+from graphstrata.engine import EmbedderError
 from tests.helpers.bert_unicode import tables
 
 REPO = Path(__file__).resolve().parents[4]
@@ -215,6 +216,20 @@ def test_refuses_bad_files_and_limits(tmp_path):
         WordPieceTokenizer.from_file(tmp_path / "bad.json", MAX)
     with pytest.raises(ValueError, match="max_length"):
         WordPieceTokenizer.from_file(TOKENIZER_JSON, 1)
+
+
+def test_the_embedder_names_a_tokenizer_it_cannot_reproduce(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    for src in packaged_model_dir().iterdir():
+        if src.name != "tokenizer.json":
+            (model / src.name).symlink_to(src)
+    spec = json.loads(TOKENIZER_JSON.read_text(encoding="utf-8"))
+    spec["pre_tokenizer"] = {"type": "Whitespace"}
+    (model / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    embedder = OnnxMiniLMEmbedder(model_dir=model, cache=tmp_path / "cache")
+    with pytest.raises(EmbedderError, match=r"unsupported tokenizer\.json pre_tokenizer"):
+        embedder.load()
 
 
 def test_committed_tables_match_the_installed_tokenizers():
