@@ -12,9 +12,10 @@ atomically (a temporary file in the same directory, then :func:`os.replace`) und
 advisory file lock, so processes that race to create the same file are safe: the loser
 waits and reuses the winner's file.
 
-At run time only ``tokenizers`` (the packaged ``tokenizer.json``), ``onnxruntime`` and numpy
-are used; ``safetensors`` only when a file has to be written, ``onnx`` only to quantize.
-Torch is never imported.
+At run time only ``onnxruntime`` and numpy are used, with the packaged ``tokenizer.json``
+read by :mod:`graphstrata.bindings.embed.wordpiece` (the same ids as the ``tokenizers``
+library, which the default install leaves out); ``safetensors`` only when a file has to be
+written, ``onnx`` only to quantize. Torch is never imported.
 
 The exported graph is the BERT encoder followed by the mean pooling of
 sentence-transformers (``sum(h * mask) / max(sum(mask), 1e-9)``, from the packaged
@@ -40,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from graphstrata.bindings.embed.wordpiece import WordPieceTokenizer
 from graphstrata.bindings.extras import require
 from graphstrata.bindings.threads import onnx_threads
 from graphstrata.engine import EmbedderError
@@ -487,7 +489,7 @@ class OnnxMiniLMEmbedder:
         self.device: str | None = None
         self._lock = threading.Lock()
         self._session: Any = None
-        self._tokenizer: Any = None
+        self._tokenizer: WordPieceTokenizer | None = None
         self._pad_id = 0
         self.model_path: Path | None = None
         self.embedded = 0
@@ -585,17 +587,19 @@ class OnnxMiniLMEmbedder:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return options
 
-    def _ensure_loaded(self) -> tuple[Any, Any]:
+    def _ensure_loaded(self) -> tuple[WordPieceTokenizer, Any]:
         with self._lock:
-            if self._session is not None:
+            if self._session is not None and self._tokenizer is not None:
                 return self._tokenizer, self._session
             import onnxruntime as ort
-            from tokenizers import Tokenizer
 
             if self._tokenizer is None:
-                tok = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-                tok.no_padding()
-                tok.enable_truncation(max_length=self._max_tokens)
+                try:
+                    tok = WordPieceTokenizer.from_file(
+                        self.model_dir / "tokenizer.json", self._max_tokens
+                    )
+                except ValueError as exc:
+                    raise EmbedderError(f"{self.model_dir}: {exc}") from exc
                 self._pad_id = int(tok.token_to_id("[PAD]") or 0)
                 self._tokenizer = tok
             if self.model_path is None:
@@ -642,7 +646,7 @@ class OnnxMiniLMEmbedder:
         tokenizer, session = self._ensure_loaded()
         start = time.perf_counter()
         encodings = tokenizer.encode_batch([str(t) for t in texts])
-        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
+        lengths = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=len(texts))
         order = np.argsort(-lengths, kind="stable")
         out = np.empty((len(texts), self._dim), dtype=np.float32)
         for lo, hi in length_groups(lengths[order], self.batch_size, self.max_padding):
@@ -652,7 +656,7 @@ class OnnxMiniLMEmbedder:
             mask = np.zeros((len(rows), width), dtype=np.int64)
             for i, row in enumerate(rows):
                 n = int(lengths[row])
-                ids[i, :n] = encodings[row].ids
+                ids[i, :n] = encodings[row]
                 mask[i, :n] = 1
             (pooled,) = session.run(
                 ["sentence_embedding"], {"input_ids": ids, "attention_mask": mask}
