@@ -2,7 +2,8 @@
 
     python -m benchmarks.quality.retrieval [--datasets multihop_rag,hotpotqa,graphrag_bench_novel]
                                    [--budgets 1000,2000,4000] [--embedder minilm-onnx] [--groups GROUPS] [--limit N]
-                                   [--no-sweep] [--build-only] [--rebuild]
+                                   [--sweeps fusion,graph,bias | --no-sweep] [--build-only]
+                                   [--rebuild] [--out PATH]
 
 For each dataset of ``../shared/data`` (MultiHop-RAG: 609 news articles, 500 questions;
 HotpotQA: 994 passages, 100 questions; GraphRAG-Bench novels: 4 books, 326 questions with
@@ -30,9 +31,12 @@ evaluated on the first index that serves it at each budget, in one run.
   best of ``naive`` and ``bm25`` at each budget, with paired bootstrap 95 % intervals
   (``graphstrata.evaluation.compare``), the rank measures of each mode's ranked list
   before packing (Recall@k, MRR@10), and the acceptance criteria of issue 48.
-* **Fusion choice** (unless ``--no-sweep``): ``hybrid`` and ``collapsed`` at 2,000 tokens
-  under fixed and per-query dense weights (``FusionConfig.adaptive``), RRF and each side
-  alone; the defaults of ``FusionConfig`` cite this table.
+* **Sweeps** at 2,000 tokens (``--sweeps``, default all; none with ``--no-sweep``):
+  ``fusion``: ``hybrid`` and ``collapsed`` under fixed and per-query dense weights
+  (``FusionConfig.adaptive``), RRF, each side alone and the coverage and feedback knobs;
+  the defaults of ``FusionConfig`` cite this table. ``bias``: ``detailed`` and
+  ``summarized`` under ``HierarchyConfig.bias_share`` and ``compete`` (decision 0035).
+  ``graph``: the ``graph`` budget variants.
 
 Writes ``benchmarks/results/retrieval.md`` and ``retrieval.json``, with the load average
 beside each table. Skips cleanly (exit 0) when ``../shared/data`` is absent.
@@ -552,6 +556,11 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ),
     ("defaults, term_decay 1 (no coverage)", {"term_decay": 1.0}),
     ("defaults, no feedback", {"feedback_docs": 0}),
+    ("defaults, feedback_docs 2", {"feedback_docs": 2}),
+    ("defaults, feedback_weight 0.5", {"feedback_weight": 0.5}),
+    ("defaults, adaptive_depth 10", {"adaptive_depth": 10}),
+    ("defaults, term_decay 0.8", {"term_decay": 0.8}),
+    ("defaults, term_decay 0.7", {"term_decay": 0.7}),
 )
 SWEEP_MODES = ("hybrid", "collapsed")
 #: Budget variants of ``graph`` (query parameters, ``HeterographConfig``): which kinds the

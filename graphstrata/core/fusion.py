@@ -468,13 +468,16 @@ def pack_distinct(
     return np.asarray(packed, np.int64), np.asarray(duplicates, np.int64)
 
 
-def competing(ids: np.ndarray, scores: np.ndarray, ancestors: np.ndarray) -> np.ndarray:
+def competing(
+    ids: np.ndarray, scores: np.ndarray, ancestors: np.ndarray, alone: bool = False
+) -> np.ndarray:
     """Which candidates score at least as well as every candidate below them in a tree.
 
     Candidate ``i`` is below candidate ``j`` when ``ids[j]`` is one of ``ancestors[i]`` (its
-    parent, its parent's parent, ...). A candidate with nothing below it among the
-    candidates competes (no member of a summary was found, so the summary holds what the
-    candidates do not); ties compete.
+    parent, its parent's parent, ...); ties compete. A candidate with nothing below it among
+    the candidates competes only if ``alone``: by default a summary must beat at least one
+    of its own members found for the query (with none found there is no evidence that it
+    says better what they say).
 
     Parameters
     ----------
@@ -485,11 +488,14 @@ def competing(ids: np.ndarray, scores: np.ndarray, ancestors: np.ndarray) -> np.
         fusion over every level).
     ancestors : int64 array [n, d]
         Each candidate's ancestor ids, nearest first, padded with -1 (``d`` >= 0).
+    alone : bool
+        Whether a candidate with nothing below it competes.
 
     Returns
     -------
     numpy.ndarray
-        bool [n]: ``scores[j] >= max(scores[i] for i below j)``.
+        bool [n]: ``scores[j] >= max(scores[i] for i below j)``, and something below ``j``
+        unless ``alone``.
     """
     ids = np.asarray(ids, np.int64)
     scores = np.asarray(scores, np.float64)
@@ -514,4 +520,4 @@ def competing(ids: np.ndarray, scores: np.ndarray, ancestors: np.ndarray) -> np.
         pos = np.minimum(np.searchsorted(sorted_ids, flat), n - 1)
         hit = (flat >= 0) & (sorted_ids[pos] == flat)
         np.maximum.at(best, order[pos[hit]], below[hit])
-    return scores >= best
+    return (scores >= best) & (alone | np.isfinite(best))

@@ -11,14 +11,16 @@ do) or a chunk that a packed summary already holds does not spend the budget twi
 * ``detailed`` / ``summarized``: EraRAG's biased search over collapsed's one fused ranking:
   a share p (``bias_share``) of the budget goes first to the favoured side's candidates that
   *compete* (chunks for ``detailed``; for ``summarized``, summaries that score at least as
-  well as every candidate below them in the tree, ``core.fusion.competing``), then the rest
+  well as every candidate below them in the tree, at least one of them found,
+  ``core.fusion.competing``), then the rest
   of the budget to every other candidate in fused order, both kinds (duplicates of the first
   part skipped). EraRAG fills the rest from the other side alone and ranks each side on its
   own; that spent 30-70 % of the budget on summaries, which hold a third to a half of the
   evidence per token that chunks do, and put ``summarized`` 5-17 points of fact recall below
   BM25 alone (decision 0035). A summary that its own member outscores adds nothing the member
-  does not say better for this query; one that outscores its members (or whose members were
-  not found) keeps its place at the front.
+  does not say better for this query; one that outscores the members found keeps its
+  place at the front, and one whose members were not found competes on its fused score
+  in the rest, like any candidate.
 
 ``FusionConfig.method = "dense"`` gives EraRAG's dense-only ranking back (with the
 duplicate test; ``max_overlap > 1`` turns that off too). (docs/architecture.md, "Search
@@ -115,7 +117,7 @@ class HierarchyView(ComponentView):
         nodes = self.snapshot.nodes
         rows = nodes.rows(ids)
         first = nodes.kind[rows] == favoured
-        if params.compete:
+        if params.compete and favoured == _L:  # a chunk has nothing below it: it competes
             first &= competing(ids, scores, self._ancestors(rows))
         hits, dups = self._pack(ids[first], scores[first], share, fusion)
         used = sum(h.tokens for h in hits)

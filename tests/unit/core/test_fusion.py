@@ -367,11 +367,11 @@ def test_query_dense_weight_rejects_bad_input():
         query_dense_weight(np.ones(2), np.ones(2), 0.5, "agreement", 1.0, 0)
 
 
-def competing_oracle(ids, scores, ancestors):
+def competing_oracle(ids, scores, ancestors, alone):
     out = []
     for j, node in enumerate(ids):
         below = [scores[i] for i in range(len(ids)) if node in [a for a in ancestors[i] if a >= 0]]
-        out.append(not below or scores[j] >= max(below))
+        out.append(alone if not below else scores[j] >= max(below))
     return out
 
 
@@ -393,27 +393,34 @@ def test_competing_matches_oracle_on_random_trees():
                 cur = parent[cur]
             anc.append(chain + [-1] * (3 - len(chain)))
         arr = np.asarray(anc, np.int64).reshape(len(ids), 3)
-        got = competing(np.asarray(ids, np.int64), np.asarray(scores), arr)
-        assert got.tolist() == competing_oracle(ids, scores, anc)
+        for alone in (False, True):
+            got = competing(np.asarray(ids, np.int64), np.asarray(scores), arr, alone)
+            assert got.tolist() == competing_oracle(ids, scores, anc, alone)
 
 
 def test_competing_edge_cases():
     empty = competing(np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 2), np.int64))
     assert empty.dtype == bool and empty.size == 0
-    # no tree at all (depth 0) or no member among the candidates: everyone competes
-    assert competing(np.array([5, 7]), np.array([0.1, 0.9]), np.zeros((2, 0), np.int64)).all()
-    lone = competing(np.array([10, 1]), np.array([0.2, 0.9]), np.array([[-1], [99]]))
+    # no tree at all (depth 0) or no member among the candidates: only ``alone`` competes
+    flat = np.zeros((2, 0), np.int64)
+    assert not competing(np.array([5, 7]), np.array([0.1, 0.9]), flat).any()
+    assert competing(np.array([5, 7]), np.array([0.1, 0.9]), flat, alone=True).all()
+    lone = competing(np.array([10, 1]), np.array([0.2, 0.9]), np.array([[-1], [99]]), True)
     assert lone.tolist() == [True, True]  # 1's parent 99 is not a candidate
+    assert not competing(np.array([10, 1]), np.array([0.2, 0.9]), np.array([[-1], [99]])).any()
     # a summary tied with its best member competes; one below it does not
     tied = competing(np.array([10, 1, 2]), np.array([0.5, 0.5, 0.1]), np.array([[-1], [10], [10]]))
-    assert tied.tolist() == [True, True, True]
-    beaten = competing(np.array([10, 1]), np.array([0.4, 0.5]), np.array([[-1], [10]]))
+    assert tied.tolist() == [True, False, False]  # the chunks have nothing below them
+    beaten = competing(np.array([10, 1]), np.array([0.4, 0.5]), np.array([[-1], [10]]), True)
     assert beaten.tolist() == [False, True]
     # a grandchild counts as below too
     deep = competing(
         np.array([20, 10, 1]), np.array([0.6, 0.1, 0.7]), np.array([[-1, -1], [20, -1], [10, 20]])
     )
-    assert deep.tolist() == [False, False, True]
+    assert deep.tolist() == [False, False, False]
+    # one retriever useless (all scores equal): every summary ties with its members
+    same = competing(np.array([20, 10, 1]), np.ones(3), np.array([[-1, -1], [20, -1], [10, 20]]))
+    assert same.tolist() == [True, True, False]
 
 
 def test_competing_rejects_bad_input():

@@ -412,8 +412,8 @@ def competes_in_order(
     index: Index, ranking: Sequence[int], scores: Sequence[float] | None = None
 ) -> list[bool]:
     """For each id of ``ranking`` (best first): whether it scores at least as well as every
-    candidate below it in the tree (its descendants among the candidates), written plainly
-    (without ``scores``: whether it is ranked above them)."""
+    candidate below it in the tree (its descendants among the candidates, at least one),
+    written plainly (without ``scores``: whether it is ranked above them)."""
     nodes = index.engine.state.snapshot.nodes
 
     def ancestors(i: int) -> list[int]:
@@ -426,9 +426,12 @@ def competes_in_order(
     above = {i: ancestors(i) for i in ranking}
     if scores is None:
         pos = {i: r for r, i in enumerate(ranking)}
-        return [all(pos[j] > pos[i] for j in ranking if i in above[j]) for i in ranking]
-    score = {i: round(float(x), 5) for i, x in zip(ranking, scores, strict=True)}
-    return [all(score[j] <= score[i] for j in ranking if i in above[j]) for i in ranking]
+        beats = [all(pos[j] > pos[i] for j in ranking if i in above[j]) for i in ranking]
+    else:
+        score = {i: round(float(x), 5) for i, x in zip(ranking, scores, strict=True)}
+        beats = [all(score[j] <= score[i] for j in ranking if i in above[j]) for i in ranking]
+    found = [any(i in above[j] for j in ranking) for i in ranking]
+    return [b and f for b, f in zip(beats, found, strict=True)]
 
 
 def biased_oracle(
@@ -441,7 +444,10 @@ def biased_oracle(
     favoured = T if mode == "detailed" else L
     kinds = nodes.kind[nodes.rows(np.asarray(ranking, np.int64))].tolist() if ranking else []
     comp = competes_in_order(index, ranking, scores)
-    first = [i for i, k, c in zip(ranking, kinds, comp, strict=True) if k == favoured and c]
+    # chunks have nothing below them: in ``detailed`` every chunk takes the share
+    first = [
+        i for i, k, c in zip(ranking, kinds, comp, strict=True) if k == favoured and (c or k == T)
+    ]
     head = pack(first, int(p * budget), [])
     used = int(nodes.tokens[nodes.rows(np.asarray(head, np.int64))].sum()) if head else 0
     tail = pack([i for i in ranking if i not in head], budget - used, head)
