@@ -2,7 +2,8 @@
 
     python -m benchmarks.quality.retrieval [--datasets multihop_rag,hotpotqa,graphrag_bench_novel]
                                    [--budgets 1000,2000,4000] [--embedder minilm-onnx] [--groups GROUPS] [--limit N]
-                                   [--no-sweep] [--build-only] [--rebuild]
+                                   [--sweeps fusion,graph,bias | --no-sweep] [--build-only]
+                                   [--rebuild] [--out PATH]
 
 For each dataset of ``../shared/data`` (MultiHop-RAG: 609 news articles, 500 questions;
 HotpotQA: 994 passages, 100 questions; GraphRAG-Bench novels: 4 books, 326 questions with
@@ -30,9 +31,12 @@ evaluated on the first index that serves it at each budget, in one run.
   best of ``naive`` and ``bm25`` at each budget, with paired bootstrap 95 % intervals
   (``graphstrata.evaluation.compare``), the rank measures of each mode's ranked list
   before packing (Recall@k, MRR@10), and the acceptance criteria of issue 48.
-* **Fusion choice** (unless ``--no-sweep``): ``hybrid`` and ``collapsed`` at 2,000 tokens
-  under fixed and per-query dense weights (``FusionConfig.adaptive``), RRF and each side
-  alone; the defaults of ``FusionConfig`` cite this table.
+* **Sweeps** at 2,000 tokens (``--sweeps``, default all; none with ``--no-sweep``):
+  ``fusion``: ``hybrid`` and ``collapsed`` under fixed and per-query dense weights
+  (``FusionConfig.adaptive``), RRF, each side alone and the coverage and feedback knobs;
+  the defaults of ``FusionConfig`` cite this table. ``bias``: ``detailed`` and
+  ``summarized`` under ``HierarchyConfig.bias_share`` and ``compete`` (decision 0035).
+  ``graph``: the ``graph`` budget variants.
 
 Writes ``benchmarks/results/retrieval.md`` and ``retrieval.json``, with the load average
 beside each table. Skips cleanly (exit 0) when ``../shared/data`` is absent.
@@ -459,9 +463,11 @@ def evaluate_dataset(
     groups: list[list[Any]],
     embedder_spec: str | None,
     rebuild: bool,
-    sweep: bool,
+    sweep: Sequence[str],
     reuse_stale: bool = False,
 ) -> dict[str, Any]:
+    """Every mode of ``groups``' indexes at each budget, then the sweeps named in ``sweep``
+    (``SWEEPS``) at the headline budget."""
     from graphstrata.evaluation import ChunkMap, load_qa
 
     engines = []
@@ -498,8 +504,13 @@ def evaluate_dataset(
         loads[budget] = load_text(1, ", ")
     key = retrieval_compare.headline(dataset)
     flat = results.get(HEADLINE_BUDGET, {})
-    sweeps = run_sweep(engines[0][0], questions, chunk_maps[0], key, flat) if sweep else {}
-    if sweep and "graph" in served:
+    sweeps = (
+        run_sweep(engines[0][0], questions, chunk_maps[0], key, flat) if "fusion" in sweep else {}
+    )
+    if "bias" in sweep and "detailed" in served:
+        g = served["detailed"]
+        sweeps.update(run_bias_sweep(engines[g][0], questions, chunk_maps[g], key))
+    if "graph" in sweep and "graph" in served:
         g = served["graph"]
         sweeps.update(run_graph_sweep(engines[g][0], questions, chunk_maps[g], key))
     return {
@@ -545,6 +556,11 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ),
     ("defaults, term_decay 1 (no coverage)", {"term_decay": 1.0}),
     ("defaults, no feedback", {"feedback_docs": 0}),
+    ("defaults, feedback_docs 2", {"feedback_docs": 2}),
+    ("defaults, feedback_weight 0.5", {"feedback_weight": 0.5}),
+    ("defaults, adaptive_depth 10", {"adaptive_depth": 10}),
+    ("defaults, term_decay 0.8", {"term_decay": 0.8}),
+    ("defaults, term_decay 0.7", {"term_decay": 0.7}),
 )
 SWEEP_MODES = ("hybrid", "collapsed")
 #: Budget variants of ``graph`` (query parameters, ``HeterographConfig``): which kinds the
@@ -557,6 +573,32 @@ GRAPH_SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("graph: structured_share 0.1", {"structured_share": 0.1}),
     ("graph: token_exponent 0.5", {"token_exponent": 0.5}),
 )
+
+
+#: Variants of the biased hierarchy modes (query parameters, ``HierarchyConfig``): the share
+#: ``bias_share`` and whether only competing candidates take it (``compete``).
+BIAS_SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("biased: defaults", {}),
+    ("biased: compete off (EraRAG's share)", {"compete": False}),
+    ("biased: bias_share 0.5", {"bias_share": 0.5}),
+    ("biased: bias_share 0.9", {"bias_share": 0.9}),
+)
+BIAS_MODES = ("detailed", "summarized")
+#: The sweeps ``--sweeps`` may name.
+SWEEPS = ("fusion", "graph", "bias")
+
+
+def run_bias_sweep(engine: Any, questions: Questions, chunk_map: Any, key: str) -> dict[str, Any]:
+    """``BIAS_MODES`` under each ``BIAS_SWEEP`` variant at the headline budget."""
+    out: dict[str, Any] = {}
+    modes = [m for m in BIAS_MODES if m in engine.modes]
+    for label, params in BIAS_SWEEP:
+        out[label] = {
+            m: run_mode(engine, questions, m, HEADLINE_BUDGET, chunk_map, params)["overall"]
+            for m in modes
+        }
+        log(f"sweep {label}: " + ", ".join(f"{m} {out[label][m][key]:.3f}" for m in modes))
+    return out
 
 
 def run_graph_sweep(engine: Any, questions: Questions, chunk_map: Any, key: str) -> dict[str, Any]:
@@ -811,6 +853,7 @@ def write_markdown(
     ]
     if any(d["sweep"] for d in all_data.values()):
         lines += sweep_markdown(all_data)
+        lines += bias_sweep_markdown(all_data)
         lines += graph_sweep_markdown(all_data)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -818,7 +861,9 @@ def write_markdown(
 def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
     from graphstrata.evaluation import markdown_table
 
-    names = [n for n, d in all_data.items() if d["sweep"]]
+    names = [n for n, d in all_data.items() if SWEEP[0][0] in d["sweep"]]
+    if not names:
+        return []
     header = ["variant"] + [
         f"{n} {m} {k}"
         for n in names
@@ -865,6 +910,43 @@ def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
         "naive on it (a per-query weight should be higher on the first); "
         f"`defaults` = `FusionConfig()` of this run ({defaults}). "
         f"Load average at the end: {loads}.",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
+
+
+def bias_sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
+    """The ``BIAS_SWEEP`` table (datasets whose hierarchy index was swept)."""
+    from graphstrata.evaluation import markdown_table
+
+    names = [n for n, d in all_data.items() if BIAS_SWEEP[0][0] in d["sweep"]]
+    if not names:
+        return []
+    header = ["variant"] + [
+        f"{n} {m} {k}"
+        for n in names
+        for m in BIAS_MODES
+        for k in (retrieval_compare.headline(n), "tokens by kind")
+    ]
+    rows = []
+    for label, _ in BIAS_SWEEP:
+        cells = [label]
+        for n in names:
+            for m in BIAS_MODES:
+                agg = all_data[n]["sweep"].get(label, {}).get(m)
+                key = retrieval_compare.headline(n)
+                cells += (
+                    [cell(agg, key), kinds_cell(agg.get("tokens_by_kind"))] if agg else ["–", "–"]
+                )
+        rows.append(cells)
+    return [
+        f"## Biased hierarchy modes at {HEADLINE_BUDGET} tokens",
+        "",
+        "Each row sets `detailed` and `summarized` query parameters (`HierarchyConfig`): "
+        "`bias_share` = share of the budget the favoured side (chunks / summaries) takes "
+        "first, `compete` = whether only its candidates that score at least as well as every "
+        "candidate below them in the tree take it (decision 0035).",
         "",
         markdown_table(header, rows),
         "",
@@ -935,7 +1017,13 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_GROUPS,
         help="indexes to build: component lists joined by '+' (default: %(default)s)",
     )
-    parser.add_argument("--no-sweep", action="store_true", help="skip the fusion sweep")
+    parser.add_argument("--no-sweep", action="store_true", help="skip every sweep")
+    parser.add_argument(
+        "--sweeps",
+        default=",".join(SWEEPS),
+        help="sweeps to run at the headline budget, of %(default)s (fusion: hybrid and "
+        "collapsed; graph; bias: detailed and summarized)",
+    )
     parser.add_argument(
         "--skip-group",
         action="append",
@@ -960,6 +1048,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no such dataset under {DATA}: {unknown}")
     budgets = [int(b) for b in args.budgets.split(",") if b]
+    sweeps = [] if args.no_sweep else [x for x in args.sweeps.split(",") if x]
+    if set(sweeps) - set(SWEEPS):
+        parser.error(f"unknown sweeps {sorted(set(sweeps) - set(SWEEPS))}; known: {SWEEPS}")
     groups = [components_for([c for c in g.split(",") if c]) for g in args.groups.split("+") if g]
     for comps in groups:  # the build code as imported now (see ``_CODE_AT_START``)
         _CODE_AT_START[tuple(c.name for c in comps)] = code_sha256(comps)
@@ -981,7 +1072,7 @@ def main(argv: list[str] | None = None) -> int:
             [g for g in groups if ",".join(c.name for c in g) not in skipped.get(d, set())],
             args.embedder,
             args.rebuild,
-            not args.no_sweep,
+            sweeps,
             args.reuse_stale,
         )
         for d in datasets

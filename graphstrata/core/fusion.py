@@ -28,6 +28,8 @@ Pure functions over arrays, used by ``hybrid`` and the hierarchy modes:
   question) while the query still counts.
 * ``shingles`` and ``pack_distinct``: greedy packing under a token budget that skips a
   candidate whose text is already (almost) all in the texts packed before it.
+* ``competing``: which candidates of a tree (summaries over chunks) score at least as well
+  as every candidate below them, i.e. which summaries compete with what they summarize.
 
 Conventions shared by both fusions: an id absent from a list gets nothing from it; an id
 repeated within one list counts once, at its first position; the result is ordered by
@@ -45,6 +47,7 @@ from numba import njit
 
 __all__ = [
     "ADAPTIVE_SIGNALS",
+    "competing",
     "coverage_order",
     "feedback_vector",
     "minmax",
@@ -463,3 +466,58 @@ def pack_distinct(
         packed.append(i)
         used += t
     return np.asarray(packed, np.int64), np.asarray(duplicates, np.int64)
+
+
+def competing(
+    ids: np.ndarray, scores: np.ndarray, ancestors: np.ndarray, alone: bool = False
+) -> np.ndarray:
+    """Which candidates score at least as well as every candidate below them in a tree.
+
+    Candidate ``i`` is below candidate ``j`` when ``ids[j]`` is one of ``ancestors[i]`` (its
+    parent, its parent's parent, ...); ties compete. A candidate with nothing below it among
+    the candidates competes only if ``alone``: by default a summary must beat at least one
+    of its own members found for the query (with none found there is no evidence that it
+    says better what they say).
+
+    Parameters
+    ----------
+    ids : int64 array [n]
+        Distinct candidate ids.
+    scores : float array [n]
+        Their finite scores, higher is better, comparable across the tree's levels (one
+        fusion over every level).
+    ancestors : int64 array [n, d]
+        Each candidate's ancestor ids, nearest first, padded with -1 (``d`` >= 0).
+    alone : bool
+        Whether a candidate with nothing below it competes.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool [n]: ``scores[j] >= max(scores[i] for i below j)``, and something below ``j``
+        unless ``alone``.
+    """
+    ids = np.asarray(ids, np.int64)
+    scores = np.asarray(scores, np.float64)
+    anc = np.asarray(ancestors, np.int64)
+    n = ids.size
+    if ids.ndim != 1 or scores.shape != ids.shape:
+        raise ValueError(
+            f"ids and scores must be aligned 1-d arrays: {ids.shape} vs {scores.shape}"
+        )
+    if anc.ndim != 2 or anc.shape[0] != n:
+        raise ValueError(f"ancestors must be [{n}, d], got {anc.shape}")
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be finite")
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    if n > 1 and np.any(sorted_ids[1:] == sorted_ids[:-1]):
+        raise ValueError("ids must be distinct")
+    best = np.full(n, -np.inf)
+    if n and anc.shape[1]:
+        flat = anc.ravel()
+        below = np.repeat(scores, anc.shape[1])
+        pos = np.minimum(np.searchsorted(sorted_ids, flat), n - 1)
+        hit = (flat >= 0) & (sorted_ids[pos] == flat)
+        np.maximum.at(best, order[pos[hit]], below[hit])
+    return (scores >= best) & (alone | np.isfinite(best))

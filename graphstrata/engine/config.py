@@ -93,6 +93,16 @@ class HierarchyConfig:
         doc="Share p of the budget taken first from chunks (detailed) or summaries "
         "(summarized), in [0, 1].",
     )
+    #: Whether the favoured share of ``detailed`` / ``summarized`` takes only the candidates
+    #: that compete (a summary scoring at least as well as every candidate below it in the
+    #: tree; ``core.fusion.competing``; chunks always do) or, off, any candidate of the
+    #: favoured kind (EraRAG's share). Measured: decision 0035.
+    compete: bool = setting(
+        True,
+        query=True,
+        doc="Favoured share of detailed/summarized only for candidates that outscore what "
+        "lies below them in the tree.",
+    )
     #: Insert policy: new items that fill whole segments among themselves form new segments
     #: and only the rest join their Hamming-nearest segment (True), or every new item joins its
     #: nearest segment as in the paper's Algorithm 3 (False). Measured on MultiHop-RAG

@@ -212,8 +212,17 @@ def test_default_backends_build_and_search(tmp_path, minilm_embedder, sample_doc
     assert any(d.startswith("observatory/") for d in cited)
     assert sum(h.tokens for h in result.nodes) <= 1500
     detailed = index.query(question, mode="detailed", budget_tokens=1500, bias_share=0.5)
-    chunk_tokens = sum(h.tokens for h in detailed.nodes if h.kind == "T")
-    assert 0 < chunk_tokens <= 750
+    # chunks take the first half; the rest goes to chunks and summaries alike (decision 0035)
+    head = detailed.report["share"]["first_tokens"]
+    assert 0 < head <= 750
+    packed, first = 0, []
+    for h in detailed.nodes:
+        if packed >= head:
+            break
+        first.append(h.kind)
+        packed += h.tokens
+    assert packed == head and set(first) == {"T"}
+    assert sum(h.tokens for h in detailed.nodes) <= 1500
     report = index.delete([d["doc_id"] for d in sample_docs if d["doc_id"].startswith("obs")])
     assert report.docs_deleted > 0
     check_hierarchy(index, config)

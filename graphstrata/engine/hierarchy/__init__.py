@@ -58,9 +58,10 @@ Search
 ------
 ``collapsed``: vector top-k over chunks and all summary layers, greedy-packed under the
 token budget (EraRAG Algorithm 2). ``detailed`` / ``summarized`` (§III-D): a share ``p``
-(query param ``p``, default ``hierarchy.bias_share``) of the budget is filled from chunks
-(detailed) or from summaries (summarized) first, and the rest of the budget from the other
-side.
+(query param ``bias_share``, default ``hierarchy.bias_share``) of the budget is filled from
+collapsed's ranking with chunks (detailed) or with the summaries that outscore their own
+members found (summarized, ``hierarchy.compete``) first, and the rest of the budget from
+every other candidate of that ranking (``view``; decision 0035).
 Modules: ``update`` (the tree of one version and the update above), ``view`` (the search
 modes and their parameters), ``component`` (the component that ties them to the engine).
 """

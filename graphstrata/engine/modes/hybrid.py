@@ -324,7 +324,7 @@ class HybridView(ComponentView):
         vectors = restricted_vectors(self.vectors, query, self.snapshot)  # a metadata filter
         sparse = restricted_sparse(self.sparse, query)
         ids, scores = fused_candidates(self.snapshot, vectors, sparse, query, [_T], fusion, info)
-        hits, info["duplicates"] = pack_distinct_hits(
+        hits, duplicates = pack_distinct_hits(
             self.snapshot,
             self.doc_names,
             ids,
@@ -333,6 +333,7 @@ class HybridView(ComponentView):
             fusion.max_overlap,
             fusion.shingle_words,
         )
+        info["duplicates"] = int(duplicates.size)
         query.report["fusion"] = info
         return hits
 

@@ -205,7 +205,7 @@ def pack_distinct_hits(
     shingle_words: int,
     packed_before: Sequence[Hit] = (),
     memo: ShingleMemo = SHINGLES,
-) -> tuple[list[Hit], int]:
+) -> tuple[list[Hit], np.ndarray]:
     """Greedy-pack ranked nodes under ``budget``, skipping near-duplicates (module docstring).
 
     Parameters
@@ -230,11 +230,12 @@ def pack_distinct_hits(
     Returns
     -------
     tuple
-        The packed hits in rank order, and how many candidates were skipped as duplicates.
+        The packed hits in rank order, and the ids (int64) of the candidates skipped as
+        duplicates.
     """
     ids = np.asarray(ids, dtype=np.int64)
     if ids.size == 0:
-        return [], 0
+        return [], ids
     nodes = snapshot.nodes
     rows = nodes.rows(ids)
     lazy = _LazyShingles(nodes, rows, shingle_words, memo)
@@ -246,4 +247,4 @@ def pack_distinct_hits(
     hits = make_hits(
         snapshot, doc_names, ids[chosen], np.asarray(scores)[chosen], texts, rows[chosen]
     )
-    return hits, int(duplicates.size)
+    return hits, ids[duplicates]

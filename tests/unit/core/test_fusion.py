@@ -1,4 +1,5 @@
-"""core.fusion against plain-Python oracles: RRF, score fusion, shingles, distinct packing."""
+"""core.fusion against plain-Python oracles: RRF, score fusion, shingles, distinct packing,
+summaries that compete with their members."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from graphstrata.core.budget import pack
 from graphstrata.core.fusion import (
+    competing,
     coverage_order,
     feedback_vector,
     minmax,
@@ -363,3 +365,70 @@ def test_query_dense_weight_rejects_bad_input():
         query_dense_weight(np.ones(2), np.ones(2), 0.5, "agreement", -1.0, 1)
     with pytest.raises(ValueError, match="depth"):
         query_dense_weight(np.ones(2), np.ones(2), 0.5, "agreement", 1.0, 0)
+
+
+def competing_oracle(ids, scores, ancestors, alone):
+    out = []
+    for j, node in enumerate(ids):
+        below = [scores[i] for i in range(len(ids)) if node in [a for a in ancestors[i] if a >= 0]]
+        out.append(alone if not below else scores[j] >= max(below))
+    return out
+
+
+def test_competing_matches_oracle_on_random_trees():
+    rng = random.Random(3)
+    for _ in range(200):
+        # a tree: chunks 0..19 under summaries 100..104 under 200..201 under 300
+        parent = {i: 100 + i // 4 for i in range(20)}
+        parent.update({100 + s: 200 + s // 3 for s in range(5)})
+        parent.update({200: 300, 201: 300, 300: -1})
+        pool = sorted(parent)
+        ids = rng.sample(pool, rng.randint(0, len(pool)))
+        scores = [float(rng.randint(0, 5)) for _ in ids]  # ties on purpose
+        anc = []
+        for node in ids:
+            chain, cur = [], parent[node]
+            while cur >= 0:
+                chain.append(cur)
+                cur = parent[cur]
+            anc.append(chain + [-1] * (3 - len(chain)))
+        arr = np.asarray(anc, np.int64).reshape(len(ids), 3)
+        for alone in (False, True):
+            got = competing(np.asarray(ids, np.int64), np.asarray(scores), arr, alone)
+            assert got.tolist() == competing_oracle(ids, scores, anc, alone)
+
+
+def test_competing_edge_cases():
+    empty = competing(np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 2), np.int64))
+    assert empty.dtype == bool and empty.size == 0
+    # no tree at all (depth 0) or no member among the candidates: only ``alone`` competes
+    flat = np.zeros((2, 0), np.int64)
+    assert not competing(np.array([5, 7]), np.array([0.1, 0.9]), flat).any()
+    assert competing(np.array([5, 7]), np.array([0.1, 0.9]), flat, alone=True).all()
+    lone = competing(np.array([10, 1]), np.array([0.2, 0.9]), np.array([[-1], [99]]), True)
+    assert lone.tolist() == [True, True]  # 1's parent 99 is not a candidate
+    assert not competing(np.array([10, 1]), np.array([0.2, 0.9]), np.array([[-1], [99]])).any()
+    # a summary tied with its best member competes; one below it does not
+    tied = competing(np.array([10, 1, 2]), np.array([0.5, 0.5, 0.1]), np.array([[-1], [10], [10]]))
+    assert tied.tolist() == [True, False, False]  # the chunks have nothing below them
+    beaten = competing(np.array([10, 1]), np.array([0.4, 0.5]), np.array([[-1], [10]]), True)
+    assert beaten.tolist() == [False, True]
+    # a grandchild counts as below too
+    deep = competing(
+        np.array([20, 10, 1]), np.array([0.6, 0.1, 0.7]), np.array([[-1, -1], [20, -1], [10, 20]])
+    )
+    assert deep.tolist() == [False, False, False]
+    # one retriever useless (all scores equal): every summary ties with its members
+    same = competing(np.array([20, 10, 1]), np.ones(3), np.array([[-1, -1], [20, -1], [10, 20]]))
+    assert same.tolist() == [True, True, False]
+
+
+def test_competing_rejects_bad_input():
+    with pytest.raises(ValueError, match="aligned"):
+        competing(np.array([1, 2]), np.array([0.1]), np.zeros((2, 1), np.int64))
+    with pytest.raises(ValueError, match="ancestors must be"):
+        competing(np.array([1, 2]), np.array([0.1, 0.2]), np.zeros((3, 1), np.int64))
+    with pytest.raises(ValueError, match="finite"):
+        competing(np.array([1]), np.array([np.nan]), np.zeros((1, 1), np.int64))
+    with pytest.raises(ValueError, match="distinct"):
+        competing(np.array([1, 1]), np.array([0.1, 0.2]), np.zeros((2, 1), np.int64))

@@ -138,8 +138,8 @@ DOCUMENTED = {
     "bm25": [],
     "hybrid": FUSION,
     "collapsed": FUSION,
-    "detailed": ["bias_share", *FUSION],
-    "summarized": ["bias_share", *FUSION],
+    "detailed": ["bias_share", "compete", *FUSION],
+    "summarized": ["bias_share", "compete", *FUSION],
     "graph": GRAPH,
 }
 
@@ -167,7 +167,7 @@ def test_query_fields_of_the_config_are_the_parameters():
         return [f.name for f in declared(section) if f.spec.query]
 
     assert query_fields(FusionConfig) == FUSION
-    assert query_fields(HierarchyConfig) == ["bias_share"]
+    assert query_fields(HierarchyConfig) == ["bias_share", "compete"]
     assert query_fields(HeterographConfig) == GRAPH[:-2]  # then rank, trace: GraphOptions
     for name in ("sparse_kinds", "semantic_edge_weight", "title_edge_weight", "max_candidates"):
         assert name not in GraphParams.field_names()  # the view builds its walk from these

@@ -408,30 +408,88 @@ def test_collapsed_is_top_k_over_chunks_and_summaries_packed(built):
         assert (h.kind == "T") == (h.layer == 0) and h.docs and h.tokens > 0
 
 
+def competes_in_order(
+    index: Index, ranking: Sequence[int], scores: Sequence[float] | None = None
+) -> list[bool]:
+    """For each id of ``ranking`` (best first): whether it scores at least as well as every
+    candidate below it in the tree (its descendants among the candidates, at least one),
+    written plainly (without ``scores``: whether it is ranked above them)."""
+    nodes = index.engine.state.snapshot.nodes
+
+    def ancestors(i: int) -> list[int]:
+        out, cur = [], int(nodes.parent[nodes.rows([i])[0]])
+        while cur >= 0:
+            out.append(cur)
+            cur = int(nodes.parent[nodes.rows([cur])[0]])
+        return out
+
+    above = {i: ancestors(i) for i in ranking}
+    if scores is None:
+        pos = {i: r for r, i in enumerate(ranking)}
+        beats = [all(pos[j] > pos[i] for j in ranking if i in above[j]) for i in ranking]
+    else:
+        score = {i: round(float(x), 5) for i, x in zip(ranking, scores, strict=True)}
+        beats = [all(score[j] <= score[i] for j in ranking if i in above[j]) for i in ranking]
+    found = [any(i in above[j] for j in ranking) for i in ranking]
+    return [b and f for b, f in zip(beats, found, strict=True)]
+
+
+def biased_oracle(
+    index: Index, ranking: Sequence[int], mode: str, p: float, budget: int, pack, scores=None
+) -> tuple[list[int], list[int]]:
+    """EraRAG's biased search over one ranking: the favoured kind's competing candidates
+    packed under p * budget, then every other candidate under the rest (``pack(ids, budget,
+    before_ids)`` packs a list in order)."""
+    nodes = index.engine.state.snapshot.nodes
+    favoured = T if mode == "detailed" else L
+    kinds = nodes.kind[nodes.rows(np.asarray(ranking, np.int64))].tolist() if ranking else []
+    comp = competes_in_order(index, ranking, scores)
+    # chunks have nothing below them: in ``detailed`` every chunk takes the share
+    first = [
+        i for i, k, c in zip(ranking, kinds, comp, strict=True) if k == favoured and (c or k == T)
+    ]
+    head = pack(first, int(p * budget), [])
+    used = int(nodes.tokens[nodes.rows(np.asarray(head, np.int64))].sum()) if head else 0
+    tail = pack([i for i in ranking if i not in head], budget - used, head)
+    return head, tail
+
+
 @pytest.mark.parametrize("mode", ["detailed", "summarized"])
 @pytest.mark.parametrize("p", [0.3, 0.7, 1.0])
-def test_biased_search_takes_its_share_first(built, mode, p):
+def test_biased_search_takes_its_competing_share_first(built, mode, p):
+    """Changed on purpose (decision 0035): one ranking over chunks and summaries (collapsed's);
+    the favoured side's share holds only its candidates that compete, the rest of the
+    budget goes to every other candidate, not to the other side alone."""
     index, _ = built
     budget = 800
     result = index.query(QUESTION, mode=mode, budget_tokens=budget, bias_share=p)
+    ids, cosines = brute_force_top(index, [T, L], index.engine.config.search.top_k)
+    nodes = index.engine.state.snapshot.nodes
+
+    def pack(cands, limit, _before):
+        out, used = [], 0
+        for i in cands:
+            t = int(nodes.tokens[nodes.rows([i])[0]])
+            if used + t <= limit:
+                out.append(i)
+                used += t
+        return out
+
+    head, tail = biased_oracle(index, ids.tolist(), mode, p, budget, pack, cosines.tolist())
+    got = [h.id for h in result.nodes]
+    assert ranked(index, got[: len(head)]) == ranked(index, head)
+    assert ranked(index, got[len(head) :]) == ranked(index, tail)
     first = "T" if mode == "detailed" else "L"
-    kinds = [h.kind for h in result.nodes]
-    n_first = sum(k == first for k in kinds)
-    assert kinds[:n_first] == [first] * n_first  # the favoured side comes first
-    first_tokens = sum(h.tokens for h in result.nodes if h.kind == first)
-    assert 0 < first_tokens <= int(p * budget)
+    assert {h.kind for h in result.nodes[: len(head)]} <= {first}
+    assert sum(h.tokens for h in result.nodes[: len(head)]) <= int(p * budget)
     assert sum(h.tokens for h in result.nodes) <= budget
-    if p < 1.0:
-        assert any(k != first for k in kinds)  # the rest of the budget went to the other side
-    # the favoured side is exactly its own top-k packed under p * budget
-    ids, _ = brute_force_top(index, [T] if first == "T" else [L], index.engine.config.search.top_k)
-    tokens = index.engine.state.snapshot.nodes.tokens[index.engine.state.snapshot.nodes.rows(ids)]
-    expected, used = [], 0
-    for i, t in zip(ids.tolist(), tokens.tolist(), strict=True):
-        if used + t <= int(p * budget):
-            expected.append(i)
-            used += t
-    assert ranked(index, [h.id for h in result.nodes[:n_first]]) == ranked(index, expected)
+    assert result.report["share"]["first_tokens"] == sum(
+        h.tokens for h in result.nodes[: len(head)]
+    )
+    if mode == "detailed":
+        assert head  # chunks have nothing below them: every chunk competes
+    else:  # a summary in the head is ranked above each of its candidate descendants
+        assert result.report["share"]["competing"] >= len(head)
 
 
 def test_default_share_and_bad_share(built):
@@ -466,10 +524,16 @@ def fused_built(tmp_path, hashing_embedder, sample_docs):
 
 
 def fused_oracle(
-    index: Index, kinds: Sequence[int], budget: int, before=(), feedback_docs=None
+    index: Index,
+    kinds: Sequence[int],
+    budget: int | None,
+    before=(),
+    feedback_docs=None,
+    ranking: Sequence[int] | None = None,
 ) -> list[int]:
     """The fusion (as configured) of the dense and BM25 top-k of ``kinds``, packed greedily
-    skipping candidates whose shingles are mostly packed already."""
+    skipping candidates whose shingles are mostly packed already (``budget`` None: the
+    fused ranking, unpacked; ``ranking``: pack that list instead of fusing)."""
     from graphstrata.core.fusion import query_dense_weight, rrf, score_fusion, shingles
     from graphstrata.engine.sparse.index import SparseIndex
     from tests.helpers.oracles import coverage_oracle, feedback_round
@@ -507,14 +571,18 @@ def fused_oracle(
         rankings = [i[np.lexsort((i, -np.asarray(s, np.float64)))] for i, s in lists]
         return rrf(rankings, [w_q, 1 - w_q], fusion.rrf_k)[0]
 
-    fused = one_round((d_ids[0], None), q[0])
-    if feedback_docs is None:  # the hierarchy modes' default: feedback only if configured
+    fused = one_round((d_ids[0], None), q[0]) if ranking is None else np.asarray(ranking)
+    if ranking is not None:
+        feedback_docs = 0
+    elif feedback_docs is None:  # the hierarchy modes' default: feedback only if configured
         feedback_docs = fusion.feedback_docs if fusion.feedback_in_hierarchy else 0
     if feedback_docs and fusion.feedback_weight and fused.size:
         top = fused[:feedback_docs]
         fused = feedback_round(
             index, kinds, k, q[0], top, fusion.feedback_weight, d_ids[0], one_round
         )
+    if budget is None:
+        return [int(i) for i in fused.tolist()]
     n = fusion.shingle_words
     seen = {h for text in before for h in shingles(text, n)}
     out, used = [], 0
@@ -558,21 +626,28 @@ def test_fused_collapsed_packs_distinct_fused_chunks_and_summaries(fused_built):
     assert configured.report["fusion"]["feedback"] == 1
 
 
+def fused_biased_oracle(index: Index, mode: str, p: float, budget: int, feedback_docs=None):
+    ranking = fused_oracle(index, [T, L], None, feedback_docs=feedback_docs)
+
+    def pack(cands, limit, before_ids):
+        texts = index.engine.state.snapshot.nodes.text_of(before_ids) if before_ids else []
+        return fused_oracle(index, [T, L], limit, before=texts, ranking=cands)
+
+    return biased_oracle(index, ranking, mode, p, budget, pack)
+
+
 @pytest.mark.parametrize("mode", ["detailed", "summarized"])
 def test_fused_biased_search_takes_its_share_first_without_repeats(fused_built, mode):
     index = fused_built
     budget, p = 900, 0.6
     result = index.query(QUESTION, mode=mode, budget_tokens=budget, bias_share=p)
-    first, second = ([T], [L]) if mode == "detailed" else ([L], [T])
+    head, tail = fused_biased_oracle(index, mode, p, budget)
+    assert [h.id for h in result.nodes] == head + tail
     letter = "T" if mode == "detailed" else "L"
-    n_first = sum(h.kind == letter for h in result.nodes)
-    head = [h.id for h in result.nodes[:n_first]]
-    assert head == fused_oracle(index, first, int(p * budget))
-    used = sum(h.tokens for h in result.nodes[:n_first])
-    texts = [h.text for h in result.nodes[:n_first]]
-    tail = fused_oracle(index, second, budget - used, before=texts)
-    assert [h.id for h in result.nodes[n_first:]] == tail
+    assert all(h.kind == letter for h in result.nodes[: len(head)])
     assert sum(h.tokens for h in result.nodes) <= budget
+    # one fused ranking for both parts: a summary and a chunk can follow in the rest
+    assert result.report["ranked"] == fused_oracle(index, [T, L], None)[:20]
     # the fusion parameters of detailed/summarized override the config
     dense = index.query(QUESTION, mode=mode, budget_tokens=budget, method="dense", max_overlap=2.0)
     assert dense.report["fusion"]["method"] == "dense" and dense.report["fusion"]["sparse"] == 0
@@ -581,24 +656,17 @@ def test_fused_biased_search_takes_its_share_first_without_repeats(fused_built, 
 @pytest.mark.parametrize("mode", ["detailed", "summarized"])
 def test_a_querys_feedback_docs_applies_to_the_biased_modes(fused_built, mode):
     """``FusionConfig.feedback_docs`` applies to every fused mode: a query's value turns the
-    feedback round on in ``detailed`` and ``summarized`` (once per side), as in
-    ``collapsed``, without changing the index's config."""
+    feedback round on in ``detailed`` and ``summarized`` (once: one ranking, decision 0035),
+    as in ``collapsed``, without changing the index's config."""
     index = fused_built
     fusion_before = dataclasses.asdict(index.engine.config.fusion)
     budget, p = 900, 0.6
     plain = index.query(QUESTION, mode=mode, budget_tokens=budget, bias_share=p)
     assert "feedback" not in plain.report["fusion"]  # off in the hierarchy by default
     asked = index.query(QUESTION, mode=mode, budget_tokens=budget, bias_share=p, feedback_docs=1)
-    assert asked.report["fusion"]["feedback"] == 2
-    first, second = ([T], [L]) if mode == "detailed" else ([L], [T])
-    letter = "T" if mode == "detailed" else "L"
-    n_first = sum(h.kind == letter for h in asked.nodes)
-    head = [h.id for h in asked.nodes[:n_first]]
-    assert head == fused_oracle(index, first, int(p * budget), feedback_docs=1)
-    used = sum(h.tokens for h in asked.nodes[:n_first])
-    texts = [h.text for h in asked.nodes[:n_first]]
-    tail = fused_oracle(index, second, budget - used, before=texts, feedback_docs=1)
-    assert [h.id for h in asked.nodes[n_first:]] == tail
+    assert asked.report["fusion"]["feedback"] == 1
+    head, tail = fused_biased_oracle(index, mode, p, budget, feedback_docs=1)
+    assert [h.id for h in asked.nodes] == head + tail
     assert dataclasses.asdict(index.engine.config.fusion) == fusion_before
     again = index.query(QUESTION, mode=mode, budget_tokens=budget, bias_share=p)
     assert [h.id for h in again.nodes] == [h.id for h in plain.nodes]
