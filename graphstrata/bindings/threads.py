@@ -10,15 +10,15 @@ cores this process may run on (its CPU affinity) and its role:
 ========  ====  =================  =====  =====  ==============================
 role      BLAS  Numba              ONNX   torch  search pool
 ========  ====  =================  =====  =====  ==============================
-server    1     1 per request      share  1      ``min(8, cores + 2)`` requests
+server    1     1 per request      rest   1      ``min(8, max(1, cores - 1))`` requests
 query     1     all (by crossover) all    1      -
 build     all   all                all    all    -
 worker    all   all                all    all    - (cores = the actor's threads)
 ========  ====  =================  =====  =====  ==============================
 
-"all" is the budget's cores; "share" is ``max(1, cores // search pool)``: the server embeds
-queries in micro-batches beside the search pool's requests, so a batch gets its share of the
-cores, not all of them (one thread on 2 to 11 cores). A server request runs single-threaded
+"all" is the budget's cores; "rest" is ``max(1, cores - search pool)``: the server embeds
+queries in micro-batches on one thread of its own, beside the search pool's requests, so a
+batch gets the cores the searches leave (one thread on 1 to 9 cores). A server request runs single-threaded
 (its parallelism is the concurrent requests); a one-shot query keeps Numba's pool for the kernels whose batch is large
 enough to pay for it (each kernel checks its own crossover, e.g.
 ``core.parallel.BETWEENNESS_PARALLEL_MIN``) but never hands a per-query matrix product to a
@@ -153,16 +153,20 @@ def budget(role: str, threads: str | int | None = None) -> ThreadBudget:
         cores = available_cores()
         return ThreadBudget(role, cores, None, None, None, None, None, min(8, cores + 2), False)
     cores = override if isinstance(override, int) else available_cores()
-    # A search releases the GIL in its kernels and holds it elsewhere, so a couple of requests
-    # more than cores keep the cores busy while others wait for the GIL; more only switch.
-    pool = min(8, cores + 2)
+    # The server's query embeddings run on one thread of their own (ONNX Runtime releases the
+    # GIL), so searches get the other cores: a search releases the GIL only in its kernels,
+    # and more search threads than that only queue for the GIL. Serving graph on 2 cores
+    # (python -m benchmarks.kernels.threads, 800 requests a cell), req/s at concurrency 8 / 32:
+    # 3 search threads 176.8 / 187.9, 2 threads 189.3 / 204.8, 1 thread (this rule) 221.5 /
+    # 216.6; each library's default (4 threads, ONNX on every core) 154.3 / 177.4.
+    pool = min(8, max(1, cores - 1))
     if role == "server":
         # Parallelism comes from concurrent requests; many request threads may each launch a
         # Numba kernel, which only a threadsafe layer (OpenMP, TBB) allows.
-        # The embedder's batches run beside `pool` searching requests: a batch with every core
-        # (ONNX intra-op threads = cores) lost to one thread at concurrency 8, 147.9 against
-        # 155.1 req/s (158.6 / 182.0 in the run before; benchmarks/results/threads.md).
-        share = max(1, cores // pool)
+        # The embedder's batches get the cores the searches leave: a batch with every core
+        # (ONNX intra-op threads = cores) lost to one thread at concurrency 8 (147.9 against
+        # 155.1 req/s, and 158.6 / 182.0 in the run before).
+        share = max(1, cores - pool)
         return ThreadBudget(role, cores, 1, 1, "threadsafe", share, 1, pool, True)
     if role == "query":
         return ThreadBudget(role, cores, 1, cores, None, cores, 1, 1, True)

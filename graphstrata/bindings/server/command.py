@@ -200,7 +200,7 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         "--search-threads",
         type=int,
         dest="search_threads",
-        help="searches run at once (default: the thread budget's, min(8, cores + 2))",
+        help="searches run at once (default: the thread budget's, min(8, max(1, cores - 1)))",
     )
     add_threads_arg(p)
     p.add_argument(

@@ -231,7 +231,8 @@ class QueryRunner:
         self.answer_pool = ThreadPoolExecutor(
             self.answer_threads, "gs-answer", initializer=thread_initializer(threads)
         )
-        # One embedding call at a time: the model already spreads one call over every core.
+        # One embedding call at a time, on the cores the search threads leave (the server
+        # role's ONNX threads, bindings/threads.py); ONNX Runtime releases the GIL while it runs.
         self.embed_pool = ThreadPoolExecutor(1, "gs-embed")
         self.batcher: MicroBatcher[str, tuple[np.ndarray, float]] = MicroBatcher(
             self._embed_batch,

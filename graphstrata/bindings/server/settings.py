@@ -59,12 +59,12 @@ class ServerSettings:
         writes).
     search_threads:
         Threads that run searches (and whole-query batches); ``None`` (default): the server
-        role's thread budget, ``min(8, cores + 2)``, where ``cores`` is the number of CPUs
+        role's thread budget, ``min(8, max(1, cores - 1))``, where ``cores`` is the number of CPUs
         this process may run on (:func:`~graphstrata.bindings.threads.available_cores`: the
         CPU affinity, so a container or ``taskset`` limit counts, not the host's CPUs) or
-        ``threads``. A search releases the GIL in its kernels and holds it elsewhere, so a
-        couple of threads more than cores keep the cores busy while others wait for the GIL;
-        more only add switching. Each search runs single-threaded (one BLAS thread, one Numba
+        ``threads``. Query embeddings run on a thread of their own (ONNX Runtime releases the
+        GIL); a search releases the GIL only in its kernels, so more search threads than the
+        other cores only queue for the GIL. Each search runs single-threaded (one BLAS thread, one Numba
         thread): parallelism comes from the concurrent requests.
     threads:
         The process's thread budget (:mod:`graphstrata.bindings.threads`, role ``server``,
