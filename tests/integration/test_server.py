@@ -532,7 +532,9 @@ def test_served_process_applies_the_server_thread_budget(server):
     budget = threads["budget"]
     assert budget["role"] == "server"
     assert (budget["blas"], budget["numba"], budget["torch"]) == (1, 1, 1)
-    assert threads["search_pool"] == budget["search_pool"] == min(8, budget["cores"] + 2)
+    pool = min(8, max(1, budget["cores"] - 1))
+    assert threads["search_pool"] == budget["search_pool"] == pool
+    assert budget["onnx"] == max(1, budget["cores"] - pool)
 
 
 # ---------------------------------------------------------------------------- auth and limits
