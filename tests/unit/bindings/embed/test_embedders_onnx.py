@@ -169,17 +169,6 @@ def test_cache_key_tracks_weights_and_settings(tmp_path):
     assert eo.cached_model_path("fp32", model, tmp_path / "cache") != first
 
 
-def test_cache_dir_precedence(monkeypatch, tmp_path):
-    monkeypatch.setenv("GRAPHSTRATA_CACHE", str(tmp_path / "explicit"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert eo.cache_dir() == tmp_path / "explicit"
-    monkeypatch.delenv("GRAPHSTRATA_CACHE")
-    assert eo.cache_dir() == tmp_path / "xdg" / "graphstrata"
-    monkeypatch.delenv("XDG_CACHE_HOME")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert eo.cache_dir() == tmp_path / "home" / ".cache" / "graphstrata"
-
-
 _RACER = textwrap.dedent(
     """
     import json, sys, time
