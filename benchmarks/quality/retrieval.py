@@ -45,6 +45,7 @@ beside each table. Skips cleanly (exit 0) when ``../shared/data`` is absent.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import hashlib
 import json
@@ -179,24 +180,28 @@ def components_for(names: Sequence[str]) -> list[Any]:
 COMPONENT_SECTIONS = {"hierarchy": "hierarchy", "heterograph": "heterograph"}
 
 
-def build_config(components: list[Any]) -> dict[str, Any]:
-    """The default config as far as these components' build reads it: the shared sections
-    and the sections of the components present (not the query-time ones)."""
+def build_config(components: list[Any], config: Any = None) -> dict[str, Any]:
+    """``config`` (default: the default ``IndexConfig``) as far as these components' build
+    reads it: the shared sections and the sections of the components present (not the
+    query-time ones)."""
     from graphstrata.engine.config import IndexConfig
 
     present = {c.name for c in components}
     skip = set(QUERY_SECTIONS) | {s for c, s in COMPONENT_SECTIONS.items() if c not in present}
-    return {k: v for k, v in IndexConfig().to_dict().items() if k not in skip}
+    return {k: v for k, v in (config or IndexConfig()).to_dict().items() if k not in skip}
 
 
-def build_identity(dataset: str, components: list[Any], embedder: str) -> dict[str, Any]:
-    """What an index depends on: corpus, build-time config, embedder and components."""
+def build_identity(
+    dataset: str, components: list[Any], embedder: str, config: Any = None
+) -> dict[str, Any]:
+    """What an index depends on: corpus, build-time config (``config``, default the default
+    ``IndexConfig``), embedder and components."""
     from graphstrata.engine.store import sha256_file
 
     return {
         "dataset": dataset,
         "corpus_sha256": sha256_file(DATA / dataset / "corpus.jsonl"),
-        "config": build_config(components),
+        "config": build_config(components, config),
         "embedder": embedder,
         "components": [c.name for c in components],
     }
@@ -283,8 +288,10 @@ def build_or_reuse(
     embedder_spec: str | None,
     rebuild: bool = False,
     reuse_stale: bool = False,
+    config: Any = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """Open the dataset's index of this group, building it first if needed.
+    """Open the dataset's index of this group, building it first if needed (with ``config``,
+    an ``IndexConfig``; default the default one).
 
     The build record is written last: a directory without one is an interrupted build and is
     rebuilt, and so is an index whose record names other build code (``code_sha256``),
@@ -296,7 +303,7 @@ def build_or_reuse(
     from graphstrata.engine.index import Engine
 
     embedder = make_embedder(embedder_spec)
-    identity = build_identity(dataset, components, str(embedder.name))
+    identity = build_identity(dataset, components, str(embedder.name), config)
     path = index_dir(identity)
     record_path = path.with_suffix(".build.json")
     llm = make_llm(cache_path=path / LLM_CACHE_FILE)
@@ -331,7 +338,8 @@ def build_or_reuse(
     docs = read_jsonl(DATA / dataset / "corpus.jsonl")
     log(f"{dataset}: building an index of {len(docs)} documents in {path.relative_to(REPO)}")
     cached = CachedEmbedder(embedder, INDEX_ROOT / "embed-cache")
-    engine = Engine.create(path, IndexConfig(), cached, llm, components=components)
+    fresh = copy.deepcopy(config) if config is not None else IndexConfig()
+    engine = Engine.create(path, fresh, cached, llm, components=components)
     last = [0.0]
 
     def progress(stage: str, done: int, total: int) -> None:

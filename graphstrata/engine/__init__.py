@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from graphstrata.engine.index import Engine
     from graphstrata.engine.ingest.chunking import chunk_text
     from graphstrata.engine.interfaces import (
+        EXTRACTIVE_LLM,
         LLM,
         BackendError,
         Embedder,
@@ -144,6 +145,7 @@ _PUBLIC: dict[str, str] = {
     "chunk_text": "ingest.chunking",
     **dict.fromkeys(
         (
+            "EXTRACTIVE_LLM",
             "LLM",
             "BackendError",
             "Embedder",
@@ -167,6 +169,7 @@ _PUBLIC: dict[str, str] = {
 }
 
 __all__ = [
+    "EXTRACTIVE_LLM",
     "INDEX_ENTRIES",
     "LLM",
     "MANIFEST",

@@ -15,6 +15,7 @@ from typing import Any
 from graphstrata.core.fusion import ADAPTIVE_SIGNALS
 from graphstrata.engine.extraction import YieldConfig
 from graphstrata.engine.fields import ConfigError, check_fields, from_dict, setting
+from graphstrata.engine.interfaces import EXTRACTIVE_LLM
 from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.prompts import PromptConfig
 
@@ -173,6 +174,22 @@ class HeterographConfig:
     #: ``approximations.md`` (incrementally built shared sets: modularity within 0.003 of
     #: whole-graph runs, graph recall within 0.5 point or higher).
     local_leiden: bool = True
+    #: Attribute nodes (A: an important entity's facts summarized by the LLM, NodeRAG §2.3).
+    #: ``auto`` is resolved when an index is created (``resolved``): ``off`` under the
+    #: extractive backend, whose attributes are sentences the units already hold; ``on``
+    #: under a generative one (NodeRAG's design; not measured here). Under the extractive
+    #: backend, off against on moved graph recall by 0.0 to +0.2 points at 1k/2k/4k tokens on
+    #: the three shared sets (every paired interval holds 0) and saves the attribute stage and
+    #: its embeddings, 10 % (MultiHop-RAG) to 20 % (HotpotQA) of a build from empty caches
+    #: (benchmarks/results/graph-attributes.md, decision 0034). An index made before this
+    #: field existed reads ``auto`` and keeps its attributes. ``off`` on an index with
+    #: attributes drops them at its next write.
+    attributes: str = setting(
+        "auto",
+        choices=("auto", "on", "off"),
+        doc="Write attribute nodes of the important entities: ``on``, ``off`` or ``auto`` "
+        "(resolved at creation: off under the extractive LLM, on under a generative one).",
+    )
     attribute_tokens: int = setting(200, ge=1)
     element_tokens: int = setting(400, ge=1)
     decompose_tokens: int = setting(1024, ge=1)
@@ -319,6 +336,19 @@ class HeterographConfig:
         """Raise ``ConfigError`` on a value of the wrong type or out of range (the checks of
         a query's ``graph`` parameters, ``engine.fields``)."""
         check_fields(self, "heterograph", ConfigError)
+
+    def resolved(self, llm_name: str) -> HeterographConfig:
+        """This section with ``attributes="auto"`` decided for an index built by the LLM
+        named ``llm_name`` (``EXTRACTIVE_LLM``: off; any other: on)."""
+        if self.attributes != "auto":
+            return self
+        return dataclasses.replace(self, attributes="off" if llm_name == EXTRACTIVE_LLM else "on")
+
+    @property
+    def writes_attributes(self) -> bool:
+        """Whether writes make attribute nodes (an unresolved ``auto``, read from an index
+        made before the field existed, keeps them as that index was built)."""
+        return self.attributes != "off"
 
 
 _RERANK_DOC = "How many of the mode's top candidates a reranker rescores before packing; 0: none."
@@ -482,7 +512,7 @@ class IndexConfig:
     #: (cosine >= 1 - 1e-7) at 2-4x the speed; int8 is faster still but moved recall by up to
     #: 2.0 points on HotpotQA, over the 0.5-point rule (benchmarks/results/embedder_quality.md).
     embedder: str = "minilm-onnx"
-    llm: str = "extractive"
+    llm: str = EXTRACTIVE_LLM
     #: How vectors are stored and held by usearch: float16 halves their bytes. On the 2-core
     #: machine (benchmarks/results/vector_dtype.md, one run, load 2) a single-thread HNSW
     #: build took 0.37 against 0.72 ms per vector for 49k all-MiniLM-L6-v2 vectors and 0.80

@@ -117,8 +117,11 @@ class Engine:
         components: list[Component] | None = None,
         reranker: Reranker | None = None,
     ) -> Engine:
-        """Create an empty index at ``path`` (see ``Store.create``)."""
+        """Create an empty index at ``path`` (see ``Store.create``). Choices left to the
+        backend (``HeterographConfig.attributes="auto"``) are decided for ``llm`` and recorded
+        in ``config``."""
         config.validate()
+        config.heterograph = config.heterograph.resolved(llm.name)
         if (
             embedder.max_input_tokens
             and config.chunking.chunk_tokens > 4 * embedder.max_input_tokens

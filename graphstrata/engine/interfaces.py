@@ -15,6 +15,12 @@ if TYPE_CHECKING:  # annotations only: the config sections import this module, c
     import numpy as np
 
 
+#: The name of the built-in extractive backend (``bindings/llm/extractive.py``). It selects
+#: sentences of its inputs and writes no new text, so a stage whose nodes would only repeat
+#: sentences the index holds already is left out under it (``HeterographConfig.attributes``).
+EXTRACTIVE_LLM = "extractive"
+
+
 class BackendError(RuntimeError):
     """A model backend failed (timeout, HTTP error after the last retry, bad output).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import numpy as np
@@ -9,7 +10,9 @@ import pytest
 
 from graphstrata.bindings.api import Index
 from graphstrata.bindings.embed.models import HashingEmbedder
+from graphstrata.bindings.llm.extractive import ExtractiveLLM
 from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.directory import stored_manifest
 from graphstrata.engine.heterograph.parse import normalize_name
 from graphstrata.engine.types import EdgeKind, NodeKind
 
@@ -32,6 +35,7 @@ DOC_B = {
 def _index(tmp_path, name: str = "idx") -> Index:
     cfg = IndexConfig()
     cfg.hierarchy.enabled = False
+    cfg.heterograph.attributes = "on"  # their upkeep is tested (off under the extractive LLM)
     return Index.create(tmp_path / name, cfg, embedder=HashingEmbedder(64))
 
 
@@ -226,6 +230,7 @@ def test_important_entities_are_reselected_on_their_schedule(tmp_path, sample_do
     cfg = IndexConfig()
     cfg.hierarchy.enabled = False
     cfg.heterograph.importance_refresh_share = share
+    cfg.heterograph.attributes = "on"
     index = Index.create(tmp_path / "idx", cfg, embedder=HashingEmbedder(64))
 
     def last() -> dict:
@@ -248,3 +253,51 @@ def test_important_entities_are_reselected_on_their_schedule(tmp_path, sample_do
         # Shrinking past the share (15 of the 21 documents deleted) selects again.
         index.delete([d["doc_id"] for d in sample_docs[5:20]])
         assert last()["selected"] and last()["selected_at"] < first["selected_at"]
+
+
+class _Generative(ExtractiveLLM):
+    """The extractive backend under another name: the engine takes it for a generative one."""
+
+    @property
+    def name(self) -> str:
+        return "scripted:generative"
+
+
+def test_attributes_auto_is_decided_for_the_llm_at_creation(tmp_path, sample_docs):
+    """``attributes="auto"``: off under the extractive LLM (no attribute node, no attribute
+    call, no selection), on under any other backend; the decision is in the manifest."""
+    cfg = IndexConfig()
+    cfg.hierarchy.enabled = False
+    assert cfg.heterograph.attributes == "auto"
+    plain = Index.create(tmp_path / "plain", cfg, embedder=HashingEmbedder(64))
+    generative = Index.create(
+        tmp_path / "gen", IndexConfig(), embedder=HashingEmbedder(64), llm=_Generative()
+    )
+    for index, path, want in ((plain, "plain", "off"), (generative, "gen", "on")):
+        manifest = stored_manifest(tmp_path / path)
+        assert manifest["config"]["heterograph"]["attributes"] == want
+        report = index.insert(sample_docs)
+        kinds = index.engine.state.snapshot.nodes
+        assert (kinds.ids_of_kind(K["A"]).size > 0) == (want == "on")
+        assert ("attribute" in report.llm_by_stage) == (want == "on")
+        assert kinds.ids_of_kind(K["H"]).size > 0  # communities are written either way
+        assert index.query("Who founded Meridian Optics?", mode="graph").nodes
+        assert_consistent(index)
+    # Reopened, the recorded choice holds (the LLM given at open does not change it).
+    reopened = Index.open(tmp_path / "plain", llm=_Generative())
+    assert reopened.engine.config.heterograph.attributes == "off"
+    # An index made before the field existed reads "auto" and keeps writing attributes.
+    assert IndexConfig.from_dict({"heterograph": {}}).heterograph.writes_attributes
+
+
+def test_attributes_turned_off_are_dropped_at_the_next_write(tmp_path, sample_docs):
+    index = _index(tmp_path)  # on
+    index.insert(sample_docs[:12])
+    assert index.engine.state.snapshot.nodes.ids_of_kind(K["A"]).size > 0
+    config = index.engine.config
+    config.heterograph = dataclasses.replace(config.heterograph, attributes="off")
+    report = index.insert(sample_docs[12:14])
+    assert index.engine.state.snapshot.nodes.ids_of_kind(K["A"]).size == 0
+    assert "attribute" not in report.llm_by_stage
+    assert_consistent(index)  # no attribute edge left behind
+    assert index.query("Who founded Meridian Optics?", mode="graph").nodes

@@ -40,7 +40,9 @@ def _modularity(n, src, dst, membership) -> float:
 
 
 def test_maintain_runs_leiden_whole_and_selects_again(tmp_path, sample_docs):
-    index = Index.create(tmp_path / "ix", IndexConfig(), embedder=HashingEmbedder(64))
+    cfg = IndexConfig()
+    cfg.heterograph.attributes = "on"  # maintenance selects the important entities again
+    index = Index.create(tmp_path / "ix", cfg, embedder=HashingEmbedder(64))
     docs = list(sample_docs)
     index.insert(docs[:18])
     for doc in docs[18:24]:  # local Leiden on each write

@@ -131,6 +131,7 @@ def test_advanced_walk_graph_equals_a_fresh_one(tmp_path, sample_docs, monkeypat
         "rebuild": ({"share": 0.0}, never),
     }
     config = IndexConfig()
+    config.heterograph.attributes = "on"  # attribute nodes come and go with the writes
     if compact in shares:
         extra, dead = shares[compact]
         config.maintenance = maintenance(walk_graph_extra=extra, walk_graph_dead=dead)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from graphstrata.bindings.llm.statements import WORD as _WORD
 from graphstrata.bindings.llm.statements import is_statement
-from graphstrata.engine import LLMError, LLMRequest, LLMResponse, count_tokens
+from graphstrata.engine import EXTRACTIVE_LLM, LLMError, LLMRequest, LLMResponse, count_tokens
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[“‘]?[A-Z0-9])")
 _HEADING_MARK = re.compile(r"^#{1,6}\s*")
@@ -534,7 +534,7 @@ class ExtractiveLLM:
 
     @property
     def name(self) -> str:
-        return "extractive"
+        return EXTRACTIVE_LLM
 
     def complete(self, requests: Sequence[LLMRequest]) -> list[LLMResponse]:
         return [self._one(r) for r in requests]

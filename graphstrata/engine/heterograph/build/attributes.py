@@ -84,7 +84,8 @@ def _select(work: Work, g1_ids: np.ndarray) -> tuple[set[int], dict[str, Any]]:
 def attributes(
     llm: MeteredLLM, work: Work, names: Names, touched: np.ndarray, selected_at: int | None
 ) -> dict[str, Any]:
-    """Find the important entities; write, refresh or drop their attributes.
+    """Find the important entities; write, refresh or drop their attributes (with
+    ``HeterographConfig.attributes`` off: drop every attribute, select nothing).
 
     Parameters
     ----------
@@ -115,6 +116,14 @@ def attributes(
     dead = work.dead_array()
     alive = ~(contains(dead, a_src) | contains(dead, a_dst))
     has = {n: a.tolist() for n, a in group_by(a_src[alive], a_dst[alive]).items()}
+    if not cfg.writes_attributes:
+        # No entity is important, so every attribute there is goes; nothing is selected
+        # (the k-core and betweenness pass is most of this stage's time without an LLM).
+        dropped_off = sorted(has)
+        for e in dropped_off:
+            work.dead.update(has[e])
+        return {"important": 0, "selected": False, "selected_at": selected_at, "written": 0,
+                "refreshed": 0, "dropped": len(dropped_off)}  # fmt: skip
     g1_ids = work.live_ids(S, N, R)  # its size is what the schedule compares
     size = int(g1_ids.size)
     share = float(cfg.importance_refresh_share)

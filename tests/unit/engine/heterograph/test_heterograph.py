@@ -43,6 +43,7 @@ EDGE_SHAPES = {
 def _config(hierarchy: bool = False) -> IndexConfig:
     cfg = IndexConfig()
     cfg.hierarchy.enabled = hierarchy
+    cfg.heterograph.attributes = "on"  # every node kind (off under the extractive LLM)
     return cfg
 
 
