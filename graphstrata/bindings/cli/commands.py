@@ -205,7 +205,9 @@ def register(sub: Any) -> None:
     p.add_argument("index")
     p.add_argument("question")
     p.add_argument(
-        "--mode", default="naive", help="naive, collapsed, detailed, summarized, graph, bm25"
+        "--mode",
+        default="naive",
+        help="naive (default), bm25, hybrid, collapsed, detailed, summarized or graph",
     )
     p.add_argument("--budget", type=int, default=None, help="retrieved-token budget (default 2000)")
     p.add_argument("--top-k", type=int, default=None, dest="top_k")

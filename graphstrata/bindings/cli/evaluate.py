@@ -106,7 +106,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--modes",
         default=None,
-        help="comma-separated modes (naive, bm25, collapsed, detailed, summarized, graph); "
+        help="comma-separated modes (naive, bm25, hybrid, collapsed, detailed, summarized, graph); "
         "default: every mode the index serves",
     )
     p.add_argument("--budget", type=int, default=2000, help="retrieved-token budget (default 2000)")
