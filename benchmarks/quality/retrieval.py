@@ -207,14 +207,26 @@ def build_identity(
     }
 
 
-def latest_built(dataset: str, components: list[Any], embedder: str) -> Path | None:
-    """The most recently built index of this dataset, group and embedder, whatever its
-    identity key (for ``--reuse-stale``)."""
+def config_sha256(config: dict[str, Any]) -> str:
+    """A build config's hash, kept in a build record (whose identity leaves the config out)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
+def latest_built(
+    dataset: str, components: list[Any], embedder: str, config: Any = None
+) -> Path | None:
+    """The most recently built index of this dataset, group, embedder and build config
+    (``config``, default the default one), whatever its build code (for ``--reuse-stale``;
+    a record without a config hash predates variants and was built with the default)."""
     names = [c.name for c in components]
+    want = config_sha256(build_config(components, config))
+    default = config_sha256(build_config(components))
     found = []
     for rec_path in INDEX_ROOT.glob(f"{dataset}-{'-'.join(names)}-*.build.json"):
         rec = json.loads(rec_path.read_text())
         ident = rec.get("identity", {})
+        if ident.get("config_sha256", default) != want:
+            continue
         if ident.get("components") == names and ident.get("embedder", embedder) == embedder:
             path = rec_path.with_suffix("").with_suffix("")
             if (path / "manifest.json").exists():
@@ -309,7 +321,7 @@ def build_or_reuse(
     llm = make_llm(cache_path=path / LLM_CACHE_FILE)
     code = _CODE_AT_START.setdefault(tuple(c.name for c in components), code_sha256(components))
     if reuse_stale and not rebuild and not record_path.exists():
-        other = latest_built(dataset, components, str(embedder.name))
+        other = latest_built(dataset, components, str(embedder.name), config)
         if other is not None:
             path, record_path = other, other.with_suffix(".build.json")
             llm = make_llm(cache_path=path / LLM_CACHE_FILE)
@@ -351,7 +363,10 @@ def build_or_reuse(
     load_before = load_text(1, ", ")
     report = engine.insert(docs, progress=progress)
     record = {
-        "identity": {k: v for k, v in identity.items() if k != "config"},
+        "identity": {
+            **{k: v for k, v in identity.items() if k != "config"},
+            "config_sha256": config_sha256(identity["config"]),
+        },
         "code_sha256": code,
         "report": report.to_dict(),
         "embed_cache": {"hits": cached.hits, "misses": cached.misses},
