@@ -606,8 +606,10 @@ class HeterographView(ComponentView):
             (int(NodeKind.A), int(NodeKind.H), int(NodeKind.R)),
             structured_share,
         )
-        is_text = self.kinds[cand] == np.uint8(T)
-        packer.offer(cand[is_text], density[is_text], math.floor(budget * text_share))
+        text_cap = math.floor(budget * text_share)
+        if text_cap > 0:  # the default share is 0: that round would pack nothing
+            is_text = self.kinds[cand] == np.uint8(T)
+            packer.offer(cand[is_text], density[is_text], text_cap)
         packer.offer(cand, density)
         positions, chosen = packer.packed()
         order = np.argsort(-chosen, kind="stable")
