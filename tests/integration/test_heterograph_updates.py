@@ -280,6 +280,8 @@ def test_attributes_auto_is_decided_for_the_llm_at_creation(tmp_path, sample_doc
         kinds = index.engine.state.snapshot.nodes
         assert (kinds.ids_of_kind(K["A"]).size > 0) == (want == "on")
         assert ("attribute" in report.llm_by_stage) == (want == "on")
+        meta = index.engine.state.snapshot.component_meta("heterograph")
+        assert (meta["last_update"]["attributes"]["important"] > 0) == (want == "on")
         assert kinds.ids_of_kind(K["H"]).size > 0  # communities are written either way
         assert index.query("Who founded Meridian Optics?", mode="graph").nodes
         assert_consistent(index)
