@@ -178,12 +178,12 @@ class HeterographConfig:
     #: ``auto`` is resolved when an index is created (``resolved``): ``off`` under the
     #: extractive backend, whose attributes are sentences the units already hold; ``on``
     #: under a generative one (NodeRAG's design; not measured here). Under the extractive
-    #: backend, off against on moved graph recall by 0.0 to +0.2 points at 1k/2k/4k tokens on
-    #: the three shared sets (every paired interval holds 0) and saves the attribute stage and
-    #: its embeddings, 10 % (MultiHop-RAG) to 20 % (HotpotQA) of a build from empty caches
-    #: (benchmarks/results/graph-attributes.md, decision 0034). An index made before this
-    #: field existed reads ``auto`` and keeps its attributes. ``off`` on an index with
-    #: attributes drops them at its next write.
+    #: backend, off against on moved graph recall by -0.3 to +0.3 points at 1k/2k/4k tokens on
+    #: the three shared sets (within half a point in every paired interval) and saves the
+    #: attribute stage and its embeddings, 10 % (MultiHop-RAG) to 20 % (HotpotQA) of a build
+    #: from empty caches (benchmarks/results/graph-attributes.md, decision 0034). An index
+    #: made before this field existed reads ``auto`` and keeps its attributes. ``off`` on an
+    #: index with attributes drops them at its next write.
     attributes: str = setting(
         "auto",
         choices=("auto", "on", "off"),

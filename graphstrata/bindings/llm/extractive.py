@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from graphstrata.bindings.llm.statements import WORD as _WORD
-from graphstrata.bindings.llm.statements import is_statement
+from graphstrata.bindings.llm.statements import cut_pieces, is_statement
 from graphstrata.engine import EXTRACTIVE_LLM, LLMError, LLMRequest, LLMResponse, count_tokens
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[“‘]?[A-Z0-9])")
@@ -428,7 +428,8 @@ def decompose(
     """Rule-based NodeRAG decomposition of one chunk.
 
     Groups of ``sentences_per_unit`` sentences (statements only: :func:`is_statement` drops
-    headings, table rows and other fragments) are the semantic units; their entities are
+    headings, table rows and other fragments, :func:`cut_pieces` the ends of sentences the
+    chunk's window cut) are the semantic units; their entities are
     the names, dates and quantities of :func:`extract_entities` (with the entity ``rules``);
     their relationships link consecutive entities of one sentence by the words between them.
     """
@@ -437,7 +438,10 @@ def decompose(
     # A chunk with no statement at all (a short note, a title, a list of names) keeps its
     # fragments: a decomposition with no unit reads as an unusable answer (heterograph.parse),
     # which the yield floor refuses, and the note would be unreachable from the graph.
-    sentences = [s for s in every if is_statement(s)] or every
+    statements = [s for s in every if is_statement(s)]
+    cut = cut_pieces(text, every)
+    whole = [s for i, s in enumerate(every) if i not in cut and is_statement(s)]
+    sentences = whole or statements or every
     lower_words = frozenset(w for w in _WORD.findall(text) if w.islower())
     units: list[dict[str, object]] = []
     for start in range(0, len(sentences), sentences_per_unit):

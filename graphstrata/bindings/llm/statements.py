@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MIN_LETTER_SHARE", "MIN_OPEN_WORDS", "MIN_STATEMENT_WORDS", "WORD", "is_statement"]
+__all__ = [
+    "MIN_LETTER_SHARE",
+    "MIN_OPEN_WORDS",
+    "MIN_STATEMENT_WORDS",
+    "WORD",
+    "cut_pieces",
+    "is_statement",
+]
 
 #: A word of the extractive backend (letters, digits, inner apostrophes and hyphens).
 WORD = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ0-9][A-Za-zÀ-ÖØ-öø-ÿ0-9'\-]*")
@@ -42,3 +49,23 @@ def is_statement(sentence: str) -> bool:
     if words < MIN_STATEMENT_WORDS:
         return False
     return bool(_FINAL_PUNCT.search(sentence)) or words >= MIN_OPEN_WORDS
+
+
+def cut_pieces(text: str, sentences: list[str]) -> set[int]:
+    """Positions in ``sentences`` (``split_sentences(text)``) of the pieces that a chunk's
+    token window cut out of a longer sentence.
+
+    A chunk may open inside a sentence the previous chunk began (its first piece starts with
+    a lower-case letter) and close inside one the next chunk finishes (its last piece lacks
+    final punctuation and the text does not end at a line break): "The instrument was used
+    mainly to". The chunk's own text keeps them; a unit made of one states half a fact.
+    """
+    out: set[int] = set()
+    if not sentences:
+        return out
+    if sentences[0][:1].islower():
+        out.add(0)
+    last = len(sentences) - 1
+    if not _FINAL_PUNCT.search(sentences[last]) and not text.endswith("\n"):
+        out.add(last)
+    return out

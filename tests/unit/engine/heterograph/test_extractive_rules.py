@@ -14,7 +14,7 @@ from graphstrata.bindings.llm.extractive import (
     rules_named,
     split_sentences,
 )
-from graphstrata.bindings.llm.statements import is_statement
+from graphstrata.bindings.llm.statements import cut_pieces, is_statement
 from graphstrata.engine.heterograph.parse import parse_decomposition
 from graphstrata.engine.prompts import decompose_request
 
@@ -208,3 +208,25 @@ def test_a_chunk_without_statements_keeps_its_fragments_as_units():
     assert [u["text"] for u in mixed["semantic_units"]] == [
         "Ilse Marrow founded Zephyr Lantern Works in 1932."
     ]
+
+
+def test_pieces_a_chunk_window_cut_are_not_units():
+    """A chunk that opens inside a sentence and closes inside another: both pieces stay in the
+    chunk's text, neither becomes a unit; a line break or final punctuation ends a sentence."""
+    text = (
+        "century the mirror was polished by hand in the workshop. "
+        "The Halvorsen Observatory built the polarimeter in 1984. "
+        "The instrument was used mainly to"
+    )
+    sentences = split_sentences(text)
+    assert cut_pieces(text, sentences) == {0, 2}
+    (unit,) = decompose(text, sentences_per_unit=2)["semantic_units"]
+    assert unit["text"] == "The Halvorsen Observatory built the polarimeter in 1984."
+    whole = "The Halvorsen Observatory built the polarimeter in 1984. It measured starlight."
+    assert cut_pieces(whole, split_sentences(whole)) == set()
+    listed = "Adjuvant treatment covers these patients\nPatients with Grade 3 tumours get it\n"
+    assert cut_pieces(listed, split_sentences(listed)) == set()  # the last line is whole
+    assert cut_pieces("", []) == set()
+    # Only cut pieces: they stay the units (a chunk with no unit would be unreachable).
+    only = "and then the mirror was polished by hand for six weeks in the workshop of"
+    assert [u["text"] for u in decompose(only)["semantic_units"]] == [only]
