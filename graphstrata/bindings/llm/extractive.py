@@ -427,21 +427,18 @@ def decompose(
 ) -> dict[str, list[dict[str, object]]]:
     """Rule-based NodeRAG decomposition of one chunk.
 
-    Groups of ``sentences_per_unit`` sentences (statements only: :func:`is_statement` drops
-    headings, table rows and other fragments, :func:`cut_pieces` the ends of sentences the
-    chunk's window cut) are the semantic units; their entities are
-    the names, dates and quantities of :func:`extract_entities` (with the entity ``rules``);
-    their relationships link consecutive entities of one sentence by the words between them.
+    Groups of ``sentences_per_unit`` whole statements (:func:`is_statement` drops headings,
+    table rows and fragments, :func:`cut_pieces` what the chunk's window cut) are the units;
+    their entities are the names, dates and quantities of :func:`extract_entities` (``rules``),
+    their relationships link consecutive entities of a sentence by the words between them.
     """
     chosen = rules_named(rules)
     every = split_sentences(text)
-    # A chunk with no statement at all (a short note, a title, a list of names) keeps its
-    # fragments: a decomposition with no unit reads as an unusable answer (heterograph.parse),
-    # which the yield floor refuses, and the note would be unreachable from the graph.
-    statements = [s for s in every if is_statement(s)]
+    # A chunk with no whole statement (a note, a title, names) keeps its fragments: without a
+    # unit it is an unusable answer (heterograph.parse) and unreachable from the graph.
     cut = cut_pieces(text, every)
     whole = [s for i, s in enumerate(every) if i not in cut and is_statement(s)]
-    sentences = whole or statements or every
+    sentences = whole or [s for s in every if is_statement(s)] or every
     lower_words = frozenset(w for w in _WORD.findall(text) if w.islower())
     units: list[dict[str, object]] = []
     for start in range(0, len(sentences), sentences_per_unit):
