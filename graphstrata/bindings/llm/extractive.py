@@ -434,8 +434,7 @@ def decompose(
     """
     chosen = rules_named(rules)
     every = split_sentences(text)
-    # A chunk with no whole statement (a note, a title, names) keeps its fragments: without a
-    # unit it is an unusable answer (heterograph.parse) and unreachable from the graph.
+    # No whole statement (a note, a title): keep the fragments, or heterograph.parse refuses it.
     cut = cut_pieces(text, every)
     whole = [s for i, s in enumerate(every) if i not in cut and is_statement(s)]
     sentences = whole or [s for s in every if is_statement(s)] or every
