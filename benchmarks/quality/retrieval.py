@@ -207,9 +207,10 @@ def build_identity(
     }
 
 
-def config_sha256(config: dict[str, Any]) -> str:
-    """A build config's hash, kept in a build record (whose identity leaves the config out)."""
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+def json_sha256(value: Any) -> str:
+    """SHA-256 of ``value``'s JSON with sorted keys: an index's identity key (``index_dir``)
+    and the config hash a build record keeps (its identity leaves the config out)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
 def latest_built(
@@ -219,8 +220,8 @@ def latest_built(
     (``config``, default the default one), whatever its build code (for ``--reuse-stale``;
     a record without a config hash predates variants and was built with the default)."""
     names = [c.name for c in components]
-    want = config_sha256(build_config(components, config))
-    default = config_sha256(build_config(components))
+    want = json_sha256(build_config(components, config))
+    default = json_sha256(build_config(components))
     found = []
     for rec_path in INDEX_ROOT.glob(f"{dataset}-{'-'.join(names)}-*.build.json"):
         rec = json.loads(rec_path.read_text())
@@ -269,7 +270,7 @@ def code_sha256(components: list[Any]) -> str:
 
 
 def index_dir(identity: dict[str, Any]) -> Path:
-    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+    key = json_sha256(identity)[:12]
     group = "-".join(identity["components"])
     return INDEX_ROOT / f"{identity['dataset']}-{group}-{key}"
 
@@ -365,7 +366,7 @@ def build_or_reuse(
     record = {
         "identity": {
             **{k: v for k, v in identity.items() if k != "config"},
-            "config_sha256": config_sha256(identity["config"]),
+            "config_sha256": json_sha256(identity["config"]),
         },
         "code_sha256": code,
         "report": report.to_dict(),
