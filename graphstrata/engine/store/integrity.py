@@ -188,10 +188,11 @@ def verify_newest(
             result = verify_index_files(root, manifest(), all_versions)
         except FileNotFoundError:
             # A file listed when the check started vanished as it was hashed: a compaction
-            # committed and swept it; check the newer manifest (a real loss raises again).
-            if reload():
-                continue
-            raise
+            # committed and swept it. Check again from the current manifest, which may not
+            # have moved (the sweep removed a kept version that alone named the file): a
+            # file still named is then reported missing, like any lost file.
+            reload()
+            continue
         if not any(p.problem == MISSING for p in result.problems) or not reload():
             return _without_swept(root, result)
     return _without_swept(root, verify_index_files(root, manifest(), all_versions))
