@@ -35,6 +35,14 @@ def _store(tmp_path: Path, commits: int = 2) -> Store:
     return store
 
 
+def _forget_in_current(tmp_path: Path, key: str) -> str:
+    """Drop state ``key`` from the current manifest only: the history still names its file."""
+    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    rel = manifest["state"].pop(key)["file"]
+    (tmp_path / "ix" / "manifest.json").write_bytes(seal(manifest))
+    return str(rel)
+
+
 def _flip_last_byte_of_data(path: Path, back: int = 9) -> None:
     data = bytearray(path.read_bytes())
     data[-back] ^= 0x01
@@ -92,14 +100,11 @@ def test_a_missing_file_is_reported_by_both(tmp_path):
 
 
 def test_all_versions_checks_the_history_and_its_manifests(tmp_path):
-    store = _store(tmp_path, commits=3)
+    _store(tmp_path, commits=3)
     # A file that only older versions name: the current manifest forgets it (as a later
     # state array replacing it would), the history manifests still list it.
-    old_rel = store.manifest["state"]["c/s0"]["file"]
+    old_rel = _forget_in_current(tmp_path, "c/s0")
     _flip_last_byte_of_data(tmp_path / "ix" / old_rel)
-    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
-    del manifest["state"]["c/s0"]
-    (tmp_path / "ix" / "manifest.json").write_bytes(seal(manifest))
     current = Store.open(tmp_path / "ix")
     assert current.verify_files().ok  # the current version no longer names it
     result = current.verify_files(all_versions=True)
@@ -118,14 +123,6 @@ def test_a_path_leaving_the_index_is_a_problem_not_a_crash(tmp_path):
     (tmp_path / "ix" / "manifests" / "v00000002.json").write_bytes(seal(manifest))
     result = store.verify_files(all_versions=True)
     assert any("outside the index directory" in p.problem for p in result.problems)
-
-
-def _forget_in_current(tmp_path: Path, key: str) -> str:
-    """Drop state ``key`` from the current manifest only: the history still names its file."""
-    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
-    rel = manifest["state"].pop(key)["file"]
-    (tmp_path / "ix" / "manifest.json").write_bytes(seal(manifest))
-    return str(rel)
 
 
 def _sweep_while_hashing(monkeypatch, root: Path, rel: str, history: bool) -> None:
