@@ -45,7 +45,6 @@ beside each table. Skips cleanly (exit 0) when ``../shared/data`` is absent.
 from __future__ import annotations
 
 import argparse
-import copy
 import dataclasses
 import hashlib
 import json
@@ -351,8 +350,7 @@ def build_or_reuse(
     docs = read_jsonl(DATA / dataset / "corpus.jsonl")
     log(f"{dataset}: building an index of {len(docs)} documents in {path.relative_to(REPO)}")
     cached = CachedEmbedder(embedder, INDEX_ROOT / "embed-cache")
-    fresh = copy.deepcopy(config) if config is not None else IndexConfig()
-    engine = Engine.create(path, fresh, cached, llm, components=components)
+    engine = Engine.create(path, config or IndexConfig(), cached, llm, components=components)
     last = [0.0]
 
     def progress(stage: str, done: int, total: int) -> None:

@@ -119,9 +119,9 @@ class Engine:
     ) -> Engine:
         """Create an empty index at ``path`` (see ``Store.create``). Choices left to the
         backend (``HeterographConfig.attributes="auto"``) are decided for ``llm`` and recorded
-        in ``config``."""
+        in the index's config, a copy: the caller's ``config`` stays as given."""
         config.validate()
-        config.heterograph = config.heterograph.resolved(llm.name)
+        config = dataclasses.replace(config, heterograph=config.heterograph.resolved(llm.name))
         if (
             embedder.max_input_tokens
             and config.chunking.chunk_tokens > 4 * embedder.max_input_tokens

@@ -14,6 +14,7 @@ from graphstrata.bindings.llm.extractive import ExtractiveLLM
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.directory import stored_manifest
 from graphstrata.engine.heterograph.parse import normalize_name
+from graphstrata.engine.index import Engine
 from graphstrata.engine.types import EdgeKind, NodeKind
 
 pytestmark = pytest.mark.integration
@@ -290,6 +291,16 @@ def test_attributes_auto_is_decided_for_the_llm_at_creation(tmp_path, sample_doc
     assert reopened.engine.config.heterograph.attributes == "off"
     # An index made before the field existed reads "auto" and keeps writing attributes.
     assert IndexConfig.from_dict({"heterograph": {}}).heterograph.writes_attributes
+
+
+def test_engine_create_decides_auto_on_a_copy_of_the_config(tmp_path):
+    """One config given to two creations: each decides ``auto`` for its own LLM."""
+    cfg = IndexConfig()
+    first = Engine.create(tmp_path / "a", cfg, HashingEmbedder(64), ExtractiveLLM())
+    second = Engine.create(tmp_path / "b", cfg, HashingEmbedder(64), _Generative())
+    assert cfg.heterograph.attributes == "auto"
+    assert first.config.heterograph.attributes == "off"
+    assert second.config.heterograph.attributes == "on"
 
 
 def test_attributes_turned_off_are_dropped_at_the_next_write(tmp_path, sample_docs):

@@ -116,24 +116,24 @@ def attributes(
     dead = work.dead_array()
     alive = ~(contains(dead, a_src) | contains(dead, a_dst))
     has = {n: a.tolist() for n, a in group_by(a_src[alive], a_dst[alive]).items()}
+    selection: dict[str, Any] = {}
+    important: set[int]
     if not cfg.writes_attributes:
         # No entity is important, so every attribute there is goes; nothing is selected
         # (the k-core and betweenness pass is most of this stage's time without an LLM).
-        dropped_off = sorted(has)
-        for e in dropped_off:
-            work.dead.update(has[e])
-        return {"important": 0, "selected": False, "selected_at": selected_at, "written": 0,
-                "refreshed": 0, "dropped": len(dropped_off)}  # fmt: skip
-    g1_ids = work.live_ids(S, N, R)  # its size is what the schedule compares
-    size = int(g1_ids.size)
-    share = float(cfg.importance_refresh_share)
-    due = selected_at is None or not has or abs(size - selected_at) >= share * max(selected_at, 1)
-    selection: dict[str, Any] = {}
-    if due:
-        important, selection = _select(work, g1_ids)
-        selected_at = size
-    else:  # between selections the entities with attributes stay the important ones
-        important = set(has)
+        due, important = False, set()
+    else:
+        g1_ids = work.live_ids(S, N, R)  # its size is what the schedule compares
+        size = int(g1_ids.size)
+        share = float(cfg.importance_refresh_share)
+        due = (
+            selected_at is None or not has or abs(size - selected_at) >= share * max(selected_at, 1)
+        )
+        if due:
+            important, selection = _select(work, g1_ids)
+            selected_at = size
+        else:  # between selections the entities with attributes stay the important ones
+            important = set(has)
     touched_set = set(touched.tolist())
     candidates = np.asarray(sorted(important & touched_set & set(has)), dtype=np.int64)
     changed: set[int] = set()
