@@ -33,7 +33,7 @@ VIEW_STAGES = (
     "search", "_query_entities", "_exact_seeds", "_vector_lists", "_sparse_lists", "walk",
     "_ranked_text", "bridge_entities", "top_by_kind", "_passages",
 )  # fmt: skip
-MODULE_STAGES = ("make_hits", "merge_seeds")
+MODULE_STAGES = ("make_hits", "merge_seeds", "coverage_ranked")
 
 
 def _timer(fn: Callable[..., Any], label: str, spent: dict[str, float], on: list[bool]) -> Any:
@@ -66,6 +66,7 @@ def measure(dataset: str, questions: int, rounds: int) -> dict[str, Any]:
     saved: list[tuple[Any, str, Any]] = []
     targets = [(search.HeterographView, n) for n in VIEW_STAGES]
     targets += [(search, n) for n in MODULE_STAGES] + [(search.Packer, "offer")]
+    targets += [(search.SparseIndex, "term_scores")]
     for owner, name in targets:
         saved.append((owner, name, getattr(owner, name)))
         setattr(owner, name, _timer(getattr(owner, name), name, spent, on))

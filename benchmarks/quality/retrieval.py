@@ -36,7 +36,8 @@ evaluated on the first index that serves it at each budget, in one run.
   (``FusionConfig.adaptive``), RRF, each side alone and the coverage and feedback knobs;
   the defaults of ``FusionConfig`` cite this table. ``bias``: ``detailed`` and
   ``summarized`` under ``HierarchyConfig.bias_share`` and ``compete`` (decision 0035).
-  ``graph``: the ``graph`` budget variants.
+  ``graph``: the ``graph`` budget variants, and its query-term coverage
+  (``HeterographConfig.term_decay``) at every budget.
 
 Writes ``benchmarks/results/retrieval.md`` and ``retrieval.json``, with the load average
 beside each table. Skips cleanly (exit 0) when ``../shared/data`` is absent.
@@ -585,15 +586,26 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("defaults, term_decay 0.7", {"term_decay": 0.7}),
 )
 SWEEP_MODES = ("hybrid", "collapsed")
-#: Budget variants of ``graph`` (query parameters, ``HeterographConfig``): which kinds the
-#: walk's budget goes to.
-GRAPH_SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("graph: defaults", {}),
-    ("graph: text_share 0.5", {"text_share": 0.5}),
-    ("graph: text_share 0.8", {"text_share": 0.8}),
-    ("graph: structured_share 0.05", {"structured_share": 0.05}),
-    ("graph: structured_share 0.1", {"structured_share": 0.1}),
-    ("graph: token_exponent 0.5", {"token_exponent": 0.5}),
+#: Variants of ``graph`` (query parameters, ``HeterographConfig``): which kinds the walk's
+#: budget goes to, and the query-term coverage of its ranking (``term_decay``) at each budget.
+#: Each is (label, parameters, budget).
+GRAPH_SWEEP: tuple[tuple[str, dict[str, Any], int], ...] = (
+    ("graph: defaults", {}, HEADLINE_BUDGET),
+    ("graph: text_share 0.5", {"text_share": 0.5}, HEADLINE_BUDGET),
+    ("graph: text_share 0.8", {"text_share": 0.8}, HEADLINE_BUDGET),
+    ("graph: structured_share 0.05", {"structured_share": 0.05}, HEADLINE_BUDGET),
+    ("graph: structured_share 0.1", {"structured_share": 0.1}, HEADLINE_BUDGET),
+    ("graph: token_exponent 0.5", {"token_exponent": 0.5}, HEADLINE_BUDGET),
+    *(
+        (f"graph: {name}, {budget} tokens", params, budget)
+        for name, params in (
+            ("defaults", {}),
+            ("term_decay 1 (no coverage)", {"term_decay": 1.0}),
+            ("term_decay 0.95", {"term_decay": 0.95}),
+            ("term_decay 0.8", {"term_decay": 0.8}),
+        )
+        for budget in BUDGETS
+    ),
 )
 
 
@@ -624,10 +636,10 @@ def run_bias_sweep(engine: Any, questions: Questions, chunk_map: Any, key: str) 
 
 
 def run_graph_sweep(engine: Any, questions: Questions, chunk_map: Any, key: str) -> dict[str, Any]:
-    """``graph`` under each ``GRAPH_SWEEP`` variant at the headline budget."""
+    """``graph`` under each ``GRAPH_SWEEP`` variant at its budget."""
     out: dict[str, Any] = {}
-    for label, params in GRAPH_SWEEP:
-        res = run_mode(engine, questions, "graph", HEADLINE_BUDGET, chunk_map, params)
+    for label, params, budget in GRAPH_SWEEP:
+        res = run_mode(engine, questions, "graph", budget, chunk_map, params)
         out[label] = {"graph": res["overall"]}
         log(f"sweep {label}: graph {res['overall'][key]:.3f}")
     return out
@@ -986,7 +998,7 @@ def graph_sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
         f"{n} graph {k}" for n in names for k in (retrieval_compare.headline(n), "doc R")
     ]
     rows = []
-    for label, _ in GRAPH_SWEEP:
+    for label, _, _ in GRAPH_SWEEP:
         cells = [label]
         for n in names:
             agg = all_data[n]["sweep"].get(label, {}).get("graph")
@@ -994,12 +1006,14 @@ def graph_sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
             cells += [cell(agg, key), cell(agg, "doc_recall")] if agg else ["–", "–"]
         rows.append(cells)
     return [
-        f"## Graph budget at {HEADLINE_BUDGET} tokens",
+        "## Graph budget",
         "",
-        "Each row sets `graph` query parameters (`HeterographConfig`): `text_share` = share "
+        f"At {HEADLINE_BUDGET} tokens unless the row names a budget. Each row sets `graph` "
+        "query parameters (`HeterographConfig`): `text_share` = share "
         "of the budget packed with chunks alone first, `structured_share` = most of the "
         "budget attributes, elements and relationships take, `token_exponent` = the "
-        "ranking's tokens exponent.",
+        "ranking's tokens exponent, `term_decay` = the query-term coverage of the ranking "
+        "(`core.fusion.coverage_rerank`; 1: off).",
         "",
         markdown_table(header, rows),
         "",

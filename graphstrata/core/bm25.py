@@ -21,7 +21,8 @@ inference from the sizes, not counted. The pruning tests allow for the float32 r
 (``_slack``).
 
 Kernels (Numba, ``cache=True``, ``nogil=True``): :func:`accumulate` (scan one list),
-:func:`add_lookups` (galloping search of sorted slots in one list). :func:`top_candidates`
+:func:`add_lookups` (galloping search of sorted slots in one list), :func:`add_term_lookups`
+(the same for several terms of one CSR segment, a row each). :func:`top_candidates`
 drives them; :class:`Scratch` is the accumulator a thread reuses (zeroed after each call).
 """
 
@@ -40,6 +41,7 @@ __all__ = [
     "Scratch",
     "accumulate",
     "add_lookups",
+    "add_term_lookups",
     "lengths",
     "scratch",
     "top_candidates",
@@ -192,6 +194,36 @@ def add_lookups(
             j = a
         if j < p and slots[j] == c:
             scores[i] += _contribution(weight, tf[j], length, base, per_term, c)
+
+
+@njit(cache=True, nogil=True)
+def add_term_lookups(
+    scores: np.ndarray,
+    cand: np.ndarray,
+    term_ptr: np.ndarray,
+    post_slot: np.ndarray,
+    post_tf: np.ndarray,
+    tids: np.ndarray,
+    weights: np.ndarray,
+    length: np.ndarray,
+    base: float,
+    per_term: float,
+) -> None:
+    """:func:`add_lookups` of each term ``tids[j]`` of one CSR segment (postings of term
+    ``t`` at ``term_ptr[t]:term_ptr[t + 1]``; a term past its end has none) into row ``j``
+    of ``scores`` (float32 ``[len(tids), len(cand)]``), at weight ``weights[j]``.
+
+    One call per segment instead of one per term and segment: a ``graph`` query scores
+    ~440 candidates for 11-28 terms (``SparseIndex.term_scores``).
+    """
+    for j in range(tids.shape[0]):
+        t = tids[j]
+        if t + 1 >= term_ptr.shape[0]:
+            continue
+        a, b = term_ptr[t], term_ptr[t + 1]
+        add_lookups(
+            scores[j], cand, post_slot[a:b], post_tf[a:b], length, base, per_term, weights[j]
+        )
 
 
 def _kth_live(acc: np.ndarray, cand: np.ndarray, alive: np.ndarray, k: int) -> float:

@@ -11,6 +11,9 @@ Pure functions over arrays, used by ``hybrid`` and the hierarchy modes:
   matched by the candidates ranked above counts less (an xQuAD-style diversification over
   the query's terms; Santos, Macdonald and Ounis, WWW 2010): a question about two articles
   gets both instead of several chunks of the one its words match best.
+* ``coverage_rerank``: the same diversification over one ranked list (``graph``'s chunks
+  and units by walk score per token): a candidate's score is scaled by the share of its
+  BM25 score that comes from query terms the candidates chosen before it have not used up.
 * ``query_dense_weight``: the dense list's weight decided per query from the two lists
   themselves (``ADAPTIVE_SIGNALS``): ``agreement`` asks each retriever how good the other's
   best candidates are (the dense score of BM25's top, the BM25 score of the dense top,
@@ -49,6 +52,7 @@ __all__ = [
     "ADAPTIVE_SIGNALS",
     "competing",
     "coverage_order",
+    "coverage_rerank",
     "feedback_vector",
     "minmax",
     "pack_distinct",
@@ -366,6 +370,152 @@ def coverage_order(
         minmax(dense), terms, float(dense_weight), float(decay), lo, span
     )
     return ids[order], gains
+
+
+@njit(cache=True, nogil=True)
+def _fresh_gain(
+    i: int, density: np.ndarray, terms: np.ndarray, full: np.ndarray, factor: np.ndarray
+) -> float:
+    if full[i] > 0.0:
+        fresh = 0.0
+        for t in range(terms.shape[0]):
+            fresh += factor[t] * terms[t, i]
+        return density[i] * fresh / full[i]
+    return density[i] * (factor.mean() if factor.size else 1.0)
+
+
+@njit(cache=True, nogil=True)
+def _coverage_rerank(
+    density: np.ndarray,
+    terms: np.ndarray,
+    tokens: np.ndarray,
+    inside: np.ndarray,
+    decay: float,
+    budget: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    n_terms, n = terms.shape
+    full = np.zeros(n, np.float64)
+    for i in range(n):
+        for t in range(n_terms):
+            full[i] += terms[t, i]
+    factor = np.ones(n_terms, np.float64)
+    taken = np.zeros(n, np.bool_)
+    held = np.zeros(n, np.float64)  # tokens of a container's parts chosen before it
+    order = np.empty(n, np.int64)
+    gains = np.empty(n, np.float64)
+    step, used = 0, 0.0
+    while step < n and used < budget:
+        best, best_gain = -1, -np.inf
+        for i in range(n):  # ``density`` descends and a gain never exceeds its density
+            if taken[i]:
+                continue
+            if density[i] <= best_gain:
+                break
+            gain = _fresh_gain(i, density, terms, full, factor)
+            if gain > best_gain:  # strict: the first of equal gains wins
+                best, best_gain = i, gain
+        taken[best] = True
+        order[step] = best
+        gains[step] = best_gain
+        step += 1
+        c = inside[best]
+        if c >= 0 and taken[c]:
+            continue  # its text is already in its container's: no tokens, no term used up
+        used += tokens[best] - held[best]
+        if c >= 0:
+            held[c] += tokens[best]
+        for t in range(n_terms):
+            if terms[t, best] > 0.0:
+                factor[t] *= decay
+    # The rest by their gains at this point (stable: equal gains keep the density order).
+    tail = np.flatnonzero(~taken)
+    tail_gain = np.empty(tail.size, np.float64)
+    for j in range(tail.size):
+        tail_gain[j] = _fresh_gain(tail[j], density, terms, full, factor)
+    by_gain = np.argsort(-tail_gain, kind="mergesort")
+    order[step:] = tail[by_gain]
+    gains[step:] = tail_gain[by_gain]
+    return order, gains
+
+
+def coverage_rerank(
+    density: np.ndarray,
+    term_scores: np.ndarray,
+    tokens: np.ndarray,
+    decay: float,
+    budget: float,
+    inside: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Re-rank one ranked list by query-term coverage (``graph``'s chunks and units).
+
+    Step by step, the next candidate is the one of highest
+    ``density_i * sum_t decay**n_t * c_ti / sum_t c_ti``, where ``c_ti`` is what query term
+    ``t`` adds to candidate ``i``'s BM25 score and ``n_t`` how many candidates chosen before
+    it match ``t``; a candidate that matches no query term (a unit the walk reached through
+    an entity, a node BM25 does not index) is scaled by the mean of ``decay**n_t``, as one
+    matching every term alike would be. Unlike :func:`coverage_order` the scale is
+    multiplicative: there is one score, and a list whose terms are all fresh keeps its order.
+
+    Once the chosen candidates hold ``budget`` tokens the rest follow by their gains at that
+    point (a packing of ``budget`` tokens rarely reaches them, and choosing them one by one
+    costs a pass over the list each). The tokens are counted as a packing counts them: a
+    candidate chosen after the one that contains it (``inside``: a unit's chunk) adds none
+    and uses no term up (its text is already there), and a container chosen after some of
+    its parts adds only the rest of its tokens.
+
+    Parameters
+    ----------
+    density : float array [n]
+        Each candidate's score (>= 0).
+    term_scores : float array [t, n]
+        Each query term's part of each candidate's BM25 score (>= 0; zero columns for
+        candidates BM25 does not index).
+    tokens : int or float array [n]
+        Each candidate's tokens (0 for one a packing will not take).
+    decay : float
+        In (0, 1]: the weight a term keeps for each chosen candidate that matches it; 1
+        keeps the order of ``density`` (ties in list order).
+    budget : float
+        Tokens after which the rest is ranked at once.
+    inside : int array [n], optional
+        The index of the candidate that contains each one, -1 for none (default: none).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Positions into the inputs (int64), best first, and each one's gain (<= its density).
+    """
+    density = np.asarray(density, np.float64)
+    terms = np.ascontiguousarray(term_scores, np.float64)
+    tokens = np.asarray(tokens, np.float64)
+    n = density.size
+    inside = np.full(n, -1, np.int64) if inside is None else np.asarray(inside, np.int64)
+    if terms.ndim != 2 or terms.shape[1] != n or tokens.shape != density.shape:
+        raise ValueError(
+            f"need density [n], term_scores [t, n], tokens [n]; got {density.shape}, "
+            f"{terms.shape}, {tokens.shape}"
+        )
+    if inside.shape != density.shape or (n and (inside.min() < -1 or inside.max() >= n)):
+        raise ValueError(f"inside must be [n] indexes in [-1, n), got {inside.shape}")
+    if not 0.0 < decay <= 1.0:
+        raise ValueError(f"decay must be in (0, 1], got {decay}")
+    if n and (density.min() < 0 or terms.min(initial=0.0) < 0 or not np.isfinite(density).all()):
+        raise ValueError("density and term_scores must be finite and >= 0")
+    by_density = np.argsort(-density, kind="stable")
+    if n == 0 or decay == 1.0:
+        return by_density, density[by_density]
+    rank = np.empty(n, np.int64)
+    rank[by_density] = np.arange(n)
+    within = np.where(inside >= 0, rank[np.maximum(inside, 0)], -1)[by_density]
+    order, gains = _coverage_rerank(
+        density[by_density],
+        terms[:, by_density],
+        tokens[by_density],
+        within,
+        float(decay),
+        float(budget),
+    )
+    return by_density[order], gains
 
 
 def shingles(text: str, n: int) -> frozenset[int]:

@@ -286,6 +286,21 @@ class HeterographConfig:
         doc="Most of the budget attributes, high-level elements and relationships may take "
         "together, in [0, 1].",
     )
+    #: Query-term coverage of the ranking (``core.fusion.coverage_rerank``, the graph's
+    #: own counterpart of ``FusionConfig.term_decay``): each chosen chunk or unit that
+    #: matches a query term multiplies that term's share of later candidates' scores by this
+    #: much, so a second hop's passage is not crowded out by more text on the first (1:
+    #: off). Measured on all three shared sets at 1k/2k/4k tokens (decision 0036,
+    #: benchmarks/results/retrieval.md "Graph budget"): at 2k, 0.9 gave 0.577 / 0.983 / 0.884
+    #: against 0.548 / 0.985 / 0.877 at 1 (MultiHop-RAG / HotpotQA / novels), 0.95 and 0.8
+    #: within a point and a half of 0.9; at 1k and 4k 0.9 gains or holds on every set.
+    term_decay: float = setting(
+        0.9,
+        gt=0.0,
+        le=1.0,
+        query=True,
+        doc="Query-term coverage of the ranking, in (0, 1] (1: off).",
+    )
     #: The second hop: share of the restart mass given, in a second walk, to the entities
     #: of the first walk's 5 best chunks and units (the bridge of a multi-hop question).
     #: 0.3 took HP from 0.972 to 0.988 fact R and 0.975 to 0.990 doc R, and cost MH150 0.7

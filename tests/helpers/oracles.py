@@ -31,6 +31,34 @@ def coverage_oracle(ids, dense, terms, w, decay):
     return out
 
 
+def coverage_rerank_oracle(density, terms, tokens, decay, budget, inside=None):
+    """The multiplicative term-coverage re-ranking, written plainly: positions, best first."""
+    n = len(density)
+    inside = inside or [-1] * n
+    pos = {i: r for r, i in enumerate(sorted(range(n), key=lambda i: -density[i]))}
+    full = [sum(r[i] for r in terms) for i in range(n)]
+    factor = [1.0] * len(terms)
+
+    def gain(i):
+        if full[i] > 0:
+            return density[i] * sum(f * r[i] for f, r in zip(factor, terms, strict=True)) / full[i]
+        return density[i] * (sum(factor) / len(factor) if factor else 1.0)
+
+    left, out, used, held = set(range(n)), [], 0.0, [0.0] * n
+    while left and used < budget:
+        best = max(left, key=lambda i: (gain(i), -pos[i]))
+        out.append(best)
+        left.remove(best)
+        c = inside[best]
+        if c >= 0 and c not in left:  # its container was chosen: nothing more
+            continue
+        used += tokens[best] - held[best]
+        if c >= 0:
+            held[c] += tokens[best]
+        factor = [f * decay if r[best] > 0 else f for f, r in zip(factor, terms, strict=True)]
+    return out + sorted(left, key=lambda i: (-gain(i), pos[i]))
+
+
 # ------------------------------------------------------------------------------ feedback
 def feedback_oracle(query, feedback, weight):
     """Rocchio's update written plainly: q + weight * mean(rows), then unit length."""

@@ -317,12 +317,15 @@ class SparseIndex:
                 break
         return out.astype(np.float32)
 
-    def term_scores(self, text: str, ids: np.ndarray) -> np.ndarray:
+    def term_scores(
+        self, text: str, ids: np.ndarray, kinds: Sequence[int] | None = None
+    ) -> np.ndarray:
         """float64 ``[t, len(ids)]``: each distinct query term's part of each id's BM25 score.
 
         Rows follow the query's distinct analyzed terms in order of first occurrence (a
         repeated term's row counts it each time); each id is scored in its own kind, as by
-        :meth:`score`, whose values the column sums are (up to float32 rounding).
+        :meth:`score`, whose values the column sums are (up to float32 rounding). ``kinds``:
+        only ids of these indexed kinds are scored (the others get zeros; default: all).
         """
         ids = np.asarray(ids, np.int64)
         counts = Counter(analyze(text))
@@ -330,7 +333,7 @@ class SparseIndex:
         out = np.zeros((len(terms), ids.size), np.float64)
         if not terms or ids.size == 0:
             return out
-        for kind in self.kinds:
+        for kind in self.kinds if kinds is None else [k for k in self.kinds if k in kinds]:
             out += self.part(kind).term_scores(terms, ids, self.k1, self.b)
         return out * np.asarray([counts[t] for t in terms], np.float64)[:, None]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphstrata.core.bm25 import Norm, add_lookups, lengths, top_candidates
+from graphstrata.core.bm25 import Norm, add_lookups, add_term_lookups, lengths, top_candidates
 from graphstrata.engine.hashing import stable_hashes
 from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.sparse.analysis import analyze
@@ -553,16 +553,24 @@ class KindIndex:
             return out
         order = np.argsort(slots, kind="stable")
         cand, cols = slots[order], cols[order]
-        norm = self._norm(k1, b)
+        rows, tids, idfs = [], [], []
         for row, term in enumerate(terms):
             tid = self.vocab.ids.get(term)
             idf = None if tid is None else self._idf(tid)
-            if tid is None or idf is None:
-                continue
-            scores = np.zeros(cand.size, np.float32)
-            for post, tf in self._lists([tid])[0]:
-                add_lookups(scores, cand, post, tf, *norm, idf)
-            out[row, cols] = scores
+            if tid is not None and idf is not None:
+                rows.append(row)
+                tids.append(tid)
+                idfs.append(idf)
+        if not rows:
+            return out
+        scores = np.zeros((len(rows), cand.size), np.float32)
+        norm = self._norm(k1, b)
+        tid_array, weights = np.asarray(tids, np.int64), np.asarray(idfs, np.float64)
+        for seg in self.segments:
+            add_term_lookups(
+                scores, cand, seg.term_ptr, seg.post_slot, seg.post_tf, tid_array, weights, *norm
+            )
+        out[np.ix_(np.asarray(rows, np.int64), cols)] = scores
         return out
 
     def _live_slots(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -183,6 +183,34 @@ def test_add_lookups_equals_a_dictionary():
         np.testing.assert_allclose(scores, want, rtol=1e-7)
 
 
+def test_add_term_lookups_equals_add_lookups_per_term():
+    # One CSR segment, several terms (some past its end, one repeated): row j of the
+    # matrix holds exactly what add_lookups gives term tids[j] alone.
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        n_terms = int(rng.integers(1, 12))
+        lists = [
+            np.unique(rng.integers(0, 300, rng.integers(0, 60))).astype(np.int64)
+            for _ in range(n_terms)
+        ]
+        term_ptr = np.zeros(n_terms + 1, np.int64)
+        np.cumsum([x.size for x in lists], out=term_ptr[1:])
+        post_slot = np.concatenate(lists) if term_ptr[-1] else np.zeros(0, np.int64)
+        post_tf = rng.integers(1, 9, post_slot.size).astype(np.int32)
+        tids = rng.integers(0, n_terms + 3, rng.integers(0, 8)).astype(np.int64)
+        weights = rng.random(tids.size) + 0.1
+        cand = np.sort(rng.integers(0, 320, rng.integers(0, 90))).astype(np.int64)
+        norm = norm_of(rng.integers(1, 40, 320), avg=11.0)
+        got = np.full((tids.size, cand.size), 0.5, np.float32)
+        bm25.add_term_lookups(got, cand, term_ptr, post_slot, post_tf, tids, weights, *norm)
+        for j, t in enumerate(tids.tolist()):
+            want = np.full(cand.size, 0.5, np.float32)
+            if t < n_terms:
+                a, b = term_ptr[t], term_ptr[t + 1]
+                bm25.add_lookups(want, cand, post_slot[a:b], post_tf[a:b], *norm, weights[j])
+            assert got[j].tobytes() == want.tobytes()
+
+
 def test_the_scratch_grows_and_stays_per_thread():
     small = bm25.scratch(10)
     assert bm25.scratch(5) is small

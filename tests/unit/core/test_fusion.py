@@ -14,6 +14,7 @@ from graphstrata.core.budget import pack
 from graphstrata.core.fusion import (
     competing,
     coverage_order,
+    coverage_rerank,
     feedback_vector,
     minmax,
     pack_distinct,
@@ -22,7 +23,7 @@ from graphstrata.core.fusion import (
     score_fusion,
     shingles,
 )
-from tests.helpers.oracles import coverage_oracle, feedback_oracle
+from tests.helpers.oracles import coverage_oracle, coverage_rerank_oracle, feedback_oracle
 
 
 def rrf_oracle(rankings, weights, k):
@@ -243,6 +244,91 @@ def test_coverage_order_edge_cases():
         coverage_order(np.asarray([1]), np.ones(1), np.ones((1, 1)), 0.2, 0.0)
     with pytest.raises(ValueError):
         coverage_order(np.asarray([1]), np.ones(1), np.ones((1, 1)), 1.5, 0.5)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_coverage_rerank_equals_the_oracle(seed):
+    rng = np.random.default_rng(seed)
+    n, t = int(rng.integers(1, 60)), int(rng.integers(0, 6))
+    density = rng.random(n).round(2)  # ties included
+    terms = rng.random((t, n)) * (rng.random((t, n)) < 0.4)
+    tokens = rng.integers(1, 50, n)
+    decay = float(rng.choice([0.3, 0.9, 1.0]))
+    budget = float(rng.choice([0, 40, 200, np.inf]))
+    # Some candidates lie inside another (units of a chunk), never inside one that is.
+    inside = np.where(rng.random(n) < 0.3, rng.integers(0, n, n), -1)
+    inside[np.isin(np.arange(n), inside[inside >= 0])] = -1
+    inside[inside == np.arange(n)] = -1
+    got, gains = coverage_rerank(density, terms, tokens, decay, budget, inside)
+    want = coverage_rerank_oracle(
+        density.tolist(), terms.tolist(), tokens.tolist(), decay, budget, inside.tolist()
+    )
+    if decay == 1.0:  # every gain is its density: the stable density order
+        want = sorted(range(n), key=lambda i: -density[i])
+    assert got.tolist() == want
+    assert np.all(gains <= density[got] + 1e-12) and np.all(np.diff(gains) <= 1e-12)
+
+
+def test_coverage_rerank_moves_a_second_aspect_up():
+    # Three chunks match term 0, a fourth term 1 only: with decay it comes second.
+    density = np.asarray([1.0, 0.95, 0.9, 0.8])
+    terms = np.asarray([[3.0, 2.9, 2.8, 0.0], [0.0, 0.0, 0.0, 2.0]])
+    tokens = np.full(4, 10)
+    assert coverage_rerank(density, terms, tokens, 1.0, np.inf)[0].tolist() == [0, 1, 2, 3]
+    order, gains = coverage_rerank(density, terms, tokens, 0.5, np.inf)
+    assert order.tolist() == [0, 3, 1, 2]
+    assert gains == pytest.approx([1.0, 0.8, 0.95 * 0.5, 0.9 * 0.25])
+    # A candidate that matches no query term is scaled by the mean freshness of the terms
+    # (0.75 after the first pick), as one that matched every term alike would be.
+    density = np.asarray([1.0, 0.7, 0.6])
+    terms = np.asarray([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])
+    order, gains = coverage_rerank(density, terms, np.ones(3), 0.5, np.inf)
+    assert order.tolist() == [0, 1, 2] and gains == pytest.approx([1.0, 0.7 * 0.75, 0.6 * 0.75])
+
+
+def test_coverage_rerank_stops_choosing_at_the_budget():
+    # After 20 tokens the rest is ranked once, by the freshness at that point.
+    density = np.asarray([1.0, 0.9, 0.85, 0.5])
+    terms = np.asarray([[1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    tokens = np.asarray([20, 20, 20, 20])
+    order, gains = coverage_rerank(density, terms, tokens, 0.5, 20)
+    assert order.tolist() == [0, 3, 1, 2] and gains == pytest.approx([1.0, 0.5, 0.45, 0.425])
+    # No budget: nothing chosen one by one, all by their density (every term fresh).
+    assert coverage_rerank(density, terms, tokens, 0.5, 0)[0].tolist() == [0, 1, 2, 3]
+
+
+def test_coverage_rerank_counts_tokens_as_a_packing_does():
+    # Chunk 0 holds unit 1. Unit 1 first (10 tokens), then its chunk adds only its other 30:
+    # 40 < 45, so candidate 2 is still chosen one by one and uses term 1 up for 3 (0.45 *
+    # 0.9). Counting the chunk's 40 whole would stop at 50 and leave 3 at 0.45.
+    density = np.asarray([0.9, 1.0, 0.5, 0.45])
+    terms = np.asarray([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])
+    tokens, inside = np.asarray([40, 10, 40, 40]), np.asarray([-1, 0, -1, -1])
+    order, gains = coverage_rerank(density, terms, tokens, 0.9, 45, inside)
+    assert order.tolist() == [1, 0, 2, 3]
+    assert gains == pytest.approx([1.0, 0.81, 0.5, 0.405])
+    # A unit after its chunk adds no tokens and uses no term up: 2 keeps 0.8 * 0.5.
+    density, terms = np.asarray([1.0, 0.9, 0.8]), np.asarray([[1.0, 1.0, 1.0]])
+    order, gains = coverage_rerank(density, terms, np.ones(3), 0.5, 500, np.asarray([-1, 0, -1]))
+    assert order.tolist() == [0, 1, 2] and gains == pytest.approx([1.0, 0.45, 0.4])
+    with pytest.raises(ValueError, match="inside"):
+        coverage_rerank(density, terms, np.ones(3), 0.5, 5, np.asarray([0, 3, -1]))
+
+
+def test_coverage_rerank_edge_cases():
+    got, gains = coverage_rerank(np.zeros(0), np.zeros((3, 0)), np.zeros(0), 0.9, 100)
+    assert got.size == 0 and gains.size == 0
+    # No query term: the density order, ties in list order.
+    got, gains = coverage_rerank(np.asarray([0.2, 0.5, 0.5]), np.zeros((0, 3)), np.ones(3), 0.9, 9)
+    assert got.tolist() == [1, 2, 0] and gains.tolist() == [0.5, 0.5, 0.2]
+    with pytest.raises(ValueError, match="decay"):
+        coverage_rerank(np.ones(1), np.ones((1, 1)), np.ones(1), 0.0, 1)
+    with pytest.raises(ValueError, match=">= 0"):
+        coverage_rerank(np.asarray([-1.0]), np.ones((1, 1)), np.ones(1), 0.9, 1)
+    with pytest.raises(ValueError, match=">= 0"):
+        coverage_rerank(np.asarray([np.nan]), np.ones((1, 1)), np.ones(1), 0.9, 1)
+    with pytest.raises(ValueError, match="need"):
+        coverage_rerank(np.ones(2), np.ones((1, 3)), np.ones(2), 0.9, 1)
 
 
 @pytest.mark.parametrize("seed", range(6))

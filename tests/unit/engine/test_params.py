@@ -126,6 +126,7 @@ GRAPH = [
     "text_share",
     "token_exponent",
     "structured_share",
+    "term_decay",
     "bridge_weight",
     "bridge_sources",
     "bridge_max_units",

@@ -1,5 +1,5 @@
-"""Entry-point weights, bridge seeds, budget packing and the walk trace of the ``graph``
-search (``search`` uses them).
+"""Entry-point weights, bridge seeds, coverage, budget packing and the walk trace of the
+``graph`` search (``search`` uses them).
 
 Small pure functions over numpy arrays of dense node positions, kept apart from the view so
 each is tested on its own (docs/architecture.md, "Search modes and parameters").
@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from graphstrata.core import sets
+from graphstrata.core.fusion import coverage_rerank
 from graphstrata.core.layered import LayeredCSR, row
 from graphstrata.core.ppr import shallow_ppr
 from graphstrata.engine.types import NodeKind
@@ -24,6 +25,7 @@ __all__ = [
     "TITLE_LINK",
     "Packer",
     "bridge_seeds",
+    "coverage_ranked",
     "kinds_of_letters",
     "layered_walk",
     "maximal_keys",
@@ -111,6 +113,31 @@ def maximal_keys(keys: list[str]) -> list[str]:
         for k, pk in zip(keys, padded, strict=True)
         if not any(pk != po and pk in po for po in padded)
     ]
+
+
+def coverage_ranked(
+    cand: np.ndarray,
+    density: np.ndarray,
+    terms: np.ndarray,
+    cost: np.ndarray,
+    chunks: np.ndarray,
+    decay: float,
+    budget: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``cand`` (positions, by ``density``) re-ranked by query-term coverage, with the gains
+    (``core.fusion.coverage_rerank``; ``HeterographConfig.term_decay``).
+
+    ``terms``: each query term's part of each candidate's BM25 score; ``cost``: the tokens
+    the ``Packer`` would give each (0 for a kind it will not take); ``chunks``: the chunk
+    position of each unit (-1 for other kinds), whose text holds the unit's.
+    """
+    if cand.size == 0:
+        return cand, density
+    sorter = np.argsort(cand, kind="stable")
+    at = sorter[np.minimum(np.searchsorted(cand, chunks, sorter=sorter), cand.size - 1)]
+    inside = np.where((chunks >= 0) & (cand[at] == chunks), at, -1)
+    order, gains = coverage_rerank(density, terms, cost, decay, budget, inside)
+    return cand[order], gains
 
 
 class Packer:

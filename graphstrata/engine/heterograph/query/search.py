@@ -73,6 +73,7 @@ from graphstrata.engine.heterograph.parse import (
 from graphstrata.engine.heterograph.query.ranking import (
     Packer,
     bridge_seeds,
+    coverage_ranked,
     kinds_of_letters,
     layered_walk,
     maximal_keys,
@@ -597,14 +598,16 @@ class HeterographView(ComponentView):
         budget = int(query.budget_tokens)
         text_share = float(cfg.text_share)
         structured_share = float(cfg.structured_share)
+        structured = (int(NodeKind.A), int(NodeKind.H), int(NodeKind.R))
+        if rank == "score" and cfg.term_decay < 1.0:  # query-term coverage
+            terms = self.sparse.term_scores(query.text, self.ids[cand], self.sparse_kinds)
+            takes = (structured_share > 0) | ~np.isin(self.kinds[cand], structured)
+            cand, density = coverage_ranked(
+                cand, density, terms, tokens_of[cand] * takes, self.chunk_of(cand),
+                float(cfg.term_decay), budget,
+            )  # fmt: skip
         packer = Packer(
-            budget,
-            tokens_of,
-            self.kinds,
-            self.chunk_of,
-            T,
-            (int(NodeKind.A), int(NodeKind.H), int(NodeKind.R)),
-            structured_share,
+            budget, tokens_of, self.kinds, self.chunk_of, T, structured, structured_share
         )
         text_cap = math.floor(budget * text_share)
         if text_cap > 0:  # the default share is 0: that round would pack nothing

@@ -292,6 +292,10 @@ def test_term_scores_split_the_score_by_query_term():
         np.testing.assert_allclose(row, times * np.asarray(want), rtol=2e-6, atol=1e-9)
     assert index.term_scores("the of", asked).shape == (0, asked.size)
     assert not index.term_scores("lens", np.asarray([99, 98])).any()
+    # kinds: only the ids of those kinds are scored
+    only_1 = index.term_scores(query, asked, kinds=[1])
+    np.testing.assert_array_equal(only_1[:, [1, 4]], rows[:, [1, 4]])
+    assert not only_1[:, [0, 2, 3]].any()
     # a repeated id gets its scores in each of its columns
     twice = index.term_scores(query, np.asarray([21, 10, 21]))
     np.testing.assert_array_equal(twice[:, 0], twice[:, 2])
