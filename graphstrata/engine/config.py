@@ -291,7 +291,7 @@ class HeterographConfig:
     #: matches a query term multiplies that term's share of later candidates' scores by this
     #: much, so a second hop's passage is not crowded out by more text on the first (1:
     #: off). Measured on all three shared sets at 1k/2k/4k tokens (decision 0036,
-    #: benchmarks/results/retrieval.md "Graph budget"): at 2k, 0.9 gave 0.577 / 0.983 / 0.884
+    #: benchmarks/results/retrieval.md "Graph budget"): at 2k, 0.9 gave 0.576 / 0.983 / 0.883
     #: against 0.548 / 0.985 / 0.877 at 1 (MultiHop-RAG / HotpotQA / novels), 0.95 and 0.8
     #: within a point and a half of 0.9; at 1k and 4k 0.9 gains or holds on every set.
     term_decay: float = setting(

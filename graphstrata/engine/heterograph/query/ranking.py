@@ -115,24 +115,35 @@ def maximal_keys(keys: list[str]) -> list[str]:
     ]
 
 
+#: ``coverage_ranked`` reads the query terms' BM25 parts of the candidates that hold this many
+#: budgets' worth of tokens, best first by walk score; the rest count as matching no query
+#: term. Reading them all (~440 per query) took most of the stage's time.
+COVERAGE_BUDGETS = 3
+
+
 def coverage_ranked(
     cand: np.ndarray,
     density: np.ndarray,
-    terms: np.ndarray,
     cost: np.ndarray,
     chunks: np.ndarray,
+    term_scores: Callable[[np.ndarray], np.ndarray],
     decay: float,
     budget: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``cand`` (positions, by ``density``) re-ranked by query-term coverage, with the gains
-    (``core.fusion.coverage_rerank``; ``HeterographConfig.term_decay``).
+    """``cand`` (positions, best first by ``density``) re-ranked by query-term coverage,
+    with the gains (``core.fusion.coverage_rerank``; ``HeterographConfig.term_decay``).
 
-    ``terms``: each query term's part of each candidate's BM25 score; ``cost``: the tokens
-    the ``Packer`` would give each (0 for a kind it will not take); ``chunks``: the chunk
-    position of each unit (-1 for other kinds), whose text holds the unit's.
+    ``cost``: the tokens the ``Packer`` would give each candidate (0 for a kind it will not
+    take); ``chunks``: the chunk position of each unit (-1 for other kinds), whose text holds
+    the unit's; ``term_scores``: each query term's part of the BM25 score of some positions
+    (``[t, n]``), asked for the candidates that hold the first ``COVERAGE_BUDGETS`` budgets.
     """
     if cand.size == 0:
         return cand, density
+    head = int(np.searchsorted(np.cumsum(cost), COVERAGE_BUDGETS * budget)) + 1
+    read = term_scores(cand[:head])
+    terms = np.zeros((read.shape[0], cand.size), np.float64)
+    terms[:, : read.shape[1]] = read
     sorter = np.argsort(cand, kind="stable")
     at = sorter[np.minimum(np.searchsorted(cand, chunks, sorter=sorter), cand.size - 1)]
     inside = np.where((chunks >= 0) & (cand[at] == chunks), at, -1)

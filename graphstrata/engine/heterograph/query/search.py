@@ -600,10 +600,10 @@ class HeterographView(ComponentView):
         structured_share = float(cfg.structured_share)
         structured = (int(NodeKind.A), int(NodeKind.H), int(NodeKind.R))
         if rank == "score" and cfg.term_decay < 1.0:  # query-term coverage
-            terms = self.sparse.term_scores(query.text, self.ids[cand], self.sparse_kinds)
             takes = (structured_share > 0) | ~np.isin(self.kinds[cand], structured)
             cand, density = coverage_ranked(
-                cand, density, terms, tokens_of[cand] * takes, self.chunk_of(cand),
+                cand, density, tokens_of[cand] * takes, self.chunk_of(cand),
+                lambda p: self.sparse.term_scores(query.text, self.ids[p], self.sparse_kinds),
                 float(cfg.term_decay), budget,
             )  # fmt: skip
         packer = Packer(

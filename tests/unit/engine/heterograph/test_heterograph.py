@@ -17,7 +17,9 @@ from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.heterograph import GraphParams, HeterographComponent
 from graphstrata.engine.heterograph.parse import query_name_candidates, title_key
 from graphstrata.engine.heterograph.query.ranking import (
+    COVERAGE_BUDGETS,
     Packer,
+    coverage_ranked,
     kinds_of_letters,
     maximal_keys,
     merge_seeds,
@@ -354,6 +356,32 @@ def test_packer_limits_and_structured_share():
     q = _packer(60, [50, 20, 30], list("TST"), [-1, 0, -1])
     q.offer(np.array([1, 2]), np.array([1.0, 0.9]))
     assert q.offer(np.array([0]), np.array([0.8])) == 0 and q.used == 50
+
+
+def test_coverage_ranked_maps_units_to_their_chunks_and_reads_the_head_only():
+    # Positions 40 (chunk), 7 (its unit), 12 and 30 (chunks), by walk score; term 0 is the
+    # one the unit and its chunk share, term 1 is 12's.
+    cand, density = np.asarray([7, 40, 12, 30]), np.asarray([1.0, 0.9, 0.6, 0.5])
+    asked: list[list[int]] = []
+    parts = {7: (1.0, 0.0), 40: (1.0, 0.0), 12: (0.0, 1.0), 30: (1.0, 0.0)}
+
+    def term_scores(p):
+        asked.append(p.tolist())
+        return np.asarray([parts[int(x)] for x in p], np.float64).T.reshape(2, p.size)
+
+    cost, chunks = np.asarray([10, 50, 50, 50]), np.asarray([40, -1, -1, -1])
+    got, gains = coverage_ranked(cand, density, cost, chunks, term_scores, 0.5, 1000)
+    # The chunk after its unit: term 0 used up once, 0.9 * 0.5; 12 keeps 0.6.
+    assert got.tolist() == [7, 12, 40, 30] and gains[:3] == pytest.approx([1.0, 0.6, 0.45])
+    assert asked == [[7, 40, 12, 30]]
+    # A budget of 20: the head is what holds COVERAGE_BUDGETS * 20 tokens, the rest counts
+    # as matching no term (30 then takes the mean freshness, not term 0's).
+    asked.clear()
+    coverage_ranked(cand, density, cost, chunks, term_scores, 0.5, 20)
+    head = int(np.searchsorted(np.cumsum(cost), COVERAGE_BUDGETS * 20)) + 1
+    assert asked == [cand[:head].tolist()] and head < cand.size
+    empty = coverage_ranked(cand[:0], density[:0], cost[:0], chunks[:0], term_scores, 0.5, 9)
+    assert empty[0].size == 0
 
 
 def test_graph_search_seeds_from_exact_vector_and_sparse_entry_points(built):
