@@ -5,9 +5,9 @@ other aspect instead of more passages on the first.
 The corpus: six short articles say, each in the question's own words, what the ferry on the
 Orsa river carried; one long article about the Calvi harbour says, near its end, who built
 the lighthouse. By walk score per token the six ferry chunks rank above the lighthouse
-chunk, so without coverage a 240-token budget holds ferry chunks only; with it, the ferry
-chunks after the first few count less (their words are used up) and the lighthouse chunk
-fits. Hashing embeddings keep the index the same on every machine.
+chunk, so without coverage a 240-token budget holds five ferry chunks and no answer; with
+it, the ferry chunks after the first few count less (their words are used up) and the
+lighthouse chunk fits beside four of them. Hashing embeddings keep the index the same on every machine.
 """
 
 from __future__ import annotations
