@@ -16,7 +16,6 @@ Prints a Markdown table and the load average; writes nothing.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import time
 from collections import defaultdict
@@ -26,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import load_text, machine, markdown_table
-from benchmarks.quality import retrieval as R
+from benchmarks.kernels.warm import index_and_questions, parse_args
 
 #: ``HeterographView`` methods timed, and the functions of ``search``'s module.
 VIEW_STAGES = (
@@ -53,14 +52,8 @@ def _timer(fn: Callable[..., Any], label: str, spent: dict[str, float], on: list
 def measure(dataset: str, questions: int, rounds: int) -> dict[str, Any]:
     """Both modes' p50 per round and the ``graph`` stages of one dataset."""
     import graphstrata.engine.heterograph.query.search as search
-    from graphstrata.evaluation import load_qa
 
-    comps = R.components_for(["heterograph"])
-    R._CODE_AT_START.setdefault(tuple(c.name for c in comps), R.code_sha256(comps))
-    engine, _ = R.build_or_reuse(dataset, comps, "minilm-onnx")
-    items = load_qa(R.DATA / dataset / "qa.jsonl")[:questions]
-    vectors = R.embed_questions(engine, items).vectors
-    texts = [q.question for q in items]
+    engine, texts, vectors = index_and_questions(dataset, ["heterograph"], questions)
     spent: dict[str, float] = defaultdict(float)
     on = [False]
     saved: list[tuple[Any, str, Any]] = []
@@ -96,15 +89,10 @@ def measure(dataset: str, questions: int, rounds: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", default=",".join(R.DATASETS))
-    parser.add_argument("--questions", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args(argv)
-    if not R.DATA.is_dir():
-        print(f"skipped: {R.DATA} not found (the shared evaluation data is absent)")
+    args = parse_args(__doc__, argv)
+    if args is None:
         return 0
-    results = {d: measure(d, args.questions, args.rounds) for d in args.datasets.split(",") if d}
+    results = {d: measure(d, args.questions, args.rounds) for d in args.datasets}
     print(f"Machine: {machine()}\n")
     rows = []
     for d, r in results.items():

@@ -1,5 +1,8 @@
-"""Two probes of issue 48 that were measured and not adopted: sparse pseudo-relevance feedback
-for ``hybrid``, and ``hybrid``'s chunks packed ahead of ``graph``'s ranking.
+"""Two probes of issue 48: sparse pseudo-relevance feedback for ``hybrid`` as a second whole
+search, and ``hybrid``'s chunks packed ahead of ``graph``'s ranking. Neither was adopted as
+it stands; ``hybrid``'s sparse feedback (``FusionConfig.feedback_terms``, decision 0037) is the
+feedback probe with fewer, lighter terms inside the one feedback round. So that the table
+stays the probe's, every ``hybrid`` here runs without that feedback (``feedback_terms`` 0).
 
     python -m benchmarks.quality.fusion_probes [--datasets ...]
 
@@ -44,8 +47,9 @@ GRAPH_SHARES = (0.2, 0.35, 0.5, 0.7)
 
 def _run(engine: Any, texts: Sequence[str], vectors: np.ndarray, mode: str) -> list[Any]:
     out: list[Any] = []
+    params = {"feedback_terms": 0} if mode == "hybrid" else {}
     for s in range(0, len(texts), 64):
-        out += engine.query_vectors(texts[s : s + 64], vectors[s : s + 64], mode, BUDGET)
+        out += engine.query_vectors(texts[s : s + 64], vectors[s : s + 64], mode, BUDGET, **params)
     return out
 
 
@@ -144,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     table = [[n] + [f"{r['rows'][n]:.4f}" for r in results.values()] for n in names]
     loads = "; ".join(f"{d} {r['load']}" for d, r in results.items())
     lines = [
-        "# Fusion probes not adopted (issue 48)",
+        "# Fusion probes (issue 48)",
         "",
         f"Command: `{command}`  ",
         f"Machine: {machine()}; load average after each dataset: {loads}.",

@@ -581,6 +581,11 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("defaults, no feedback", {"feedback_docs": 0}),
     ("defaults, feedback_docs 2", {"feedback_docs": 2}),
     ("defaults, feedback_weight 0.5", {"feedback_weight": 0.5}),
+    ("defaults, feedback_terms 0 (no sparse feedback)", {"feedback_terms": 0}),
+    ("defaults, feedback_terms 2", {"feedback_terms": 2}),
+    ("defaults, feedback_terms 5", {"feedback_terms": 5}),
+    ("defaults, feedback_term_weight 0.2", {"feedback_term_weight": 0.2}),
+    ("defaults, feedback_term_weight 0.33", {"feedback_term_weight": 0.33}),
     ("defaults, adaptive_depth 10", {"adaptive_depth": 10}),
     ("defaults, term_decay 0.8", {"term_decay": 0.8}),
     ("defaults, term_decay 0.7", {"term_decay": 0.7}),
@@ -933,8 +938,10 @@ def sweep_markdown(all_data: dict[str, dict[str, Any]]) -> list[str]:
         "`score` = convex combination of min-max normalized scores, re-ranked by query-term "
         "coverage unless `term_decay` is 1 (`core.fusion.coverage_order`; `score` rows keep "
         "the default `term_decay`); every fused row (rrf, score) of `hybrid` takes the "
-        "default dense feedback round (`feedback_docs`, `feedback_weight`: the query vector "
-        "moved toward the best fused candidate searches again, `core.fusion.feedback_vector`), "
+        "default feedback round (`feedback_docs`: the query vector moved toward the best "
+        "fused candidate searches again, `feedback_weight`, `core.fusion.feedback_vector`; "
+        "that candidate's heaviest terms join the BM25 query, `feedback_terms` at "
+        "`feedback_term_weight`, `SparseIndex.feedback_terms`), "
         "`collapsed` only where `feedback_in_hierarchy` is set; `fixed` = the same weight "
         "for every query; `agreement` / `spread` s=S d=D = the per-query weight "
         "(`core.fusion.query_dense_weight`: `adaptive`, strength `adaptive_strength`, the "

@@ -24,6 +24,7 @@ from graphstrata.core import sets
 from graphstrata.core.ids import contains as sorted_contains
 from graphstrata.engine.allowed import Allowed
 from graphstrata.engine.exact_vectors import ExactVectors
+from graphstrata.engine.sparse.analysis import SparseQuery
 from graphstrata.engine.sparse.index import SparseIndex
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.vectors import VectorIndex
@@ -113,7 +114,7 @@ class FilteredSparse(SparseIndex):
         self._allowed = allowed
 
     def search_kind(
-        self, text: str, kind: int, k: int, within: np.ndarray | None = None
+        self, text: SparseQuery, kind: int, k: int, within: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """``SparseIndex.search_kind`` over the allowed nodes of ``kind`` (and of
         ``within``, when given)."""

@@ -72,13 +72,36 @@ def feedback_oracle(query, feedback, weight):
     return [x / norm for x in out] if norm > 0 else out
 
 
-def feedback_round(index: Index, kinds, k, q, top, weight, dense_ids, one_round):
-    """The second round of the fused modes: the query vector moved by the top candidates'
-    vectors (``feedback_oracle``) searches again, and both dense lists, scored by it, are
-    fused with the same BM25 list by ``one_round(dense, vector)``."""
+def feedback_round(index: Index, kinds, k, q, top, fusion, dense_ids, sparse, one_round):
+    """The second round of the fused modes (``fusion``: a ``FusionConfig``): the query
+    vector moved by the top candidates' vectors (``feedback_oracle``; ``feedback_weight`` 0:
+    not moved) searches again and both dense lists are scored by it; the top candidates'
+    ``feedback_terms`` heaviest terms (``SparseIndex.feedback_terms``, tested against its
+    own oracle) join the BM25 query at ``feedback_term_weight`` and the BM25 lists of both
+    queries are fused with the dense lists by ``one_round(dense, vector, bm25_ids, query)``.
+
+    ``sparse``: ``(fresh, question, bm25_ids)``, a ``SparseIndex`` over the same texts as the
+    view's, the question and its BM25 top-k. None when the round changes nothing."""
+    from graphstrata.engine.sparse.analysis import WeightedTerms, query_weights
+
+    fresh, question, bm25_ids = sparse
     state = index.engine.state
     vectors = state.snapshot.vectors
-    moved = np.asarray(feedback_oracle(q, vectors.get(top), weight), np.float32)
-    again = state.vectors.search(moved[None, :], kinds, k)[0][0]
-    both = np.union1d(dense_ids, again)
-    return one_round((both, vectors.get(both) @ moved), moved)
+    dense, moved = None, np.asarray(q, np.float32)
+    if fusion.feedback_weight > 0:
+        moved = np.asarray(feedback_oracle(q, vectors.get(top), fusion.feedback_weight), np.float32)
+        again = state.vectors.search(moved[None, :], kinds, k)[0][0]
+        both = np.union1d(dense_ids, again)
+        dense = (both, vectors.get(both) @ moved)
+    texts = state.snapshot.nodes.text_of(top)
+    m = fusion.feedback_terms
+    extra = fresh.feedback_terms(top, texts, m, query_weights(question)) if m else []
+    query = question
+    if extra:
+        query = WeightedTerms.expanded(question, extra, fusion.feedback_term_weight)
+        bm25_ids = np.union1d(bm25_ids, fresh.search(query, kinds, k)[0])
+    if dense is None and not extra:
+        return None
+    if dense is None:
+        dense = (np.asarray(dense_ids), vectors.get(np.asarray(dense_ids)) @ moved)
+    return one_round(dense, moved, bm25_ids, query)

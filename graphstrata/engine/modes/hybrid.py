@@ -4,9 +4,10 @@ For a query, the ``top_k`` nearest chunks (the ``naive`` candidates) and the ``t
 BM25 chunks (the ``bm25`` candidates, from the version's ``SparseIndex``) are fused into one
 ranking (``FusionConfig.method``: a convex combination of min-max normalized scores by
 default, re-ranked so that query terms matched above count less, or reciprocal-rank fusion;
-``core/fusion.py``), then fused once more after a dense feedback round (the query vector
-moved toward the best fused chunk searches again: ``FusionConfig.feedback_docs``), then
-packed greedily under the budget, skipping near-duplicates of what is already packed
+``core/fusion.py``), then fused once more after a feedback round (the query vector moved
+toward the best fused chunk searches again, and that chunk's heaviest terms join the BM25
+query: ``FusionConfig.feedback_docs``, ``feedback_terms``; decision 0037), then packed
+greedily under the budget, skipping near-duplicates of what is already packed
 (``pack_distinct_hits``). The fusion defaults are measured in
 benchmarks/results/retrieval.md ("Fusion choice").
 
@@ -54,6 +55,7 @@ from graphstrata.engine.modes.packing import (
     vector_candidates,
 )
 from graphstrata.engine.params import ModeParams, params_from
+from graphstrata.engine.sparse.analysis import SparseQuery, WeightedTerms, query_weights
 from graphstrata.engine.sparse.index import SparseIndex
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
@@ -103,10 +105,13 @@ def fused_candidates(
     them by each score); otherwise each list is fused as retrieved, a candidate missing
     from one list getting nothing from it. Score fusion of complete lists is re-ranked by
     query-term coverage (``fusion.term_decay`` below 1; ``core.fusion.coverage_order``).
-    The fused methods then take dense feedback (``fusion.feedback_docs`` above 0): the
-    query vector moved toward the best fused candidates (``core.fusion.feedback_vector``)
-    searches a second dense top-k, and both dense lists, scored by the moved vector, are
-    fused with the BM25 list again.
+    The fused methods then take a feedback round (``fusion.feedback_docs`` above 0): the
+    query vector moved toward the best fused candidates (``core.fusion.feedback_vector``;
+    ``feedback_weight`` 0: not moved) searches a second dense top-k; their heaviest terms
+    (``SparseIndex.feedback_terms``; ``feedback_terms`` 0: none) join the BM25 query at
+    ``feedback_term_weight`` each (``analysis.WeightedTerms``) for a second BM25 top-k; the
+    unions of both dense and both BM25 lists, scored by the moved vector and the expanded
+    query, are fused again. A round that changes neither side is not run.
 
     Parameters
     ----------
@@ -120,9 +125,9 @@ def fused_candidates(
         How to fuse (``FusionConfig``).
     report:
         When given, ``dense``, ``sparse`` and ``both`` (candidates in both lists of the
-        first round) and ``feedback`` (queries that took a second dense round) are added up
-        in it, and ``dense_weight`` is the weight the last round gave the dense list
-        (``fusion.adaptive``: decided per query).
+        first round) and ``feedback`` (queries that took a feedback round) are added up in
+        it, ``feedback_terms`` lists the last round's added terms, and ``dense_weight`` is
+        the weight the last round gave the dense list (``fusion.adaptive``: per query).
 
     Returns
     -------
@@ -167,15 +172,30 @@ def _candidates(
         snapshot, sparse, query.text, query.vector, dense, sparse_list, fusion, report
     )
     top = ids[: fusion.feedback_docs]
-    if top.size == 0 or fusion.feedback_weight == 0.0:
+    if top.size == 0:
         return ids, scores
-    moved = feedback_vector(query.vector, snapshot.vectors.get(top), fusion.feedback_weight)
-    again = vector_candidates(vectors, moved, kinds, k)[0]
-    both_dense = sets.union(dense[0], again).astype(np.int64)
-    rescored = (both_dense, snapshot.vectors.get(both_dense) @ moved)
+    vector = query.vector
+    bm25_query: SparseQuery = query.text
+    dense_round: _Listed = dense
+    sparse_round: _Listed = sparse_list
+    if fusion.feedback_weight > 0.0:
+        vector = feedback_vector(query.vector, snapshot.vectors.get(top), fusion.feedback_weight)
+        again = vector_candidates(vectors, vector, kinds, k)[0]
+        dense_round = (sets.union(dense[0], again).astype(np.int64), None)  # scored by _fused
+    extra: list[str] = []
+    if fusion.feedback_terms > 0:
+        texts = snapshot.nodes.text_of(top)
+        extra = sparse.feedback_terms(top, texts, fusion.feedback_terms, query_weights(query.text))
+    if extra:
+        bm25_query = WeightedTerms.expanded(query.text, extra, fusion.feedback_term_weight)
+        more = sparse.search(bm25_query, kinds, k)[0]
+        sparse_round = (sets.union(sparse_list[0], more).astype(np.int64), None)
+    if vector is query.vector and not extra:
+        return ids, scores
     if report is not None:
         report["feedback"] = report.get("feedback", 0) + 1
-    return _fused(snapshot, sparse, query.text, moved, rescored, sparse_list, fusion, report)
+        report["feedback_terms"] = extra
+    return _fused(snapshot, sparse, bm25_query, vector, dense_round, sparse_round, fusion, report)
 
 
 #: The dense list of a fused search is searched on a worker thread beside the BM25 list
@@ -192,6 +212,8 @@ _dense_pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 _Ranked = tuple[np.ndarray, np.ndarray]
+#: A list to fuse: ids and their scores, or None where ``_fused`` scores them.
+_Listed = tuple[np.ndarray, np.ndarray | None]
 
 
 def _both_lists(
@@ -252,22 +274,29 @@ def _pool() -> ThreadPoolExecutor:
 def _fused(
     snapshot: Snapshot,
     sparse: SparseIndex,
-    text: str,
+    text: SparseQuery,
     vector: np.ndarray,
-    dense: tuple[np.ndarray, np.ndarray],
-    sparse_list: tuple[np.ndarray, np.ndarray],
+    dense: _Listed,
+    sparse_list: _Listed,
     fusion: FusionConfig,
     report: dict[str, Any] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One round of ``fused_candidates``: a dense and a BM25 list fused by ``fusion``.
 
-    With complete scores, the dense weight is decided for this query from the candidates'
-    two scores (``core.fusion.query_dense_weight``; ``fusion.adaptive`` "off" keeps
+    A list's scores may be None (the feedback round's unions): they are then the cosines
+    with ``vector`` and the BM25 scores for ``text``, computed here only when the lists are
+    fused as retrieved (complete scores score every candidate anyway). With complete scores,
+    the dense weight is decided for this query from the candidates' two scores
+    (``core.fusion.query_dense_weight``; ``fusion.adaptive`` "off" keeps
     ``fusion.dense_weight``)."""
     w = float(fusion.dense_weight)
-    lists = [dense, sparse_list]
-    if fusion.complete_scores:
-        union = sets.union(dense[0], sparse_list[0]).astype(np.int64)
+    d_ids, s_ids = dense[0], sparse_list[0]
+    if not fusion.complete_scores:
+        d_scores = dense[1] if dense[1] is not None else snapshot.vectors.get(d_ids) @ vector
+        s_scores = sparse_list[1] if sparse_list[1] is not None else sparse.score(text, s_ids)
+        lists = [(d_ids, d_scores), (s_ids, s_scores)]
+    else:
+        union = sets.union(d_ids, s_ids).astype(np.int64)
         cosines = snapshot.vectors.get(union) @ np.asarray(vector, np.float32)
         coverage = fusion.method == "score" and fusion.term_decay < 1.0
         terms = sparse.term_scores(text, union) if coverage else None

@@ -7,9 +7,12 @@ postings (``engine.sparse.postings``) and the per-kind tokenizers read text thro
 
 from __future__ import annotations
 
+import math
 import re
 import threading
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import Stemmer
 
@@ -17,7 +20,11 @@ __all__ = [
     "STEMMER_LANGUAGE",
     "STOPWORDS_EN",
     "TOKEN_PATTERN",
+    "SparseQuery",
+    "WeightedTerms",
     "analyze",
+    "has_words",
+    "query_weights",
     "query_words",
     "stem_words",
 ]
@@ -106,3 +113,54 @@ def analyze(text: str) -> list[str]:
         Stems of the words that are not stop words, repeats kept.
     """
     return stem_words(query_words(text))
+
+
+@dataclass(frozen=True)
+class WeightedTerms:
+    """A BM25 query given as analyzed terms and their weights: a term adds its weight times
+    its idf times its saturated tf. A query text is the case where each term weighs its
+    number of occurrences (``query_weights``); ``hybrid``'s feedback round adds a few terms
+    of the best candidate at a fraction of a question word (``FusionConfig.feedback_terms``).
+
+    Parameters
+    ----------
+    weights:
+        ``(term, weight)`` pairs: terms as :func:`analyze` gives them (stems), distinct,
+        weights finite and positive.
+    """
+
+    weights: tuple[tuple[str, float], ...]
+
+    def __post_init__(self) -> None:
+        terms = [t for t, _ in self.weights]
+        if len(set(terms)) != len(terms):
+            raise ValueError("WeightedTerms: a term is given twice")
+        bad = [(t, w) for t, w in self.weights if not (math.isfinite(w) and w > 0.0)]
+        if bad:
+            raise ValueError(f"WeightedTerms: weights must be finite and positive, got {bad[0]}")
+
+    @classmethod
+    def expanded(cls, text: str, extra: Sequence[str], weight: float) -> WeightedTerms:
+        """The terms of ``text`` (each weighing its occurrences) and the terms ``extra`` not
+        among them, each weighing ``weight``."""
+        counts = query_weights(text)
+        more = [(t, float(weight)) for t in dict.fromkeys(extra) if t not in counts]
+        return cls(tuple(counts.items()) + tuple(more))
+
+
+#: What BM25 searches take: a text, or terms with weights.
+SparseQuery = str | WeightedTerms
+
+
+def query_weights(query: SparseQuery) -> dict[str, float]:
+    """Each distinct analyzed term of ``query`` and its weight, in order of first occurrence:
+    a text's terms weigh their number of occurrences (as in ``bm25s``); ``WeightedTerms``
+    give their own."""
+    if isinstance(query, WeightedTerms):
+        return dict(query.weights)
+    return {t: float(n) for t, n in Counter(analyze(query)).items()}
+
+
+def has_words(query: SparseQuery) -> bool:
+    """Whether ``query`` holds a word BM25 reads (a text: one that is not a stop word)."""
+    return bool(query.weights) if isinstance(query, WeightedTerms) else bool(query_words(query))

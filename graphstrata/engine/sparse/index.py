@@ -27,7 +27,9 @@ Tokenization
     each word stemmed with the Snowball English stemmer (PyStemmer), the same tokens as
     ``engine.modes.bm25.make_tokenizer`` gives (tested). A query is read as ``bm25s``
     reads it: query terms absent from a kind are dropped, and a repeated term counts each
-    time (its score is added once per occurrence, like Lucene's repeated clauses).
+    time (its score is added once per occurrence, like Lucene's repeated clauses). A query
+    may also be given as terms with weights (``analysis.WeightedTerms``: ``hybrid``'s
+    feedback round), a term's score then multiplied by its weight.
 
 Incremental updates
     A kind's postings (``engine/sparse/postings.py``, ``KindIndex``) live in immutable
@@ -59,7 +61,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,8 +74,10 @@ from graphstrata.engine.sparse.analysis import (
     STEMMER_LANGUAGE,
     STOPWORDS_EN,
     TOKEN_PATTERN,
+    SparseQuery,
     analyze,
-    query_words,
+    has_words,
+    query_weights,
 )
 from graphstrata.engine.sparse.cache import cached_part, save_part
 from graphstrata.engine.sparse.postings import BM25_B, BM25_K1, KindIndex
@@ -254,13 +258,15 @@ class SparseIndex:
         return self.parts.peek(kind) is not None
 
     # ------------------------------------------------------------------ search
-    def search(self, text: str, kinds: Sequence[int], k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, text: SparseQuery, kinds: Sequence[int], k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best live nodes of ``kinds`` with a positive BM25 score for ``text``.
 
         Parameters
         ----------
         text:
-            The query.
+            The query: a text, or terms with weights (``analysis.WeightedTerms``).
         kinds:
             Kinds to search (each must be indexed); scores are per-kind BM25.
         k:
@@ -274,14 +280,14 @@ class SparseIndex:
         return self.merged([self.search_kind(text, kind, k) for kind in kinds], k)
 
     def search_kind(
-        self, text: str, kind: int, k: int, within: np.ndarray | None = None
+        self, text: SparseQuery, kind: int, k: int, within: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`search` over one kind; :meth:`merged` joins such lists (searched on other
         threads, say) into what :meth:`search` over their kinds returns. ``within``: only
         these ascending node ids may be returned (a metadata filter; the statistics stay
         the whole kind's)."""
         k = int(k)
-        if k <= 0 or not query_words(text):
+        if k <= 0 or not has_words(text):
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         return self.part(kind).search(text, k, self.k1, self.b, within)
 
@@ -300,12 +306,12 @@ class SparseIndex:
         order = np.lexsort((ids, -scores.astype(np.float64)))[: int(k)]
         return ids[order], scores[order]
 
-    def score(self, text: str, ids: np.ndarray) -> np.ndarray:
+    def score(self, text: SparseQuery, ids: np.ndarray) -> np.ndarray:
         """BM25 score of each of ``ids`` for ``text`` in its own kind (0 when it shares no
         term with the query or is not a live node of an indexed kind); float32."""
         ids = np.asarray(ids, np.int64)
         out = np.zeros(ids.size, np.float64)
-        if not query_words(text) or ids.size == 0:
+        if not has_words(text) or ids.size == 0:
             return out.astype(np.float32)
         todo = np.ones(ids.size, bool)
         for kind in self.kinds:
@@ -318,17 +324,18 @@ class SparseIndex:
         return out.astype(np.float32)
 
     def term_scores(
-        self, text: str, ids: np.ndarray, kinds: Sequence[int] | None = None
+        self, text: SparseQuery, ids: np.ndarray, kinds: Sequence[int] | None = None
     ) -> np.ndarray:
         """float64 ``[t, len(ids)]``: each distinct query term's part of each id's BM25 score.
 
-        Rows follow the query's distinct analyzed terms in order of first occurrence (a
-        repeated term's row counts it each time); each id is scored in its own kind, as by
-        :meth:`score`, whose values the column sums are (up to float32 rounding). ``kinds``:
-        only ids of these indexed kinds are scored (the others get zeros; default: all).
+        Rows follow the query's distinct analyzed terms in order of first occurrence (a row
+        is the term times its weight: a text's repeated term counts each time); each id is
+        scored in its own kind, as by :meth:`score`, whose values the column sums are (up to
+        float32 rounding). ``kinds``: only ids of these indexed kinds are scored (the others
+        get zeros; default: all).
         """
         ids = np.asarray(ids, np.int64)
-        counts = Counter(analyze(text))
+        counts = query_weights(text)
         terms = list(counts)
         out = np.zeros((len(terms), ids.size), np.float64)
         if not terms or ids.size == 0:
@@ -336,6 +343,48 @@ class SparseIndex:
         for kind in self.kinds if kinds is None else [k for k in self.kinds if k in kinds]:
             out += self.part(kind).term_scores(terms, ids, self.k1, self.b)
         return out * np.asarray([counts[t] for t in terms], np.float64)[:, None]
+
+    def feedback_terms(
+        self, ids: np.ndarray, texts: Sequence[str], m: int, exclude: Collection[str] = ()
+    ) -> list[str]:
+        """The ``m`` analyzed terms of the best candidates' texts with the most weight, for
+        sparse pseudo-relevance feedback (RM3-like, Abdul-Jaleel et al. 2004).
+
+        A term's weight is the sum over the texts of ``tf / length * idf / rank``: its share
+        of the text, times its idf in the text's own kind (the kind that holds its id), over
+        the text's rank (from 1). Terms in ``exclude`` (the query's own) and terms no live
+        document of the kind holds are left out; equal weights go by term.
+
+        Parameters
+        ----------
+        ids, texts:
+            The candidates, best first, and their texts.
+        m:
+            How many terms at most.
+        exclude:
+            Analyzed terms never returned.
+
+        Returns
+        -------
+        list of str
+            Up to ``m`` terms, heaviest first.
+        """
+        if len(ids) != len(texts):
+            raise ValueError("feedback_terms: ids and texts must have equal length")
+        weight: dict[str, float] = {}
+        for rank, (node, text) in enumerate(zip(np.asarray(ids).tolist(), texts), start=1):
+            part = next((self.part(k) for k in self.kinds if self.part(k).holds(node)), None)
+            terms = analyze(text)
+            if part is None or not terms:
+                continue
+            counts = Counter(t for t in terms if t not in exclude)
+            names = list(counts)
+            tf = np.fromiter(counts.values(), np.float64, len(names))
+            parts = tf / len(terms) * part.idfs(names) / rank
+            for term, x in zip(names, parts.tolist(), strict=True):
+                if x == x:  # NaN: no live document here holds the term
+                    weight[term] = weight.get(term, 0.0) + x
+        return sorted(weight, key=lambda t: (-weight[t], t))[: max(int(m), 0)]
 
 
 @dataclass(frozen=True)

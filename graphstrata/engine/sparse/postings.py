@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,7 +18,7 @@ import numpy as np
 from graphstrata.core.bm25 import Norm, add_lookups, add_term_lookups, lengths, top_candidates
 from graphstrata.engine.hashing import stable_hashes
 from graphstrata.engine.policies import MaintenanceConfig
-from graphstrata.engine.sparse.analysis import analyze
+from graphstrata.engine.sparse.analysis import SparseQuery, analyze, query_weights
 
 __all__ = [
     "BM25_B",
@@ -483,28 +482,47 @@ class KindIndex:
         at = np.searchsorted(sorted_ids, new_ids, side="right")
         return np.insert(sorted_ids, at, new_ids), np.insert(slots, at, new_slots)
 
-    def query_terms(self, text: str) -> list[str]:
-        """The terms of a query that occur in a live document here, in order, repeats kept
-        (each occurrence counts, as in ``bm25s``)."""
+    def query_weights(self, query: SparseQuery) -> dict[str, float]:
+        """The terms of a query that occur in a live document here and their weights, in
+        order of first occurrence (a text's terms weigh their occurrences, as in ``bm25s``;
+        ``analysis.query_weights``)."""
         ids, size = self.vocab.ids, self.df.size
-        out = []
-        for term in analyze(text):
+        out = {}
+        for term, weight in query_weights(query).items():
             tid = ids.get(term)
             if tid is not None and tid < size and self.df[tid] > 0:
-                out.append(term)
+                out[term] = weight
         return out
 
-    def _weighted(self, terms: Sequence[str]) -> tuple[list[int], np.ndarray]:
-        """Distinct term ids of ``terms`` (known, live) and their weights (idf times the
-        count), heaviest first (then by id): the one order in which scores are summed."""
+    def _weighted(self, terms: dict[str, float]) -> tuple[list[int], np.ndarray]:
+        """Term ids of ``terms`` (known, live) and their weights (idf times the term's
+        weight), heaviest first (then by id): the one order in which scores are summed."""
         pairs = []
-        for term, times in Counter(terms).items():
+        for term, times in terms.items():
             tid = self.vocab.ids.get(term)
             idf = None if tid is None else self._idf(tid)
             if tid is not None and idf is not None:
                 pairs.append((times * idf, tid))
         pairs.sort(key=lambda p: (-p[0], p[1]))
         return [t for _, t in pairs], np.asarray([w for w, _ in pairs], np.float64)
+
+    def idfs(self, terms: Sequence[str]) -> np.ndarray:
+        """float64: BM25's idf of each analyzed term here, NaN where no live document holds
+        it (the formula of ``_idf``, over an array)."""
+        ids, size = self.vocab.ids, self.df.size
+        tids = np.fromiter((ids.get(t, -1) for t in terms), np.int64, len(terms))
+        df = np.zeros(len(terms), np.float64)
+        known = (tids >= 0) & (tids < size)
+        df[known] = self.df[tids[known]]
+        n = float(self.n_live)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        out[df <= 0] = np.nan
+        return out
+
+    def holds(self, node_id: int) -> bool:
+        """Whether ``node_id`` is a live document here."""
+        return bool(self._live_slots(np.asarray([node_id], np.int64))[0][0])
 
     def _idf(self, tid: int) -> float | None:
         """BM25's idf of term ``tid``, None when no live document holds it."""
@@ -584,7 +602,7 @@ class KindIndex:
         return found, slots[pos[found]]
 
     def score_ids(
-        self, text: str, ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
+        self, text: SparseQuery, ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
     ) -> tuple[np.ndarray, np.ndarray]:
         """(whether each id is a live document here, its BM25 score for ``text`` or 0).
 
@@ -595,13 +613,13 @@ class KindIndex:
         """
         found, cand = self._live_slots(ids)
         out = np.zeros(found.size, np.float64)
-        terms = self.query_terms(text)
+        terms = self.query_weights(text)
         if not (cand.size and terms):
             return found, out
         scores = np.zeros(cand.size, np.float32)
         todo = np.ones(cand.size, bool)
         last = getattr(_local, "last_search", None)
-        if last is not None and last[0] is self and last[1] == (tuple(terms), k1, b):
+        if last is not None and last[0] is self and last[1] == (tuple(terms.items()), k1, b):
             got, got_scores, incomplete = last[2:]
             at = np.minimum(np.searchsorted(got, cand), max(got.size - 1, 0))
             hit = got[at] == cand if got.size else np.zeros(cand.size, bool)
@@ -612,7 +630,9 @@ class KindIndex:
         out[found] = scores
         return found, out
 
-    def _looked_up(self, terms: Sequence[str], cand: np.ndarray, k1: float, b: float) -> np.ndarray:
+    def _looked_up(
+        self, terms: dict[str, float], cand: np.ndarray, k1: float, b: float
+    ) -> np.ndarray:
         """Scores of the slots ``cand`` by lookups in every query term's postings."""
         tids, weights = self._weighted(terms)
         order = np.argsort(cand, kind="stable")
@@ -627,7 +647,7 @@ class KindIndex:
 
     def search(
         self,
-        text: str,
+        text: SparseQuery,
         k: int,
         k1: float = BM25_K1,
         b: float = BM25_B,
@@ -640,7 +660,7 @@ class KindIndex:
         ``within`` (ascending node ids: a metadata filter) only those may be returned: the
         other slots count as dead in the top-k, the statistics are unchanged.
         """
-        terms = self.query_terms(text) if k > 0 and self.n_live else []
+        terms = self.query_weights(text) if k > 0 and self.n_live else {}
         tids, weights = self._weighted(terms)
         if not tids:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
@@ -655,7 +675,7 @@ class KindIndex:
         )
         # A filtered search leaves other live slots out: it is never complete for score_ids.
         incomplete = incomplete or within is not None
-        _local.last_search = (self, (tuple(terms), k1, b), hit, vals, incomplete)
+        _local.last_search = (self, (tuple(terms.items()), k1, b), hit, vals, incomplete)
         ids = self.slot_ids[hit]
         if ids.size > k:
             # A common word matches most of a collection: sort only the candidates scoring at

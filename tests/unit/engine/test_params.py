@@ -112,6 +112,8 @@ FUSION = [
     "term_decay",
     "feedback_docs",
     "feedback_weight",
+    "feedback_terms",
+    "feedback_term_weight",
 ]
 GRAPH = [
     "entry_top_k",

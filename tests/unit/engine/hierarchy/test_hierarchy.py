@@ -548,11 +548,11 @@ def fused_oracle(
     s_ids, _ = fresh.search(QUESTION, kinds, k)
     w = fusion.dense_weight
 
-    def one_round(dense, vector):
-        union = np.union1d(dense[0], s_ids)  # complete scores: both sides score the union
+    def one_round(dense, vector, bm25_ids, query):
+        union = np.union1d(dense[0], bm25_ids)  # complete scores: both sides score the union
         lists = [
             (union, state.snapshot.vectors.get(union) @ vector),
-            (union, fresh.score(QUESTION, union)),
+            (union, fresh.score(query, union)),
         ]
         # the per-query weight (its kernel has its own oracle in tests/unit/core)
         w_q = query_dense_weight(
@@ -564,23 +564,25 @@ def fused_oracle(
             fusion.adaptive_depth,
         )
         if fusion.method == "score" and fusion.term_decay < 1:
-            terms = fresh.term_scores(QUESTION, union)
+            terms = fresh.term_scores(query, union)
             return np.asarray(coverage_oracle(union, lists[0][1], terms, w_q, fusion.term_decay))
         if fusion.method == "score":
             return score_fusion(lists, [w_q, 1 - w_q])[0]
         rankings = [i[np.lexsort((i, -np.asarray(s, np.float64)))] for i, s in lists]
         return rrf(rankings, [w_q, 1 - w_q], fusion.rrf_k)[0]
 
-    fused = one_round((d_ids[0], None), q[0]) if ranking is None else np.asarray(ranking)
+    fused = one_round((d_ids[0], None), q[0], s_ids, QUESTION)
+    fused = fused if ranking is None else np.asarray(ranking)
     if ranking is not None:
         feedback_docs = 0
     elif feedback_docs is None:  # the hierarchy modes' default: feedback only if configured
         feedback_docs = fusion.feedback_docs if fusion.feedback_in_hierarchy else 0
-    if feedback_docs and fusion.feedback_weight and fused.size:
+    if feedback_docs and fused.size:
         top = fused[:feedback_docs]
-        fused = feedback_round(
-            index, kinds, k, q[0], top, fusion.feedback_weight, d_ids[0], one_round
+        again = feedback_round(
+            index, kinds, k, q[0], top, fusion, d_ids[0], (fresh, QUESTION, s_ids), one_round
         )
+        fused = fused if again is None else again
     if budget is None:
         return [int(i) for i in fused.tolist()]
     n = fusion.shingle_words

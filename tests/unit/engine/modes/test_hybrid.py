@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -13,6 +14,7 @@ from graphstrata.core.fusion import query_dense_weight, rrf, score_fusion, shing
 from graphstrata.engine.config import IndexConfig
 from graphstrata.engine.modes.hybrid import HybridParams
 from graphstrata.engine.params import QueryError
+from graphstrata.engine.sparse.analysis import analyze
 from graphstrata.engine.sparse.index import SparseIndex
 from graphstrata.engine.types import NodeKind
 from tests.helpers.oracles import coverage_oracle, feedback_round
@@ -59,6 +61,7 @@ def fused(
     decay=None,
     docs=None,
     weight=None,
+    terms=None,
 ):
     """The fused ranking ``hybrid`` should pack (``fused_candidates``, recomputed); unset
     arguments take the index's ``FusionConfig``."""
@@ -70,32 +73,37 @@ def fused(
     decay = cfg.term_decay if decay is None else decay
     docs = cfg.feedback_docs if docs is None else docs
     weight = cfg.feedback_weight if weight is None else weight
+    terms = cfg.feedback_terms if terms is None else terms
     dense, sparse, (q, fresh) = candidates(index, question, k)
 
-    def one_round(dense, vector):
-        lists = [dense, sparse]
+    def one_round(dense, vector, bm25_ids, query):
+        lists = [dense, (bm25_ids, fresh.score(query, bm25_ids))]
         w_q = w
         if complete:
-            union = np.union1d(dense[0], sparse[0])
+            union = np.union1d(dense[0], bm25_ids)
             cos = index.engine.state.snapshot.vectors.get(union) @ vector
-            bm25 = fresh.score(question, union)
+            bm25 = fresh.score(query, union)
             # the per-query weight (its kernel has its own oracle in tests/unit/core)
             w_q = query_dense_weight(
                 cos, bm25, w, cfg.adaptive, cfg.adaptive_strength, cfg.adaptive_depth
             )
             if method == "score" and decay < 1:
-                terms = fresh.term_scores(question, union)
-                return np.asarray(coverage_oracle(union, cos, terms, w_q, decay), np.int64)
+                parts = fresh.term_scores(query, union)
+                return np.asarray(coverage_oracle(union, cos, parts, w_q, decay), np.int64)
             lists = [(union, cos), (union, bm25)]
         if method == "score":
             return score_fusion(lists, [w_q, 1 - w_q])[0]
         rankings = [i[np.lexsort((i, -np.asarray(s, np.float64)))] for i, s in lists]
         return rrf(rankings, [w_q, 1 - w_q], rrf_k)[0]
 
-    first = one_round(dense, q)
-    if docs == 0 or weight == 0 or first.size == 0:
+    first = one_round(dense, q, sparse[0], question)
+    if docs == 0 or first.size == 0:
         return first
-    return feedback_round(index, [T], k, q, first[:docs], weight, dense[0], one_round)
+    fusion = dataclasses.replace(cfg, feedback_weight=weight, feedback_terms=terms)
+    again = feedback_round(
+        index, [T], k, q, first[:docs], fusion, dense[0], (fresh, question, sparse[0]), one_round
+    )
+    return first if again is None else again
 
 
 def greedy(index: Index, ids, budget: int, max_overlap: float = 0.8, n: int = 5) -> list[int]:
@@ -131,6 +139,8 @@ def test_hybrid_is_served_with_typed_params(index):
         "term_decay",
         "feedback_docs",
         "feedback_weight",
+        "feedback_terms",
+        "feedback_term_weight",
     ]
     for bad in (
         {"rrf_k": -1},
@@ -183,13 +193,20 @@ def test_hybrid_params_override_the_config(index):
         got = index.query(QUESTION, mode="hybrid", top_k=20, method="score", term_decay=decay)
         assert [h.id for h in got.nodes] == greedy(index, want, 2000)
     assert got.report["fusion"]["method"] == "score"
-    for docs, weight in ((0, 0.3), (2, 1.0), (3, 0.0)):
-        want = fused(index, QUESTION, 20, docs=docs, weight=weight)
+    for docs, weight, terms in ((0, 0.3, 3), (2, 1.0, 0), (3, 0.0, 0), (1, 0.0, 3), (2, 0.3, 5)):
+        want = fused(index, QUESTION, 20, docs=docs, weight=weight, terms=terms)
         got = index.query(
-            QUESTION, mode="hybrid", top_k=20, feedback_docs=docs, feedback_weight=weight
+            QUESTION,
+            mode="hybrid",
+            top_k=20,
+            feedback_docs=docs,
+            feedback_weight=weight,
+            feedback_terms=terms,
         )
         assert [h.id for h in got.nodes] == greedy(index, want, 2000)
-        assert got.report["fusion"].get("feedback", 0) == int(docs > 0 and weight > 0)
+        took = docs > 0 and (weight > 0 or terms > 0)
+        assert got.report["fusion"].get("feedback", 0) == int(took)
+        assert len(got.report["fusion"].get("feedback_terms", [])) == (terms if took else 0)
     for method in ("rrf", "score"):
         want = fused(index, QUESTION, 20, method=method, complete=False)
         got = index.query(QUESTION, mode="hybrid", top_k=20, method=method, complete_scores=False)
@@ -216,6 +233,29 @@ def test_feedback_reaches_the_passage_the_first_one_names(tmp_path):
     assert ["award.md"] in [h.docs for h in one.nodes]
     assert ["player.md"] not in [h.docs for h in one.nodes]
     assert ["player.md"] in [h.docs for h in two.nodes]
+
+
+def test_sparse_feedback_reaches_the_passage_the_first_one_names(tmp_path):
+    """The same two hops with the dense feedback off: the best passage's rare words (the
+    winner's name) join the BM25 query and bring the second passage; without them it is
+    not found."""
+    filler = [f"Club {i}: which winner will play for a cup of club {i}?" for i in range(12)]
+    docs = [
+        {"doc_id": "award.md", "text": "The 2031 Golden Boot went to Tomas Vrielink."},
+        {"doc_id": "player.md", "text": "Tomas Vrielink is a striker for Ostrava Rangers."},
+        *({"doc_id": f"f{i}.md", "text": t} for i, t in enumerate(filler)),
+    ]
+    ix = Index.create(tmp_path / "hop", config(), embedder=HashingEmbedder(1024), llm="extractive")
+    ix.insert(docs)
+    question = "Which club did the winner of the 2031 Golden Boot play for?"
+    args = {"mode": "hybrid", "top_k": 3, "budget_tokens": 4000, "feedback_weight": 0.0}
+    without = ix.query(question, feedback_terms=0, **args)
+    with_terms = ix.query(question, **args)  # the default: 3 terms of the best chunk
+    assert ["player.md"] not in [h.docs for h in without.nodes]
+    assert ["player.md"] in [h.docs for h in with_terms.nodes]
+    # the question's words are never feedback terms; the winner's name is
+    terms = with_terms.report["fusion"]["feedback_terms"]
+    assert {"toma", "vrielink"} <= set(terms) and not set(terms) & set(analyze(question))
 
 
 def test_one_sided_hybrid_without_dedup_is_the_baseline(index):
@@ -382,8 +422,12 @@ def test_packing_reads_only_the_texts_it_compares(index, monkeypatch):
         return real(self, rows)
 
     monkeypatch.setattr(type(nodes), "texts_at", counting)
-    result = index.query(QUESTION, mode="hybrid", budget_tokens=300)
+    result = index.query(QUESTION, mode="hybrid", budget_tokens=300, feedback_terms=0)
     info = result.report["fusion"]
     assert result.nodes
     assert len(read) == len(set(read)) == len(result.nodes) + info["duplicates"]
     assert len(read) < info["dense"] + info["sparse"] - info["both"]
+    # sparse feedback reads the feedback candidates' texts once more (feedback_docs: 1)
+    read.clear()
+    again = index.query(QUESTION, mode="hybrid", budget_tokens=300)
+    assert len(read) == len(again.nodes) + again.report["fusion"]["duplicates"] + 1
