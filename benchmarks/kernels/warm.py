@@ -1,4 +1,4 @@
-"""What the warm-search benchmarks share (``graph_stages``, ``hybrid_feedback``): their
+"""What the warm-search benchmarks share (``graph_stages``, ``variant_latency``): their
 arguments, and a shared set's index of ``benchmarks.quality.retrieval`` with its questions'
 vectors computed beforehand."""
 
@@ -13,10 +13,15 @@ import numpy as np
 from benchmarks.quality import retrieval as R
 
 
-def parse_args(doc: str, argv: list[str] | None) -> argparse.Namespace | None:
-    """``--datasets`` (default every shared set), ``--questions`` (200), ``--rounds`` (3); None,
-    after saying so, when the shared evaluation data is absent."""
+def parse_args(
+    doc: str, argv: list[str] | None, comparisons: list[str] | None = None
+) -> argparse.Namespace | None:
+    """``--datasets`` (default every shared set), ``--questions`` (200), ``--rounds`` (3), and
+    a positional ``comparison`` when ``comparisons`` names the choices; None, after saying so,
+    when the shared evaluation data is absent."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    if comparisons:
+        parser.add_argument("comparison", choices=comparisons)
     parser.add_argument("--datasets", default=",".join(R.DATASETS))
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)

@@ -592,10 +592,14 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 SWEEP_MODES = ("hybrid", "collapsed")
 #: Variants of ``graph`` (query parameters, ``HeterographConfig``): which kinds the walk's
-#: budget goes to, and the query-term coverage of its ranking (``term_decay``) at each budget.
-#: Each is (label, parameters, budget).
+#: budget goes to, how many BM25 entry points it takes (``sparse_top_k``, at 2,000 tokens and
+#: scaled with the budget) and the query-term coverage of its ranking (``term_decay``) at each
+#: budget. Each is (label, parameters, budget).
 GRAPH_SWEEP: tuple[tuple[str, dict[str, Any], int], ...] = (
     ("graph: defaults", {}, HEADLINE_BUDGET),
+    *((f"graph: sparse_top_k {k}", {"sparse_top_k": k}, HEADLINE_BUDGET) for k in (20, 30, 60, 80)),
+    ("graph: entry_top_k 20", {"entry_top_k": 20}, HEADLINE_BUDGET),
+    ("graph: sparse_top_k 80 (40 entry points), 1000 tokens", {"sparse_top_k": 80}, 1000),
     ("graph: text_share 0.5", {"text_share": 0.5}, HEADLINE_BUDGET),
     ("graph: text_share 0.8", {"text_share": 0.8}, HEADLINE_BUDGET),
     ("graph: structured_share 0.05", {"structured_share": 0.05}, HEADLINE_BUDGET),
@@ -609,6 +613,12 @@ GRAPH_SWEEP: tuple[tuple[str, dict[str, Any], int], ...] = (
             ("term_decay 0.95", {"term_decay": 0.95}),
             ("term_decay 0.8", {"term_decay": 0.8}),
         )
+        for budget in BUDGETS
+    ),
+    # 20 BM25 entry points at every budget, as before they scaled with it (decision 0038;
+    # sparse_top_k is the count at ranking.ENTRY_BUDGET, 2,000 tokens)
+    *(
+        (f"graph: 20 entry points, {budget} tokens", {"sparse_top_k": 20 * 2000 // budget}, budget)
         for budget in BUDGETS
     ),
 )

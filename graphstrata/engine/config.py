@@ -240,14 +240,18 @@ class HeterographConfig:
         query=True,
         doc="Share of the restart mass given to the BM25 entry points (>= 0).",
     )
-    #: BM25 entry points per kind of ``sparse_kinds``: 20 was as good as 50 on HP and MH150
-    #: and better on MH (+2 points), and faster.
+    #: BM25 entry points per kind of ``sparse_kinds`` at a 2,000-token budget; a query takes
+    #: them in proportion to its budget (``ranking.sparse_entries``: 20 at 1,000 tokens, 80 at
+    #: 4,000). With term coverage (decision 0036) the extra entry points give it passages to
+    #: choose from: graph at 2,000 tokens (MultiHop-RAG / HotpotQA / novels) 40: 0.593 / 0.987
+    #: / 0.891, 20: 0.576 / 0.983 / 0.883, 30 to 80 all above 20 (decision 0038).
     sparse_top_k: int = setting(
-        20,
+        40,
         ge=0,
         le=MAX_QUERY_K,
         query=True,
-        doc="BM25 entry points taken per kind of the index's ``sparse_kinds`` (0: none).",
+        doc="BM25 entry points taken per kind of the index's ``sparse_kinds`` at a 2,000-token "
+        "budget, scaled with the query's budget (0: none).",
     )
     #: Kinds with BM25 entry points: chunks and units. Adding A, H, R ("TSAHR") cost 4.2
     #: points of fact R on MH150 (their short texts match query words by accident).

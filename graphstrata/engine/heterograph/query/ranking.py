@@ -33,6 +33,7 @@ __all__ = [
     "minmax",
     "pair_kinds",
     "seed_matches",
+    "sparse_entries",
     "walk_distribution",
     "walk_edges",
 ]
@@ -113,6 +114,25 @@ def maximal_keys(keys: list[str]) -> list[str]:
         for k, pk in zip(keys, padded, strict=True)
         if not any(pk != po and pk in po for po in padded)
     ]
+
+
+#: The budget ``HeterographConfig.sparse_top_k`` is given for: a query takes BM25 entry points
+#: in proportion to its budget (``sparse_entries``).
+ENTRY_BUDGET = 2000
+
+
+def sparse_entries(top_k: int, budget: int) -> int:
+    """BM25 entry points per kind for a query of ``budget`` tokens: ``top_k`` (the count at
+    ``ENTRY_BUDGET`` tokens) scaled by ``budget / ENTRY_BUDGET``, rounded, at least 1 (0 when
+    ``top_k`` is 0: no sparse entry points).
+
+    A larger budget packs more passages, and they are found among more entry points; at a
+    small budget extra entry points spread the walk over passages it cannot pack (decision
+    0038).
+    """
+    if top_k <= 0:
+        return 0
+    return max(1, round(top_k * max(int(budget), 0) / ENTRY_BUDGET))
 
 
 #: ``coverage_ranked`` reads the query terms' BM25 parts of the candidates that hold this many

@@ -20,7 +20,8 @@ advances them per commit). A query then
    weight by the passages that contain it, since a name every article mentions says little;
 2. **dense entry points**: the vector top-``entry_top_k`` over S, A and H (NodeRAG) and,
    as many, over T (HippoRAG 2 seeds every passage by its dense score);
-3. **sparse entry points**: the BM25 top-``sparse_top_k`` of each kind of ``sparse_kinds``;
+3. **sparse entry points**: the BM25 top-k of each kind of ``sparse_kinds``, k in proportion
+   to the budget (``sparse_top_k`` at 2,000 tokens; ``ranking.sparse_entries``);
 4. **seeds**: each group gets its share of the restart mass (``exact_match_weight``,
    ``vector_match_weight``, ``sparse_match_weight``, normalized to sum 1; a group's share
    is split evenly over its lists); inside a list a node weighs its min-max normalized
@@ -81,6 +82,7 @@ from graphstrata.engine.heterograph.query.ranking import (
     minmax,
     pair_kinds,
     seed_matches,
+    sparse_entries,
     walk_distribution,
     walk_edges,
 )
@@ -294,7 +296,8 @@ class HeterographView(ComponentView):
         if mask is not None:  # a metadata filter (``engine.filtered``: entry points allowed)
             exact, exact_w = exact[mask[exact]], exact_w[mask[exact]]
         vector = self._vector_lists(query, int(cfg.entry_top_k))
-        sparse = self._sparse_lists(query.text, int(cfg.sparse_top_k), query)
+        k_sparse = sparse_entries(int(cfg.sparse_top_k), int(query.budget_tokens))
+        sparse = self._sparse_lists(query.text, k_sparse, query)
         w_vec = float(cfg.vector_match_weight)
         w_sparse = float(cfg.sparse_match_weight)
         w_exact = float(cfg.exact_match_weight)

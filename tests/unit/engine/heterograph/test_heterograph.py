@@ -18,12 +18,14 @@ from graphstrata.engine.heterograph import GraphParams, HeterographComponent
 from graphstrata.engine.heterograph.parse import query_name_candidates, title_key
 from graphstrata.engine.heterograph.query.ranking import (
     COVERAGE_BUDGETS,
+    ENTRY_BUDGET,
     Packer,
     coverage_ranked,
     kinds_of_letters,
     maximal_keys,
     merge_seeds,
     minmax,
+    sparse_entries,
 )
 from graphstrata.engine.interfaces import LLMRequest, LLMResponse
 from graphstrata.engine.types import EdgeKind, NodeKind
@@ -398,6 +400,33 @@ def test_graph_search_seeds_from_exact_vector_and_sparse_entry_points(built):
     assert no_vector["vector_nodes"] == 0 and no_vector["sparse_nodes"] > 0
     only_exact = built.query(q, mode="graph", entry_top_k=0, sparse_top_k=0)
     assert only_exact.nodes and only_exact.report["entry_nodes"] == report["exact_nodes"]
+
+
+def test_sparse_entries_scale_with_the_budget():
+    assert [sparse_entries(40, b) for b in (1000, 2000, 4000)] == [20, 40, 80]
+    assert sparse_entries(40, ENTRY_BUDGET) == 40
+    assert sparse_entries(0, 4000) == 0  # no sparse entry points stays none
+    assert sparse_entries(3, 1) == 1 and sparse_entries(3, 0) == 1  # at least one
+    assert sparse_entries(5, 1000) == 2  # round(2.5): to even
+    assert sparse_entries(1000, 10**6) == 500_000
+
+
+def test_graph_search_takes_bm25_entry_points_in_proportion_to_its_budget(built, monkeypatch):
+    view = type(built.engine.state.views["graph"])
+    asked: list[int] = []
+    real = view._sparse_lists
+
+    def spy(self, text, k, query=None):
+        asked.append(k)
+        return real(self, text, k, query)
+
+    monkeypatch.setattr(view, "_sparse_lists", spy)
+    for budget in (500, 2000, 4000):
+        built.query("Who founded Meridian Optics?", mode="graph", budget_tokens=budget)
+    k = built.engine.config.heterograph.sparse_top_k
+    assert asked == [sparse_entries(k, b) for b in (500, 2000, 4000)] == [k // 4, k, 2 * k]
+    built.query("Who founded Meridian Optics?", mode="graph", budget_tokens=1000, sparse_top_k=6)
+    assert asked[-1] == 3
 
 
 def test_graph_search_returns_chunks_and_never_a_unit_of_a_returned_chunk(built):
