@@ -19,6 +19,7 @@ import pytest
 from graphstrata.bindings.api import Index
 from graphstrata.bindings.embed.models import HashingEmbedder
 from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.heterograph.query.ranking import ENTRY_BUDGET, sparse_entries
 
 QUESTION = (
     "Which cargo did the Orsa river ferry carry across the Orsa river, and who built the "
@@ -65,11 +66,19 @@ def index(tmp_path_factory) -> Index:
 
 
 def _packed(index: Index, **params: Any) -> list[Any]:
-    result = index.query(QUESTION, mode="graph", budget_tokens=BUDGET, **params)
+    # 20 BM25 entry points per kind, as the scenario was built with (at 240 tokens the
+    # default scales them down to 5, ranking.sparse_entries; then the walk alone finds the
+    # lighthouse)
+    entries = {"sparse_top_k": 20 * ENTRY_BUDGET // BUDGET}
+    result = index.query(QUESTION, mode="graph", budget_tokens=BUDGET, **entries, **params)
     assert sum(h.tokens for h in result.nodes) <= BUDGET
     scores = [h.score for h in result.nodes]
     assert scores == sorted(scores, reverse=True)
     return result.nodes
+
+
+def test_the_scenario_has_20_entry_points():
+    assert sparse_entries(20 * ENTRY_BUDGET // BUDGET, BUDGET) == 20
 
 
 def test_coverage_packs_the_second_aspect(index):
