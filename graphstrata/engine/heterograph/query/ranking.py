@@ -16,6 +16,7 @@ from graphstrata.core import sets
 from graphstrata.core.fusion import coverage_rerank
 from graphstrata.core.layered import LayeredCSR, row
 from graphstrata.core.ppr import shallow_ppr
+from graphstrata.engine.config import MAX_QUERY_K
 from graphstrata.engine.types import NodeKind
 
 _EMPTY_I = np.zeros(0, np.int64)
@@ -123,16 +124,17 @@ ENTRY_BUDGET = 2000
 
 def sparse_entries(top_k: int, budget: int) -> int:
     """BM25 entry points per kind for a query of ``budget`` tokens: ``top_k`` (the count at
-    ``ENTRY_BUDGET`` tokens) scaled by ``budget / ENTRY_BUDGET``, rounded, at least 1 (0 when
-    ``top_k`` is 0: no sparse entry points).
+    ``ENTRY_BUDGET`` tokens) scaled by ``budget / ENTRY_BUDGET``, rounded, at least 1 and at
+    most ``MAX_QUERY_K``, the bound of what a query may ask for per kind (0 when ``top_k`` is
+    0: no sparse entry points).
 
     A larger budget packs more passages, and they are found among more entry points; at a
     small budget extra entry points spread the walk over passages it cannot pack (decision
-    0038).
+    0038). The cap keeps a huge budget from asking for a million-row list (issue 51).
     """
     if top_k <= 0:
         return 0
-    return max(1, round(top_k * max(int(budget), 0) / ENTRY_BUDGET))
+    return min(MAX_QUERY_K, max(1, round(top_k * max(int(budget), 0) / ENTRY_BUDGET)))
 
 
 #: ``coverage_ranked`` reads the query terms' BM25 parts of the candidates that hold this many

@@ -13,7 +13,7 @@ from graphstrata.bindings.api import Index
 from graphstrata.bindings.embed.models import HashingEmbedder
 from graphstrata.bindings.llm.extractive import ExtractiveLLM
 from graphstrata.core.layered import row_weights
-from graphstrata.engine.config import IndexConfig
+from graphstrata.engine.config import MAX_QUERY_K, IndexConfig
 from graphstrata.engine.heterograph import GraphParams, HeterographComponent
 from graphstrata.engine.heterograph.parse import query_name_candidates, title_key
 from graphstrata.engine.heterograph.query.ranking import (
@@ -408,7 +408,9 @@ def test_sparse_entries_scale_with_the_budget():
     assert sparse_entries(0, 4000) == 0  # no sparse entry points stays none
     assert sparse_entries(3, 1) == 1 and sparse_entries(3, 0) == 1  # at least one
     assert sparse_entries(5, 1000) == 2  # round(2.5): to even
-    assert sparse_entries(1000, 10**6) == 500_000
+    # never past the per-kind bound of a query, whatever the budget (issue 51)
+    assert sparse_entries(1000, 10**6) == MAX_QUERY_K == 1000
+    assert sparse_entries(40, 50_000) == 1000
 
 
 def test_graph_search_takes_bm25_entry_points_in_proportion_to_its_budget(built, monkeypatch):
