@@ -184,10 +184,11 @@ def _candidates(
         dense_round = (sets.union(dense[0], again).astype(np.int64), None)  # scored by _fused
     extra: list[str] = []
     if fusion.feedback_terms > 0:
+        asked = query_weights(query.text)  # read once: left out of the terms, then kept
         texts = snapshot.nodes.text_of(top)
-        extra = sparse.feedback_terms(top, texts, fusion.feedback_terms, query_weights(query.text))
+        extra = sparse.feedback_terms(top, texts, fusion.feedback_terms, asked)
     if extra:
-        bm25_query = WeightedTerms.expanded(query.text, extra, fusion.feedback_term_weight)
+        bm25_query = WeightedTerms.expanded(asked, extra, fusion.feedback_term_weight)
         more = sparse.search(bm25_query, kinds, k)[0]
         sparse_round = (sets.union(sparse_list[0], more).astype(np.int64), None)
     if vector is query.vector and not extra:

@@ -11,7 +11,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import Stemmer
@@ -140,10 +140,13 @@ class WeightedTerms:
             raise ValueError(f"WeightedTerms: weights must be finite and positive, got {bad[0]}")
 
     @classmethod
-    def expanded(cls, text: str, extra: Sequence[str], weight: float) -> WeightedTerms:
-        """The terms of ``text`` (each weighing its occurrences) and the terms ``extra`` not
-        among them, each weighing ``weight``."""
-        counts = query_weights(text)
+    def expanded(
+        cls, base: str | Mapping[str, float], extra: Sequence[str], weight: float
+    ) -> WeightedTerms:
+        """The terms of ``base`` (a text, each term weighing its occurrences, or its
+        ``query_weights`` already read) and the terms ``extra`` not among them, each weighing
+        ``weight``."""
+        counts = query_weights(base) if isinstance(base, str) else dict(base)
         more = [(t, float(weight)) for t in dict.fromkeys(extra) if t not in counts]
         return cls(tuple(counts.items()) + tuple(more))
 

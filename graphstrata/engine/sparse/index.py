@@ -372,8 +372,9 @@ class SparseIndex:
         if len(ids) != len(texts):
             raise ValueError("feedback_terms: ids and texts must have equal length")
         weight: dict[str, float] = {}
+        by_kind = [self.part(kind) for kind in self.kinds]
         for rank, (node, text) in enumerate(zip(np.asarray(ids).tolist(), texts), start=1):
-            part = next((self.part(k) for k in self.kinds if self.part(k).holds(node)), None)
+            part = next((p for p in by_kind if p.holds(node)), None)
             terms = analyze(text)
             if part is None or not terms:
                 continue

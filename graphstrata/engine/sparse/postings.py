@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +32,13 @@ BM25_K1 = 1.5
 BM25_B = 0.75
 
 _local = threading.local()
+
+
+def _bm25_idf(df: Any, n: float, log: Callable[[Any], Any]) -> Any:
+    """BM25's idf (Lucene's, never negative) of document frequency ``df`` among ``n`` live
+    documents: the one formula, for a scalar (``math.log``, the search's per-term path) or an
+    array (``np.log``, ``KindIndex.idfs``)."""
+    return log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
 class _Vocab:
@@ -514,9 +522,7 @@ class KindIndex:
         df = np.zeros(len(terms), np.float64)
         known = (tids >= 0) & (tids < size)
         df[known] = self.df[tids[known]]
-        n = float(self.n_live)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        out = _bm25_idf(df, float(self.n_live), np.log)
         out[df <= 0] = np.nan
         return out
 
@@ -528,8 +534,7 @@ class KindIndex:
         """BM25's idf of term ``tid``, None when no live document holds it."""
         if tid >= self.df.size or self.df[tid] <= 0:
             return None
-        df = float(self.df[tid])
-        return math.log(1.0 + (float(self.n_live) - df + 0.5) / (df + 0.5))
+        return float(_bm25_idf(float(self.df[tid]), float(self.n_live), math.log))
 
     @functools.cached_property
     def _min_len(self) -> int:
