@@ -7,7 +7,8 @@ interleaved rounds on the same index.
 ``COMPARISON`` names one entry of ``COMPARISONS``: ``hybrid-feedback`` (``hybrid`` with and
 without its sparse feedback terms, decision 0037) or ``graph-entries`` (``graph`` with its BM25
 entry points scaled with the budget, the default, and with 20 at the 2,000 tokens timed here,
-as before; decision 0038). On each shared set's index of ``benchmarks.quality.retrieval``
+as before; decision 0038) or ``graph-push`` (``graph``'s walk exact, ``ppr_epsilon`` 0, with a
+lighter push threshold, 2e-6, and with the default; decision 0039). On each shared set's index of ``benchmarks.quality.retrieval``
 (built or reused under ``build/bench-indexes/``), one question at a time at 2,000 tokens with
 the questions' vectors computed beforehand: ``rounds`` alternating passes of every variant over
 the first ``questions`` questions, after one untimed pass of each. Reported: each variant's p50
@@ -39,6 +40,15 @@ COMPARISONS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str, dict[str, An
         (
             ("naive", "naive", {}),
             ("graph, sparse_top_k 20", "graph", {"sparse_top_k": 20}),
+            ("graph, defaults", "graph", {}),
+        ),
+    ),
+    "graph-push": (
+        ("heterograph",),
+        (
+            ("naive", "naive", {}),
+            ("graph, ppr_epsilon 0", "graph", {"ppr_epsilon": 0.0}),
+            ("graph, ppr_epsilon 2e-6", "graph", {"ppr_epsilon": 2e-6}),
             ("graph, defaults", "graph", {}),
         ),
     ),

@@ -621,6 +621,12 @@ GRAPH_SWEEP: tuple[tuple[str, dict[str, Any], int], ...] = (
         (f"graph: 20 entry points, {budget} tokens", {"sparse_top_k": 20 * 2000 // budget}, budget)
         for budget in BUDGETS
     ),
+    # the walk exact, and a lighter push threshold, at every budget (decision 0039)
+    *(
+        (f"graph: ppr_epsilon {eps:g}, {budget} tokens", {"ppr_epsilon": eps}, budget)
+        for eps in (0.0, 2e-6)
+        for budget in BUDGETS
+    ),
 )
 
 

@@ -9,6 +9,12 @@ NodeRAG's formula, with restart (not a lazy walk)::
 with no out-weight has a zero row in ``P``: the mass that reaches it is kept in its own
 score but not passed on (it leaves the system), so the total mass is at most 1.
 
+With a push threshold ``epsilon > 0`` a node passes its mass on in a step only when
+``(1 - alpha) * pi_k[u] >= epsilon * W(u)``, ``W(u)`` its row weight (the approximate push
+of Andersen, Chung & Lang 2006, with weighted degrees); below it the mass stops there, as at
+a zero row. A hub reached with a little mass then no longer touches its thousands of
+neighbours, and each node's score is at most its exact one.
+
 After ``iters`` steps only the ``iters``-hop neighbourhood of the seeds can be non-zero, so
 the kernel pushes from the seeds through a hash map local to the call: it never touches
 the other nodes and allocates in proportion to the edges it touches, whatever the graph
@@ -89,6 +95,15 @@ def _spread(
     return count
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row_weight(weights: np.ndarray, a: int, b: int) -> float:
+    # A row's weight, summed in float64 in entry order (the push test reads it twice).
+    wsum = 0.0
+    for j in range(a, b):
+        wsum += weights[j]
+    return wsum
+
+
 @njit(cache=True, nogil=True)
 def _step_plain(
     indptr: np.ndarray,
@@ -103,6 +118,7 @@ def _step_plain(
     pv: np.ndarray,
     count: int,
     alpha: float,
+    eps: float,
 ) -> tuple[int, int]:
     # :func:`_step` on a one-layer graph without dead nodes, kept apart: the layered
     # step's extra bounds and branches cost 15-20% of a walk at 100k chunks even when
@@ -126,11 +142,9 @@ def _step_plain(
         a = indptr[u]
         b = indptr[u + 1]
         edges += b - a
-        wsum = 0.0
-        for j in range(a, b):
-            wsum += weights[j]
-        if wsum <= 0.0:
-            continue  # zero row of P: the mass stops here
+        wsum = _row_weight(weights, a, b)
+        if wsum <= 0.0 or one_minus * x < eps * wsum:
+            continue  # zero row of P, or under the push threshold: the mass stops here
         scale = one_minus * x / wsum
         for j in range(a, b):
             v = indices[j]
@@ -170,6 +184,7 @@ def _step(
     pv: np.ndarray,
     count: int,
     alpha: float,
+    eps: float,
 ) -> tuple[int, int]:
     # :func:`_step_plain` on base + extra layers, with each row's weight given (0 for a
     # dead node): entries are not tested for dead nodes, so mass sent to a dead node stops
@@ -192,6 +207,8 @@ def _step(
         b = indptr[u + 1] if u < n_base else 0
         c = xptr[u] if u < n_extra else 0
         d = xptr[u + 1] if u < n_extra else 0
+        if one_minus * x < eps * row_sums[u]:
+            continue  # under the push threshold: the mass stops here
         edges += (b - a) + (d - c)
         if row_sums[u] <= 0.0:
             continue  # zero row of P (or a dead node): the mass stops here
@@ -242,6 +259,7 @@ def _push(
     seed_p: np.ndarray,
     alpha: float,
     iters: int,
+    eps: float,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     # Sparse push. Reached nodes live in dense arrays (nodes/cur/nxt, in discovery order)
     # found through an open-addressing table (node -> dense index). Before each step both
@@ -280,9 +298,13 @@ def _push(
             if layered:
                 a, b = _span(indptr, xptr, nodes[i], 0)
                 c, d = _span(indptr, xptr, nodes[i], 1)
-                need += (b - a) + (d - c)
+                if (1.0 - alpha) * cur[i] >= eps * row_sums[nodes[i]]:
+                    need += (b - a) + (d - c)
             else:
-                need += indptr[nodes[i] + 1] - indptr[nodes[i]]
+                a, b = indptr[nodes[i]], indptr[nodes[i] + 1]
+                if eps > 0.0 and (1.0 - alpha) * cur[i] < eps * _row_weight(weights, a, b):
+                    continue  # the same test as the step's, on the same sum
+                need += b - a
         if need > cap:
             cap = max(need, 2 * cap)
             nodes = _grow(nodes, count, cap)
@@ -296,12 +318,12 @@ def _push(
         if layered:
             count, e = _step(
                 indptr, indices, weights, xptr, xix, xw, row_sums, table, shift, tab_mask,
-                nodes, cur, nxt, pv, count, alpha,
+                nodes, cur, nxt, pv, count, alpha, eps,
             )  # fmt: skip
         else:
             count, e = _step_plain(
                 indptr, indices, weights, table, shift, tab_mask, nodes, cur, nxt, pv, count,
-                alpha,
+                alpha, eps,
             )  # fmt: skip
         edges += e
         cur, nxt = nxt, cur
@@ -410,12 +432,14 @@ def shallow_ppr_stats(
     extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     alive: np.ndarray | None = None,
     row_sums: np.ndarray | None = None,
+    epsilon: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """:func:`shallow_ppr` that also returns the number of CSR entries read (edges touched).
 
     Parameters
     ----------
     indptr, indices, weights, seeds, seed_weights, alpha, iters, extra, alive, row_sums
+    epsilon
         As in :func:`shallow_ppr`.
 
     Returns
@@ -423,7 +447,8 @@ def shallow_ppr_stats(
     nodes : int64 array [t]
     scores : float64 array [t]
     edges : int
-        Entries of ``indices`` read: the total degree of the nodes pushed from.
+        Entries read: the total degree of the nodes pushed from (on a one-layer graph
+        also of those under the threshold, whose row weight is summed to test it).
     """
     # Checks are O(1) on the graph and O(s) on the seeds (one compiled pass): this runs
     # once per query and must not cost more than the push itself.
@@ -459,6 +484,9 @@ def shallow_ppr_stats(
     iters = int(iters)
     if iters < 0:
         raise ValueError(f"iters must be >= 0, got {iters}")
+    epsilon = float(epsilon)
+    if not epsilon >= 0.0 or not np.isfinite(epsilon):
+        raise ValueError(f"epsilon must be finite and >= 0, got {epsilon}")
     status, seeds, p = _seed_distribution(seeds.astype(np.int64, copy=False), sw, n)
     if status == 1:
         raise ValueError(f"seeds must be node indices in [0, {n})")
@@ -476,7 +504,7 @@ def shallow_ppr_stats(
         # O(entries): a caller that walks one graph many times keeps them (``WalkEdges``).
         sums = _layered_row_weights(indptr, indices, weights, xptr, xix, xw, live, n)
     nodes, scores, edges = _push(
-        indptr, indices, weights, xptr, xix, xw, sums, seeds, p, alpha, iters
+        indptr, indices, weights, xptr, xix, xw, sums, seeds, p, alpha, iters, epsilon
     )
     if sums.size and live.size:  # the dead nodes that stopped mass are not results
         keep = live[nodes]
@@ -496,6 +524,7 @@ def shallow_ppr(
     extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     alive: np.ndarray | None = None,
     row_sums: np.ndarray | None = None,
+    epsilon: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Personalized PageRank after ``iters`` steps of ``pi <- alpha p + (1 - alpha) P^T pi``.
 
@@ -533,12 +562,15 @@ def shallow_ppr(
         mass sent to a dead node stops there and the node is dropped from the result, so
         the alive nodes' scores are those of the graph without the dead. Default: summed per
         row pushed from on a plain graph; computed here (O(entries)) for a layered one.
+    epsilon : float, optional
+        Push threshold, >= 0 (module docstring): a node passes its mass on only when
+        ``(1 - alpha) * mass >= epsilon * row weight``. Default 0: the exact walk.
 
     Returns
     -------
     nodes : int64 array [t]
         Every node reached (the seeds and their ``iters``-hop neighbourhood through edges
-        of positive weight), in discovery order; no other node.
+        of positive weight, from nodes that pushed), in discovery order; no other node.
     scores : float64 array [t]
         Their scores, >= 0, summing to at most 1.
     """
@@ -553,5 +585,6 @@ def shallow_ppr(
         extra=extra,
         alive=alive,
         row_sums=row_sums,
+        epsilon=epsilon,
     )
     return nodes, scores

@@ -140,6 +140,12 @@ class WeightedTerms:
             raise ValueError(f"WeightedTerms: weights must be finite and positive, got {bad[0]}")
 
     @classmethod
+    def of(cls, text: str) -> WeightedTerms:
+        """The terms of ``text``, each weighing its occurrences: what a text query scores as,
+        analyzed once for a search that queries several kinds or scores several times."""
+        return cls(tuple(query_weights(text).items()))
+
+    @classmethod
     def expanded(
         cls, base: str | Mapping[str, float], extra: Sequence[str], weight: float
     ) -> WeightedTerms:

@@ -13,8 +13,9 @@ from graphstrata.core.ppr import shallow_ppr, shallow_ppr_stats
 from graphstrata.core.topk import top_k_by_kind
 
 
-def dense_ppr(indptr, indices, weights, seeds, seed_weights, alpha, iters):
-    """The same formula over the whole graph with dense numpy; also the edges read."""
+def dense_ppr(indptr, indices, weights, seeds, seed_weights, alpha, iters, eps=0.0):
+    """The same formula over the whole graph with dense numpy; also the edges read. A node
+    pushes only when ``(1 - alpha) * pi >= eps * its row weight`` (its row is read anyway)."""
     n = indptr.shape[0] - 1
     A = np.zeros((n, n))
     for u in range(n):
@@ -31,7 +32,8 @@ def dense_ppr(indptr, indices, weights, seeds, seed_weights, alpha, iters):
     edges = 0
     for _ in range(iters):
         edges += int(deg[pi > 0].sum())
-        pi = alpha * p + (1 - alpha) * P.T @ pi
+        pushed = np.where((1 - alpha) * pi >= eps * rs, pi, 0.0)
+        pi = alpha * p + (1 - alpha) * P.T @ pushed
     return pi, edges
 
 
@@ -55,11 +57,12 @@ def random_graph(seed: int, n: int, e: int, zero_frac: float = 0.0):
     return csr_from_edges(src, dst, w, n)
 
 
-def check_against_dense(g, seeds, sw, alpha, iters) -> None:
+def check_against_dense(g, seeds, sw, alpha, iters, eps=0.0) -> None:
     ip, ix, w = g
     n = ip.shape[0] - 1
-    nodes, scores, edges = shallow_ppr_stats(ip, ix, w, seeds, sw, alpha, iters)
-    ref, ref_edges = dense_ppr(ip, ix, w, np.asarray(seeds), np.asarray(sw, float), alpha, iters)
+    nodes, scores, edges = shallow_ppr_stats(ip, ix, w, seeds, sw, alpha, iters, epsilon=eps)
+    sw = np.asarray(sw, float)
+    ref, ref_edges = dense_ppr(ip, ix, w, np.asarray(seeds), sw, alpha, iters, eps)
     assert nodes.dtype == np.int64 and scores.dtype == np.float64
     assert np.unique(nodes).shape == nodes.shape  # each node once
     full = np.zeros(n)
@@ -79,6 +82,52 @@ def test_ppr_matches_dense_iteration(alpha: float, iters: int) -> None:
     seeds = np.array([3, 17, 17, 90, 5])
     sw = np.array([1.0, 0.5, 0.5, 2.0, 0.0])
     check_against_dense(g, seeds, sw, alpha, iters)
+
+
+@pytest.mark.parametrize("eps", [1e-4, 1e-3, 5e-3, 2e-2])
+@pytest.mark.parametrize("alpha", [0.15, 0.5])
+@pytest.mark.parametrize("iters", [1, 2, 3])
+def test_ppr_push_threshold_matches_dense_iteration(eps: float, alpha: float, iters: int) -> None:
+    """``epsilon``: a node passes its mass on only when it carries at least ``epsilon`` per
+    unit of row weight; the rest of its mass stops, as at a zero row."""
+    g = random_graph(11, 150, 500)
+    seeds = np.array([3, 17, 90, 5, 44])
+    sw = np.array([4.0, 1.0, 0.5, 0.02, 0.001])  # light seeds fall under the threshold
+    check_against_dense(g, seeds, sw, alpha, iters, eps)
+
+
+def test_ppr_push_threshold_prunes_a_hub() -> None:
+    """A hub reached with little mass per unit of its weight is not expanded: its thousands
+    of neighbours stay untouched; the nodes kept lose only what the hub would send back."""
+    n = 3000
+    src = np.concatenate([np.zeros(n - 2, np.int64), [1, 1]])
+    dst = np.concatenate([np.arange(2, n), [0, 2]])
+    g = csr_from_edges(src, dst, np.ones(src.size, np.float32), n)
+    exact_n, exact_s = shallow_ppr(*g, np.array([1]), iters=2)
+    pruned_n, pruned_s = shallow_ppr(*g, np.array([1]), iters=2, epsilon=1e-3)
+    assert exact_n.size == n and set(pruned_n.tolist()) == {0, 1, 2}
+    exact = np.bincount(exact_n, exact_s, n)[pruned_n]
+    # the hub holds 0.5 * 1/2 after step 1 and would send half of it over its n - 1 edges
+    hub_back = 0.5 * 0.25 / (n - 1)
+    np.testing.assert_allclose(exact - pruned_s, np.where(pruned_n == 0, 0.0, hub_back))
+    check_against_dense(g, np.array([1]), np.array([1.0]), 0.5, 2, 1e-3)
+
+
+def test_ppr_push_threshold_edges_and_bad_values() -> None:
+    g = random_graph(4, 40, 120)
+    seeds = np.array([1, 2])
+    # above any mass per unit of weight: only the seeds keep their restart share
+    nodes, scores = shallow_ppr(*g, seeds, alpha=0.5, iters=3, epsilon=1.0)
+    assert sorted(nodes.tolist()) == [1, 2]
+    np.testing.assert_allclose(scores, [0.25, 0.25])
+    # 0 is the exact walk
+    a = shallow_ppr(*g, seeds, epsilon=0.0)
+    b = shallow_ppr(*g, seeds)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+    for bad in (-1e-9, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="epsilon must be finite and >= 0"):
+            shallow_ppr(*g, seeds, epsilon=bad)
 
 
 def test_ppr_default_weights_and_plain_call() -> None:
@@ -162,8 +211,13 @@ graphs = st.integers(1, 25).flatmap(
 
 
 @settings(max_examples=80, deadline=None)
-@given(graphs, st.sampled_from([0.2, 0.5, 0.85]), st.integers(0, 3))
-def test_ppr_property(data, alpha: float, iters: int) -> None:
+@given(
+    graphs,
+    st.sampled_from([0.2, 0.5, 0.85]),
+    st.integers(0, 3),
+    st.sampled_from([0.0, 0.0, 1e-3, 0.05]),
+)
+def test_ppr_property(data, alpha: float, iters: int, eps: float) -> None:
     n, edges, seed_list = data
     src = np.array([e[0] for e in edges], np.int64)
     dst = np.array([e[1] for e in edges], np.int64)
@@ -171,7 +225,7 @@ def test_ppr_property(data, alpha: float, iters: int) -> None:
     g = csr_from_edges(src, dst, w, n)
     seeds = np.array([s[0] for s in seed_list], np.int64)
     sw = np.array([s[1] for s in seed_list], np.float64)
-    check_against_dense(g, seeds, sw, alpha, iters)
+    check_against_dense(g, seeds, sw, alpha, iters, eps)
 
 
 # --------------------------------------------------------------------------- top-k
@@ -302,14 +356,17 @@ def test_a_layered_graph_walks_as_its_edges_written_in_one_csr(seed: int, iters:
     rng = np.random.default_rng(seed + 100)
     seeds = rng.choice(live, 6)
     sw = rng.random(6)
-    want_n, want_s, _ = shallow_ppr_stats(*whole, seeds, sw, 0.5, iters)
-    want = np.zeros(90)
-    want[want_n] = want_s
     sums = row_weights(LayeredCSR(*base, *extra, alive))
-    for row_sums in (None, sums):  # rows summed by the walk, or given
+    # rows summed by the walk, or given; exact, or with a push threshold (a row weight is
+    # the same in both forms, so the same nodes push)
+    for row_sums, eps in ((None, 0.0), (sums, 0.0), (sums, 2e-3)):
+        want_n, want_s, _ = shallow_ppr_stats(*whole, seeds, sw, 0.5, iters, epsilon=eps)
+        want = np.zeros(90)
+        want[want_n] = want_s
         got_n, got_s, _ = shallow_ppr_stats(
-            *base, seeds, sw, 0.5, iters, extra=extra, alive=alive, row_sums=row_sums
-        )
+            *base, seeds, sw, 0.5, iters, extra=extra, alive=alive, row_sums=row_sums,
+            epsilon=eps,
+        )  # fmt: skip
         got = np.zeros(90)
         got[got_n] = got_s
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-12)

@@ -365,12 +365,14 @@ def layered_walk(
     seed_weights: np.ndarray,
     alpha: float,
     iters: int,
+    epsilon: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Shallow PPR on the walk's graph (``core.ppr.shallow_ppr``): ``(nodes, scores)``.
 
     ``row_sums`` are the graph's row weights (``WalkEdges.row_sums``); the layers and the
     row sums are handed to the kernel only when the graph has an extra entry or a dead
     node, so an unchanged graph takes the one-layer step (15-20% faster at 100k chunks).
+    ``epsilon``: the push threshold (``HeterographConfig.ppr_epsilon``; 0 walks exactly).
     """
     extra, alive = graph.walk_layers()
     layered = extra is not None or alive is not None
@@ -385,6 +387,7 @@ def layered_walk(
         extra=extra,
         alive=alive,
         row_sums=row_sums if layered else None,
+        epsilon=epsilon,
     )
 
 
@@ -394,19 +397,26 @@ def walk_distribution(
     walks: Sequence[tuple[np.ndarray, np.ndarray, float]],
     alpha: float,
     iters: int,
+    epsilon: float = 0.0,
+    passed: bool = False,
 ) -> np.ndarray:
     """The scores of a mixture of walks after ``iters`` steps, dense over every node.
 
     ``walks`` are ``(seeds, seed weights, share)``; each walk is a shallow PPR whose seeds
     are normalized to sum 1, and the shares are normalized to sum 1 (the ``graph`` search's
     first walk has share 1, its bridge walk ``bridge_weight``). ``iters=0`` gives the
-    restart distribution itself. ``row_sums`` as in :func:`layered_walk`.
+    restart distribution itself. ``row_sums`` and ``epsilon`` (the push threshold) as in
+    :func:`layered_walk`. ``passed``: only the mass each node passes on in the next step
+    (none where it is under the threshold, tested per walk as the walks run apart).
     """
     out = np.zeros(graph.n, np.float64)
     total = sum(share for seeds, _, share in walks if seeds.size and share > 0)
     for seeds, w, share in walks:
         if seeds.size and share > 0:
-            touched, scores = layered_walk(graph, row_sums, seeds, w, alpha, iters)
+            touched, scores = layered_walk(graph, row_sums, seeds, w, alpha, iters, epsilon)
+            if passed:
+                keep = (1.0 - alpha) * scores >= epsilon * row_sums[touched]
+                scores = np.where(keep, scores, 0.0)
             out[touched] += (share / total) * scores
     return out
 

@@ -27,7 +27,9 @@ advances them per commit). A query then
    is split evenly over its lists); inside a list a node weighs its min-max normalized
    score, so a chunk or unit found by both retrievers is seeded by its fused score;
 5. **walk**: shallow PPR (``ppr_alpha``, ``ppr_iters``) from the seeds, touching only their
-   t-hop neighbourhood (``core.ppr.shallow_ppr``);
+   t-hop neighbourhood (``core.ppr.shallow_ppr``), where a node passes its mass on only
+   above ``ppr_epsilon`` per unit of its row weight (a hub reached with little mass stops
+   it; decision 0039);
 6. **second hop** (``bridge_weight``): the ``bridge_sources`` best chunks and units of the
    walk name the entities that lead on (mentioned by 2 to ``bridge_max_units`` units, not
    matched by the question); a second walk adds them to the seeds, so the article about the
@@ -102,6 +104,7 @@ from graphstrata.engine.modes import DocNames, make_hits, vector_candidates
 from graphstrata.engine.modes.packing import record_ranked
 from graphstrata.engine.params import params_from
 from graphstrata.engine.prompts import query_entities_request
+from graphstrata.engine.sparse.analysis import SparseQuery, WeightedTerms
 from graphstrata.engine.sparse.index import SparseIndex
 from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
@@ -297,7 +300,8 @@ class HeterographView(ComponentView):
             exact, exact_w = exact[mask[exact]], exact_w[mask[exact]]
         vector = self._vector_lists(query, int(cfg.entry_top_k))
         k_sparse = sparse_entries(int(cfg.sparse_top_k), int(query.budget_tokens))
-        sparse = self._sparse_lists(query.text, k_sparse, query)
+        terms = WeightedTerms.of(query.text)  # analyzed once: two kinds' lists, the coverage
+        sparse = self._sparse_lists(terms, k_sparse, query)
         w_vec = float(cfg.vector_match_weight)
         w_sparse = float(cfg.sparse_match_weight)
         w_exact = float(cfg.exact_match_weight)
@@ -315,7 +319,7 @@ class HeterographView(ComponentView):
             "entry_nodes": int(seeds.size),
         }
         positions, chosen, walks = self._retrieve(
-            seeds, seed_weights, query, cfg, options.rank, info, exact, mask
+            seeds, seed_weights, query, terms, cfg, options.rank, info, exact, mask
         )
         if options.trace:
             info["trace"] = self.trace(positions, walks, labelled, cfg, mask)
@@ -364,7 +368,7 @@ class HeterographView(ComponentView):
         return out
 
     def _sparse_lists(
-        self, text: str, k: int, query: Query | None = None
+        self, text: SparseQuery, k: int, query: Query | None = None
     ) -> list[tuple[np.ndarray, np.ndarray]]:
         """BM25 top-k of each retrievable kind, as (positions, min-max normalized scores)
         (restricted by ``query``'s filter)."""
@@ -403,6 +407,7 @@ class HeterographView(ComponentView):
             seed_weights,
             float(cfg.ppr_alpha),
             int(cfg.ppr_iters),
+            float(cfg.ppr_epsilon),
         )
         positions = touched if same else self.stored.position_of_slot[touched]
         return positions, np.asarray(scores, np.float64)
@@ -510,6 +515,7 @@ class HeterographView(ComponentView):
         seeds: np.ndarray,
         seed_weights: np.ndarray,
         query: Query,
+        terms: SparseQuery,
         cfg: HeterographConfig,
         rank: str,
         info: dict[str, Any],
@@ -518,7 +524,8 @@ class HeterographView(ComponentView):
     ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray, float]]]:
         """(positions returned, their ranking scores, the walks run: (seeds, weights, share)),
         with the settings of ``cfg`` (the query's) and the order ``rank``; ``mask``: the
-        positions a metadata filter allows (the walks stay on them)."""
+        positions a metadata filter allows (the walks stay on them); ``terms``: the query's
+        BM25 terms (``WeightedTerms.of`` its text), for the term coverage."""
         touched, scores = self.walk(seeds, seed_weights, cfg, mask)
         walks = [(seeds, seed_weights, 1.0)]
         gamma = float(cfg.token_exponent)
@@ -606,7 +613,7 @@ class HeterographView(ComponentView):
             takes = (structured_share > 0) | ~np.isin(self.kinds[cand], structured)
             cand, density = coverage_ranked(
                 cand, density, tokens_of[cand] * takes, self.chunk_of(cand),
-                lambda p: self.sparse.term_scores(query.text, self.ids[p], self.sparse_kinds),
+                lambda p: self.sparse.term_scores(terms, self.ids[p], self.sparse_kinds),
                 float(cfg.term_decay), budget,
             )  # fmt: skip
         packer = Packer(
@@ -654,7 +661,11 @@ class HeterographView(ComponentView):
         on_slots = [(slot[seeds], w, share) for seeds, w, share in walks]
         restart = walk_distribution(graph, self.row_sums, on_slots, alpha, 0)
         levels = range(iters - 1, max(iters - 1 - TRACE_LEVELS, -1), -1)
-        earlier = [walk_distribution(graph, self.row_sums, on_slots, alpha, t) for t in levels]
+        eps = float(cfg.ppr_epsilon)  # mass under the push threshold carried nothing
+        earlier = [
+            walk_distribution(graph, self.row_sums, on_slots, alpha, t, eps, passed=True)
+            for t in levels
+        ]
         seed_slots = np.flatnonzero(restart > 0)
         src, dst, w, flow, level = walk_edges(
             graph, self.row_sums, earlier, alpha, slot[returned], seed_slots, TRACE_EDGES

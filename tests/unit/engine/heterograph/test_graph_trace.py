@@ -143,7 +143,10 @@ def _with_sums(graph: LayeredCSR) -> tuple[LayeredCSR, np.ndarray]:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_walk_edges_account_for_all_the_mass_that_reached_a_node(seed):
+@pytest.mark.parametrize("eps", [0.0, 0.02])
+def test_walk_edges_account_for_all_the_mass_that_reached_a_node(seed, eps):
+    """Also under a push threshold (``ppr_epsilon``): the mass a node keeps under it is not
+    passed on, so its edges carry nothing and the in-flows still add up to each score."""
     n, alpha, iters = 40, 0.5, 3
     indptr, indices, weights = _graph(n, 120, seed)
     rng = np.random.default_rng(seed + 10)
@@ -151,18 +154,20 @@ def test_walk_edges_account_for_all_the_mass_that_reached_a_node(seed):
         (rng.choice(n, 3, replace=False), rng.uniform(0.5, 1.0, 3), 1.0),
         (rng.choice(n, 2, replace=False), rng.uniform(0.5, 1.0, 2), 0.5),
     ]
-    final = walk_distribution(*_with_sums(plain(indptr, indices, weights)), walks, alpha, iters)
+    graph = _with_sums(plain(indptr, indices, weights))
+    final = walk_distribution(*graph, walks, alpha, iters, eps)
     # The mixture equals the walks combined by their shares, as the search combines them.
     direct = np.zeros(n)
     for seeds, w, share in walks:
-        touched, scores = shallow_ppr(indptr, indices, weights, seeds, w, alpha, iters)
+        touched, scores = shallow_ppr(indptr, indices, weights, seeds, w, alpha, iters, epsilon=eps)
         direct[touched] += share / 1.5 * scores
     np.testing.assert_allclose(final, direct, atol=1e-12)
     restart = walk_distribution(*_with_sums(plain(indptr, indices, weights)), walks, alpha, 0)
     assert abs(restart.sum() - 1.0) < 1e-12
-    earlier = [
-        walk_distribution(*_with_sums(plain(indptr, indices, weights)), walks, alpha, iters - 1)
-    ]
+    earlier = [walk_distribution(*graph, walks, alpha, iters - 1, eps, passed=True)]
+    if eps:  # the threshold held some mass back (else this case tests nothing new)
+        unpushed = walk_distribution(*graph, walks, alpha, iters - 1, eps)
+        assert (unpushed > earlier[0]).any()
     targets = np.flatnonzero(final > 0)
     src, dst, w, flow, level = walk_edges(
         *_with_sums(plain(indptr, indices, weights)),
