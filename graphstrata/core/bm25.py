@@ -20,7 +20,7 @@ float64 and int64) took the accumulation of the 1M scale index's queries from 1.
 inference from the sizes, not counted. The pruning tests allow for the float32 rounding
 (``_slack``).
 
-Kernels (Numba, ``cache=True``, ``nogil=True``): :func:`accumulate` (scan one list),
+Kernels (Numba, ``cache=True``, ``nogil=True``): :func:`accumulate_terms` (scan terms' lists),
 :func:`add_lookups` (galloping search of sorted slots in one list), :func:`add_term_lookups`
 (the same for several terms of one CSR segment, a row each). :func:`top_candidates`
 drives them; :class:`Scratch` is the accumulator a thread reuses (zeroed after each call).
@@ -38,8 +38,9 @@ from numba import njit
 __all__ = [
     "MAX_LENGTH",
     "Norm",
+    "Postings",
     "Scratch",
-    "accumulate",
+    "accumulate_terms",
     "add_lookups",
     "add_term_lookups",
     "lengths",
@@ -123,32 +124,53 @@ def _contribution(
     return weight * tf / (tf + (base + per_term * length[slot]))
 
 
+class Postings(NamedTuple):
+    """One segment's postings as CSR: term ``t``'s slots (ascending) and term frequencies are
+    ``post_slot`` / ``post_tf`` at ``term_ptr[t]:term_ptr[t + 1]``; a term past the end of
+    ``term_ptr`` has none (it is newer than the segment). The fields are in the kernels'
+    argument order (``*postings``)."""
+
+    term_ptr: np.ndarray  # int64 [n_terms + 1]
+    post_slot: np.ndarray  # int64 [n_postings]
+    post_tf: np.ndarray  # integer [n_postings]
+
+
 @njit(cache=True, nogil=True)
-def accumulate(
+def accumulate_terms(
     acc: np.ndarray,
     touched: np.ndarray,
     n_touched: int,
-    slots: np.ndarray,
-    tf: np.ndarray,
+    term_ptr: np.ndarray,
+    post_slot: np.ndarray,
+    post_tf: np.ndarray,
+    tids: np.ndarray,
+    weights: np.ndarray,
+    j0: int,
+    j1: int,
     length: np.ndarray,
     base: float,
     per_term: float,
-    weight: float,
 ) -> int:
-    """Add ``weight * tf / (tf + norm(slot))`` of one postings list to ``acc`` (float32; the
-    contribution in float64; ``norm`` is ``Norm``'s ``base + per_term * length[slot]``,
-    passed apart: as a NamedTuple a call on a 200-posting list took 1.3-1.9 us against
-    0.7-1.0 us, a one-off script, not kept).
+    """Add ``weights[j] * tf / (tf + norm(slot))`` of the postings of terms ``tids[j0:j1]``
+    of one segment (:class:`Postings`) to ``acc`` (float32; the contribution in float64;
+    ``norm`` is ``Norm``'s ``base + per_term * length[slot]``, passed apart: as a NamedTuple
+    a call on a 200-posting list took 1.3-1.9 us against 0.7-1.0 us, a one-off script, not
+    kept), term after term in that order.
 
     Contributions are positive (``weight > 0``, ``tf >= 1``), so a slot whose ``acc`` is 0
     is new: it is appended to ``touched``. Returns the new count of touched slots.
     """
-    for i in range(slots.shape[0]):
-        s = slots[i]
-        if acc[s] == 0.0:
-            touched[n_touched] = s
-            n_touched += 1
-        acc[s] += _contribution(weight, tf[i], length, base, per_term, s)
+    for j in range(j0, j1):
+        t = tids[j]
+        if t + 1 >= term_ptr.shape[0]:
+            continue
+        w = weights[j]
+        for i in range(term_ptr[t], term_ptr[t + 1]):
+            s = post_slot[i]
+            if acc[s] == 0.0:
+                touched[n_touched] = s
+                n_touched += 1
+            acc[s] += _contribution(w, post_tf[i], length, base, per_term, s)
     return n_touched
 
 
@@ -164,7 +186,7 @@ def add_lookups(
     weight: float,
 ) -> None:
     """``scores[i] += weight * tf / (tf + norm(cand[i]))`` where ``cand[i]`` is in ``slots``
-    (``norm`` as in :func:`accumulate`; ``scores`` float32, as ``acc`` there, so a slot's
+    (``norm`` as in :func:`accumulate_terms`; ``scores`` float32, as ``acc`` there, so a slot's
     sum is the same bits).
 
     ``cand`` and ``slots`` ascending (``cand`` may repeat); a galloping search from the last
@@ -234,8 +256,19 @@ def _kth_live(acc: np.ndarray, cand: np.ndarray, alive: np.ndarray, k: int) -> f
     return float(np.partition(part, part.size - k)[part.size - k])
 
 
+def _term_sizes(segments: Sequence[Postings], tids: np.ndarray) -> np.ndarray:
+    """int64 per term of ``tids``: its postings over every segment."""
+    sizes = np.zeros(tids.size, np.int64)
+    for seg in segments:
+        held = tids + 1 < seg.term_ptr.size
+        t = np.where(held, tids, 0)
+        sizes += np.where(held, seg.term_ptr[t + 1] - seg.term_ptr[t], 0)
+    return sizes
+
+
 def top_candidates(
-    lists: Sequence[Sequence[tuple[np.ndarray, np.ndarray]]],
+    segments: Sequence[Postings],
+    tids: np.ndarray,
     weights: np.ndarray,
     bounds: np.ndarray,
     norm: Norm,
@@ -246,9 +279,10 @@ def top_candidates(
 
     Parameters
     ----------
-    lists:
-        Per term, in scoring order (heaviest first), its postings lists: ``(slots int64
-        ascending, tf)`` pairs, disjoint.
+    segments:
+        The collection's postings, one :class:`Postings` per segment (disjoint slots).
+    tids:
+        int64: the query's term ids, in scoring order (heaviest first).
     weights:
         float64 per term: its idf times its count in the query (> 0).
     bounds:
@@ -268,20 +302,28 @@ def top_candidates(
         top ``k`` live slots and of every slot tied with the k-th; and whether slots were
         left out (False: the slots are every live slot with a positive score).
     """
-    m = len(lists)
+    tids = np.asarray(tids, np.int64)
+    m = tids.size
     acc, touched = scratch(alive.shape[0])
     # postings left to scan after each term: the pruning test (a partition of the slots
     # found) is only worth it while scanning the rest would cost more
-    sizes = np.asarray([sum(int(s.size) for s, _ in term) for term in lists], np.int64)
+    sizes = _term_sizes(segments, tids)
     left = np.append(np.cumsum(sizes[::-1])[::-1], 0)  # left[j]: postings of terms j..m-1
+    # From ``quiet`` terms scanned on, no test can come (``left`` only falls): one segment's
+    # remaining terms are scanned in one call (a MultiHop-RAG question's 27 terms were 27
+    # calls per kind). Several segments are scanned term by term, each term over all of
+    # them, so a slot's score is summed in the terms' order whatever the segments.
+    quiet = int(np.argmax(left < PRUNE_MIN_LEFT))
+    one = len(segments) == 1
     slack = _slack(m)
     n = 0
     scanned = 0
     try:
-        for j in range(m):
-            for slots, tf in lists[j]:
-                n = accumulate(acc, touched, n, slots, tf, *norm, float(weights[j]))
-            scanned = j + 1
+        while scanned < m:
+            end = m if one and scanned + 1 >= quiet else scanned + 1
+            for seg in segments:
+                n = accumulate_terms(acc, touched, n, *seg, tids, weights, scanned, end, *norm)
+            scanned = end
             if (
                 scanned == m
                 or n < k
@@ -303,8 +345,11 @@ def top_candidates(
     finally:
         acc[touched[:n]] = 0.0
     for j in range(scanned, m):
-        for slots, tf in lists[j]:
-            add_lookups(scores, cand, slots, tf, *norm, float(weights[j]))
+        t = int(tids[j])
+        for term_ptr, post_slot, post_tf in segments:
+            if t + 1 < term_ptr.size:
+                a, b = term_ptr[t], term_ptr[t + 1]
+                add_lookups(scores, cand, post_slot[a:b], post_tf[a:b], *norm, float(weights[j]))
     live = alive[cand]
     return cand[live], scores[live], scanned < m or reduced
 

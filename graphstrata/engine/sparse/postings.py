@@ -16,7 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from graphstrata.core.bm25 import Norm, add_lookups, add_term_lookups, lengths, top_candidates
+from graphstrata.core.bm25 import (
+    Norm,
+    Postings,
+    add_lookups,
+    add_term_lookups,
+    lengths,
+    top_candidates,
+)
 from graphstrata.engine.hashing import stable_hashes
 from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.sparse.analysis import SparseQuery, analyze, query_weights
@@ -174,6 +181,15 @@ class _Segment:
             return self.post_slot[:0], self.post_tf[:0]
         a, b = self.term_ptr[term], self.term_ptr[term + 1]
         return self.post_slot[a:b], self.post_tf[a:b]
+
+    def max_tfs(self, terms: np.ndarray) -> np.ndarray:
+        """int64: :meth:`max_tf` of each of ``terms`` (one gather where the segment keeps
+        ``term_max``)."""
+        tm = self.term_max
+        if tm is None:
+            return np.fromiter((self.max_tf(t) for t in terms.tolist()), np.int64, terms.size)
+        held = terms < tm.size
+        return np.where(held, tm[np.where(held, terms, 0)] if tm.size else 0, 0).astype(np.int64)
 
     def max_tf(self, term: int) -> int:
         """The largest tf in the postings of ``term`` (0 when it has none)."""
@@ -531,10 +547,26 @@ class KindIndex:
         return bool(self._live_slots(np.asarray([node_id], np.int64))[0][0])
 
     def _idf(self, tid: int) -> float | None:
-        """BM25's idf of term ``tid``, None when no live document holds it."""
-        if tid >= self.df.size or self.df[tid] <= 0:
-            return None
-        return float(_bm25_idf(float(self.df[tid]), float(self.n_live), math.log))
+        """BM25's idf of term ``tid``, None when no live document holds it (memoized: a
+        version's statistics never change, and a query asks for each of its terms in each
+        search, scoring and coverage pass)."""
+        memo = self._idf_memo
+        if tid in memo:
+            return memo[tid]
+        idf = None
+        if tid < self.df.size and self.df[tid] > 0:
+            idf = float(_bm25_idf(float(self.df[tid]), float(self.n_live), math.log))
+        memo[tid] = idf
+        return idf
+
+    @functools.cached_property
+    def _idf_memo(self) -> dict[int, float | None]:
+        return {}
+
+    @functools.cached_property
+    def _postings(self) -> tuple[Postings, ...]:
+        """Each segment's postings as ``core.bm25`` scans them."""
+        return tuple(Postings(s.term_ptr, s.post_slot, s.post_tf) for s in self.segments)
 
     @functools.cached_property
     def _min_len(self) -> int:
@@ -546,10 +578,13 @@ class KindIndex:
         the smallest norm of the collection (norm grows with the length)."""
         norm = self._norm(k1, b)
         least = norm.base + norm.per_term * self._min_len
-        out = np.zeros(len(tids), np.float64)
-        for i, tid in enumerate(tids):
-            top = max((seg.max_tf(tid) for seg in self.segments), default=0)
-            out[i] = top / (top + least) if top else 0.0
+        terms = np.asarray(tids, np.int64)
+        top = np.zeros(terms.size, np.int64)
+        for seg in self.segments:
+            np.maximum(top, seg.max_tfs(terms), out=top)
+        out = np.zeros(terms.size, np.float64)
+        has = top > 0
+        out[has] = top[has] / (top[has] + least)
         return out
 
     def _lists(self, tids: Sequence[int]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
@@ -676,7 +711,7 @@ class KindIndex:
             alive = np.zeros_like(alive)
             alive[self._live_slots(within)[1]] = True
         hit, vals, incomplete = top_candidates(
-            self._lists(tids), weights, bounds, self._norm(k1, b), alive, k
+            self._postings, np.asarray(tids, np.int64), weights, bounds, self._norm(k1, b), alive, k
         )
         # A filtered search leaves other live slots out: it is never complete for score_ids.
         incomplete = incomplete or within is not None

@@ -42,6 +42,29 @@ def random_collection(rng, n_slots, n_terms, n_lists, zipf=True):
     return lists, norm_of(rng.integers(1, 60, n_slots))
 
 
+def segments_of(lists):
+    """The per-term lists as ``bm25.Postings`` segments: segment i holds each term's i-th
+    list (none for a term with fewer), and the term ids are the terms' positions."""
+    out = []
+    for i in range(max((len(t) for t in lists), default=0)):
+        parts = [
+            t[i] if i < len(t) else (np.zeros(0, np.int64), np.zeros(0, np.int32)) for t in lists
+        ]
+        ptr = np.concatenate([[0], np.cumsum([p[0].size for p in parts])]).astype(np.int64)
+        slots = np.concatenate([p[0] for p in parts]).astype(np.int64)
+        tf = np.concatenate([p[1] for p in parts]).astype(np.int32)
+        out.append(bm25.Postings(ptr, slots, tf))
+    return out
+
+
+def top_candidates(lists, weights, bounds, norm, alive, k):
+    """``bm25.top_candidates`` of per-term lists (``segments_of``), terms in list order."""
+    tids = np.arange(len(lists), dtype=np.int64)
+    return bm25.top_candidates(
+        segments_of(lists), tids, np.asarray(weights, np.float64), bounds, norm, alive, k
+    )
+
+
 def bounds_of(lists, weights, norm):
     out = []
     for term_lists, w in zip(lists, weights, strict=True):
@@ -51,7 +74,7 @@ def bounds_of(lists, weights, norm):
 
 
 def check_candidates(lists, weights, norm, alive, k):
-    slots, scores, incomplete = bm25.top_candidates(
+    slots, scores, incomplete = top_candidates(
         lists, weights, bounds_of(lists, weights, norm), norm, alive, k
     )
     want = dense_scores(lists, weights, norm)
@@ -96,13 +119,15 @@ def test_a_common_term_is_looked_up_not_scanned(monkeypatch):
     weights = np.asarray([8.0, 0.1])
     norm = norm_of(rng.integers(1, 60, n))
     scanned = []
-    real = bm25.accumulate
+    real = bm25.accumulate_terms
 
-    def counting(acc, touched, n_touched, slots, tf, *rest):
-        scanned.append(slots.size)
-        return real(acc, touched, n_touched, slots, tf, *rest)
+    def counting(acc, touched, n_touched, term_ptr, slots, tf, tids, weights, j0, j1, *rest):
+        scanned.extend(
+            int(term_ptr[t + 1] - term_ptr[t]) for t in tids[j0:j1] if t + 1 < term_ptr.size
+        )
+        return real(acc, touched, n_touched, term_ptr, slots, tf, tids, weights, j0, j1, *rest)
 
-    monkeypatch.setattr(bm25, "accumulate", counting)
+    monkeypatch.setattr(bm25, "accumulate_terms", counting)
     check_candidates(lists, weights, norm, np.ones(n, bool), 10)
     assert sum(scanned) == rare.size  # the common term: lookups only
 
@@ -117,7 +142,7 @@ def test_many_slots_found_are_cut_to_those_that_can_reach_the_top_k():
     norm = norm_of(rng.integers(1, 60, n))
     k = 10
     assert n >= max(bm25.REDUCE_RATIO * k, bm25.REDUCE_MIN)
-    slots, scores, incomplete = bm25.top_candidates(
+    slots, scores, incomplete = top_candidates(
         lists, np.asarray([2.0, 1.0]), bounds_of(lists, [2.0, 1.0], norm), norm,
         np.ones(n, bool), k,
     )  # fmt: skip
@@ -141,6 +166,67 @@ def test_few_postings_left_are_scanned_not_tested(monkeypatch):
     assert got.size == 1000 and not tested
 
 
+@pytest.mark.parametrize("quiet_after", [0, 1, 3])
+def test_one_segment_scans_the_terms_past_the_last_test_in_one_call(quiet_after, monkeypatch):
+    """Once no pruning test can come (the postings left fall under ``PRUNE_MIN_LEFT``), a
+    one-segment collection's remaining terms are scanned in one call; the scores are the
+    oracle's bits either way."""
+    rng = np.random.default_rng(quiet_after)
+    lists, norm = random_collection(rng, 2000, 6, 1)
+    weights = np.sort(rng.uniform(0.2, 6.0, 6))[::-1]
+    sizes = [sum(s.size for s, _ in t) for t in lists]
+    left = np.append(np.cumsum(sizes[::-1])[::-1], 0)
+    # the threshold that leaves tests possible after exactly ``quiet_after`` - 1 terms
+    monkeypatch.setattr(bm25, "PRUNE_MIN_LEFT", int(left[quiet_after]) + 1)
+    calls = []
+    real = bm25.accumulate_terms
+
+    def spy(*args):
+        calls.append((args[8], args[9]))
+        return real(*args)
+
+    monkeypatch.setattr(bm25, "accumulate_terms", spy)
+    check_candidates(lists, weights, norm, np.ones(2000, bool), 10**6)  # k: never pruned
+    first = max(quiet_after - 1, 0)
+    assert calls == [(j, j + 1) for j in range(first)] + [(first, 6)]
+
+
+def test_several_segments_and_terms_newer_than_a_segment():
+    """Several segments are scanned term by term (each over all of them); a term past the
+    end of a segment's ``term_ptr`` (added after it was written) has no postings there."""
+    rng = np.random.default_rng(3)
+    norm = norm_of(rng.integers(1, 40, 300))
+    old = bm25.Postings(
+        np.asarray([0, 3, 5], np.int64),
+        np.asarray([1, 7, 9, 2, 7], np.int64),
+        np.asarray([1, 2, 1, 3, 1], np.int32),
+    )
+    new = bm25.Postings(
+        np.asarray([0, 1, 2, 4], np.int64),
+        np.asarray([150, 160, 150, 299], np.int64),
+        np.asarray([2, 1, 1, 4], np.int32),
+    )
+    lists = [
+        [(np.asarray([1, 7, 9]), np.asarray([1, 2, 1])), (np.asarray([150]), np.asarray([2]))],
+        [(np.asarray([2, 7]), np.asarray([3, 1])), (np.asarray([160]), np.asarray([1]))],
+        [(np.asarray([150, 299]), np.asarray([1, 4]))],  # term 2: only the newer segment
+    ]
+    weights = np.asarray([3.0, 2.0, 1.0])
+    want = dense_scores(lists, weights, norm)
+    bounds = bounds_of(lists, weights, norm)
+    for order in ([0, 1, 2], [2, 0, 1]):
+        tids = np.asarray(order, np.int64)
+        slots, scores, incomplete = bm25.top_candidates(
+            [old, new], tids, weights[order], bounds[order], norm, np.ones(300, bool), 10
+        )
+        assert not incomplete and slots.tolist() == np.flatnonzero(want).tolist()
+        if order == [0, 1, 2]:  # the oracle's order of additions: the same bits
+            np.testing.assert_array_equal(scores, want[slots])
+        else:
+            np.testing.assert_allclose(scores, want[slots], rtol=1e-6)
+    assert bm25._term_sizes([old, new], np.asarray([2, 0, 5], np.int64)).tolist() == [2, 4, 0]
+
+
 def test_ties_at_the_kth_score_all_come_back():
     slots = np.arange(10, dtype=np.int64)
     lists = [[(slots, np.ones(10, np.int32))], [(slots[:2], np.ones(2, np.int32))]]
@@ -154,7 +240,7 @@ def test_edge_cases():
     norm = norm_of(np.ones(4))
     alive = np.ones(4, bool)
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int32))
-    slots, scores, incomplete = bm25.top_candidates(
+    slots, scores, incomplete = top_candidates(
         [[empty]], np.asarray([1.0]), np.zeros(1), norm, alive, 3
     )
     assert slots.size == 0 and scores.size == 0 and not incomplete
@@ -246,7 +332,7 @@ def test_near_ties_survive_the_float32_pruning(seed, monkeypatch):
 
 
 def test_the_slack_bounds_float32_sums_of_positive_parts():
-    # What the pruning relies on: a float32 sum of m positive parts (as ``accumulate`` adds
+    # What the pruning relies on: a float32 sum of m positive parts (as ``accumulate_terms`` adds
     # them) never exceeds the exact sum times ``_slack(m)``; without the slack it does.
     import math
 

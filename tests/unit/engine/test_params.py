@@ -121,6 +121,7 @@ GRAPH = [
     "relation_top_k",
     "ppr_alpha",
     "ppr_iters",
+    "ppr_epsilon",
     "exact_match_weight",
     "vector_match_weight",
     "sparse_match_weight",

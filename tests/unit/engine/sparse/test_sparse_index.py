@@ -320,8 +320,8 @@ def test_pruned_top_k_equals_the_full_ranking_over_segments_and_tombstones(seed,
     calls = []
     real = postings.top_candidates
 
-    def spy(lists, weights, bounds, norm, alive, k):
-        out = real(lists, weights, bounds, norm, alive, k)
+    def spy(segments, tids, weights, bounds, norm, alive, k):
+        out = real(segments, tids, weights, bounds, norm, alive, k)
         calls.append((k, out[0].size, out[2]))
         return out
 
