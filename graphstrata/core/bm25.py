@@ -310,9 +310,9 @@ def top_candidates(
     sizes = _term_sizes(segments, tids)
     left = np.append(np.cumsum(sizes[::-1])[::-1], 0)  # left[j]: postings of terms j..m-1
     # From ``quiet`` terms scanned on, no test can come (``left`` only falls): one segment's
-    # remaining terms are scanned in one call (a MultiHop-RAG question's 27 terms were 27
-    # calls per kind). Several segments are scanned term by term, each term over all of
-    # them, so a slot's score is summed in the terms' order whatever the segments.
+    # remaining terms are scanned in one call, not one per term. Several segments are
+    # scanned term by term, each term over all of them, so a slot's score is summed in the
+    # terms' order whatever the segments.
     quiet = int(np.argmax(left < PRUNE_MIN_LEFT))
     one = len(segments) == 1
     slack = _slack(m)

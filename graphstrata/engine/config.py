@@ -220,10 +220,11 @@ class HeterographConfig:
     ppr_iters: int = setting(2, ge=0, le=MAX_PPR_ITERS, query=True, doc="PPR steps t (NodeRAG: 2).")
     #: A node passes its mass on only when it sends at least this much per unit of edge
     #: weight (the approximate push of Andersen, Chung & Lang 2006): a hub reached with a
-    #: little mass no longer spreads it over its thousands of edges. 1e-5 took ``graph`` from
-    #: 10.5x / 5.1x / 6.4x ``naive``'s p50 to 7.9x / 4.6x / 5.6x (MultiHop-RAG / HotpotQA /
-    #: novels), its recall within one HotpotQA question of the exact walk on all three sets
-    #: at 1k / 2k / 4k tokens (decision 0039).
+    #: little mass no longer spreads it over its thousands of edges. 1e-5 took ``graph``'s
+    #: p50 from 4.96-5.01 / 3.17-3.34 / 2.88-3.00 ms to 3.65-3.79 / 2.70-2.78 / 2.64-2.68
+    #: (MultiHop-RAG / HotpotQA / novels; ``variant_latency graph-push``), its recall within
+    #: one HotpotQA question of the exact walk on all three sets at 1k / 2k / 4k tokens
+    #: (decision 0039).
     ppr_epsilon: float = setting(
         1e-5,
         ge=0.0,

@@ -33,14 +33,15 @@ Tokenization
 
 Incremental updates
     A kind's postings (``engine/sparse/postings.py``, ``KindIndex``) live in immutable
-    *segments* (CSR by term, with a forward index by document for the deletes).
+    *segments* (``engine/sparse/segments.py``: CSR by term, with a forward index by
+    document for the deletes).
     ``SparseParts.advanced(snapshot, delta, maintenance)`` derives the parts
     of the next version from this one and the committed ``Delta`` without re-tokenizing any
     unchanged text: deleted nodes become tombstones (their document frequencies and lengths
     leave the statistics), new or re-written texts form a new small segment, and a node row
     rewritten with the same text (e.g. a new ``parent``) is left alone. The last segments
     are joined while the last holds at least half as many slots as the one before it (a
-    binary counter, ``postings._joined_tail``: ``O(log n)`` segments, each posting copied
+    binary counter, ``segments.joined_tail``: ``O(log n)`` segments, each posting copied
     ``O(log n)`` times). When tombstones exceed a quarter of the slots or there are more
     than ``MaintenanceConfig.postings_segments`` allows, the kind is compacted into one segment (from the
     postings, still without re-tokenizing).

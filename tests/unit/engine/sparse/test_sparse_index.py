@@ -23,6 +23,7 @@ from graphstrata.engine.sparse.index import (
     SparseParts,
     analyze,
 )
+from graphstrata.engine.sparse.segments import Segment
 from graphstrata.engine.types import NodeKind
 from tests.helpers.maintenance import maintenance
 from tests.helpers.sparse import (
@@ -227,7 +228,7 @@ def test_engine_advances_the_built_index_after_each_commit(
     assert advanced.built(int(NodeKind.T))  # advanced at the commit, not rebuilt lazily
     new_part = advanced.part(int(NodeKind.T))
     # 40 chunks, then 20 more: the new segment is at least half the first, so they are
-    # joined (``postings._joined_tail``)
+    # joined (``segments.joined_tail``)
     assert new_part.vocab is part.vocab and len(new_part.segments) == 1
     ids, scores = advanced.search(query, [int(NodeKind.T)], 50)
     want_ids, want_scores = fresh_ranking(engine, query)
@@ -367,7 +368,7 @@ def test_postings_saved_with_int64_lengths_load_as_uint16_and_score_the_same():
         np.testing.assert_array_equal(got_scores, want_scores)
 
 
-def _max_tf_oracle(seg: postings._Segment, term: int) -> int:
+def _max_tf_oracle(seg: Segment, term: int) -> int:
     tfs = seg.postings(term)[1]
     return int(tfs.max()) if tfs.size else 0
 
@@ -412,7 +413,7 @@ def test_postings_saved_without_term_max_load_with_it_and_score_the_same():
 
 def test_many_small_writes_keep_few_segments_and_the_same_scores():
     """Each write's segment is joined with the ones before it while it is at least half
-    their size (``_joined_tail``): 40 writes of 1-3 texts onto 200 keep at most
+    their size (``segments.joined_tail``): 40 writes of 1-3 texts onto 200 keep at most
     ``log2(n) + 1`` segments, the first (the build) untouched, sizes halving at least at
     each step, the least slot length carried from version to version, and every search
     equals a fresh build's."""

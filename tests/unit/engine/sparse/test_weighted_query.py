@@ -137,3 +137,22 @@ def test_idfs_equal_the_idf_of_each_term():
         want = None if tid is None else part._idf(tid)
         assert (want is None and math.isnan(x)) or x == pytest.approx(want, rel=1e-12)
     assert part.idfs([]).shape == (0,)
+
+
+def test_the_idf_memo_stays_bounded_and_exact(monkeypatch):
+    """``KindIndex._idf`` keeps the idfs it computed, up to ``IDF_MEMO_MAX`` terms (then it
+    starts over): a stream of queries naming the whole vocabulary cannot grow it further,
+    and every answer is the formula's."""
+    from graphstrata.engine.sparse import postings
+
+    monkeypatch.setattr(postings, "IDF_MEMO_MAX", 3)
+    rng = random.Random(7)
+    texts = random_texts(rng, 40)
+    part = SparseIndex.from_texts(list(range(40)), [1] * 40, texts).part(1)
+    n = float(part.n_live)
+    for _ in range(2):
+        for tid in [*range(len(part.vocab)), len(part.vocab) + 5]:
+            df = float(part.df[tid]) if tid < part.df.size else 0.0
+            want = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) if df > 0 else None
+            assert part._idf(tid) == want
+            assert len(part._idf_memo) <= 3
