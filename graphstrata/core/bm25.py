@@ -22,7 +22,8 @@ inference from the sizes, not counted. The pruning tests allow for the float32 r
 
 Kernels (Numba, ``cache=True``, ``nogil=True``): :func:`accumulate_terms` (scan terms' lists),
 :func:`add_lookups` (galloping search of sorted slots in one list), :func:`add_term_lookups`
-(the same for several terms of one CSR segment, a row each). :func:`top_candidates`
+(the same for several terms of one CSR segment, a row each); :func:`add_terms_lookups` sums
+several terms over every segment. :func:`top_candidates`
 drives them; :class:`Scratch` is the accumulator a thread reuses (zeroed after each call).
 """
 
@@ -43,6 +44,7 @@ __all__ = [
     "accumulate_terms",
     "add_lookups",
     "add_term_lookups",
+    "add_terms_lookups",
     "lengths",
     "scratch",
     "top_candidates",
@@ -248,6 +250,25 @@ def add_term_lookups(
         )
 
 
+def add_terms_lookups(
+    scores: np.ndarray,
+    cand: np.ndarray,
+    segments: Sequence[Postings],
+    tids: np.ndarray,
+    weights: np.ndarray,
+    norm: Norm,
+) -> None:
+    """:func:`add_lookups` of each term of ``tids`` (at ``weights``), term after term, each
+    over every segment, into ``scores`` (float32, one per slot of ``cand``, ascending): a
+    slot's sum gets the terms in the order a scan adds them."""
+    for j in range(len(tids)):
+        t = int(tids[j])
+        for term_ptr, post_slot, post_tf in segments:
+            if t + 1 < term_ptr.size:
+                a, b = term_ptr[t], term_ptr[t + 1]
+                add_lookups(scores, cand, post_slot[a:b], post_tf[a:b], *norm, float(weights[j]))
+
+
 def _kth_live(acc: np.ndarray, cand: np.ndarray, alive: np.ndarray, k: int) -> float:
     """The k-th best accumulated score of a live candidate (-inf with fewer than k)."""
     part = acc[cand[alive[cand]]]
@@ -344,12 +365,7 @@ def top_candidates(
         scores = acc[cand]
     finally:
         acc[touched[:n]] = 0.0
-    for j in range(scanned, m):
-        t = int(tids[j])
-        for term_ptr, post_slot, post_tf in segments:
-            if t + 1 < term_ptr.size:
-                a, b = term_ptr[t], term_ptr[t + 1]
-                add_lookups(scores, cand, post_slot[a:b], post_tf[a:b], *norm, float(weights[j]))
+    add_terms_lookups(scores, cand, segments, tids[scanned:], weights[scanned:], norm)
     live = alive[cand]
     return cand[live], scores[live], scanned < m or reduced
 

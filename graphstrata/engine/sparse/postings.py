@@ -20,8 +20,8 @@ import numpy as np
 from graphstrata.core.bm25 import (
     Norm,
     Postings,
-    add_lookups,
     add_term_lookups,
+    add_terms_lookups,
     lengths,
     top_candidates,
 )
@@ -414,9 +414,6 @@ class KindIndex:
         out[has] = top[has] / (top[has] + least)
         return out
 
-    def _lists(self, tids: Sequence[int]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
-        return [[seg.postings(t) for seg in self.segments] for t in tids]
-
     def _norm(self, k1: float, b: float) -> Norm:
         """BM25's length normalization of every slot (``core.bm25.Norm``: no array)."""
         return Norm.of(self.slot_len, self.total_len / float(self.n_live), k1, b)
@@ -451,10 +448,8 @@ class KindIndex:
         scores = np.zeros((len(rows), cand.size), np.float32)
         norm = self._norm(k1, b)
         tid_array, weights = np.asarray(tids, np.int64), np.asarray(idfs, np.float64)
-        for seg in self.segments:
-            add_term_lookups(
-                scores, cand, seg.term_ptr, seg.post_slot, seg.post_tf, tid_array, weights, *norm
-            )
+        for seg in self._postings:
+            add_term_lookups(scores, cand, *seg, tid_array, weights, *norm)
         out[np.ix_(np.asarray(rows, np.int64), cols)] = scores
         return out
 
@@ -504,10 +499,10 @@ class KindIndex:
         tids, weights = self._weighted(terms)
         order = np.argsort(cand, kind="stable")
         scores = np.zeros(cand.size, np.float32)
-        norm = self._norm(k1, b)
-        for lists, w in zip(self._lists(tids), weights.tolist(), strict=True):
-            for post, tf in lists:
-                add_lookups(scores, cand[order], post, tf, *norm, w)
+        tid_array = np.asarray(tids, np.int64)
+        add_terms_lookups(
+            scores, cand[order], self._postings, tid_array, weights, self._norm(k1, b)
+        )
         out = np.empty_like(scores)
         out[order] = scores
         return out
