@@ -32,6 +32,7 @@ __all__ = [
     "maximal_keys",
     "merge_seeds",
     "minmax",
+    "mixed_walks",
     "pair_kinds",
     "seed_matches",
     "sparse_entries",
@@ -141,6 +142,30 @@ def sparse_entries(top_k: int, budget: int) -> int:
 #: budgets' worth of tokens, best first by walk score; the rest count as matching no query
 #: term. Reading them all (~440 per query) took most of the stage's time.
 COVERAGE_BUDGETS = 3
+
+
+def mixed_walks(
+    score: np.ndarray,
+    touched: np.ndarray,
+    b_touched: np.ndarray,
+    b_scores: np.ndarray,
+    weight: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The second walk mixed into the first: ``(first + weight * second) / (1 + weight)``.
+
+    ``score`` holds the first walk's scores per position (0 off ``touched``, its distinct
+    positions) and is updated in place; ``b_touched`` (distinct), ``b_scores``: the second
+    walk's. Returns every position either walk touched, each once (first the first walk's),
+    and their mixed scores. Under a push threshold (``ppr_epsilon``) a walk may reach a node
+    in one step and leave it no mass in the last (what reached it stopped pushing), so what
+    the first walk touched is not read off its scores.
+    """
+    seen = np.zeros(score.size, np.bool_)
+    seen[touched] = True
+    score[b_touched] += weight * b_scores
+    both = np.concatenate([touched, b_touched[~seen[b_touched]]])
+    score[both] /= 1.0 + weight
+    return both, score[both]
 
 
 def coverage_ranked(

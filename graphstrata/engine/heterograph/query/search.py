@@ -82,6 +82,7 @@ from graphstrata.engine.heterograph.query.ranking import (
     maximal_keys,
     merge_seeds,
     minmax,
+    mixed_walks,
     pair_kinds,
     seed_matches,
     sparse_entries,
@@ -552,11 +553,7 @@ class HeterographView(ComponentView):
             if entities.size:
                 walks.append((entities, weights, w_bridge))
                 b_touched, b_scores = self.walk(entities, weights, cfg, mask)
-                fresh = score[b_touched] == 0
-                score[b_touched] += w_bridge * b_scores
-                score /= 1.0 + w_bridge
-                touched = np.concatenate([touched, b_touched[fresh]])
-                scores = score[touched]
+                touched, scores = mixed_walks(score, touched, b_touched, b_scores, w_bridge)
         cross = self.top_by_kind(touched, scores, cfg)
         info["touched_nodes"] = int(touched.size)
         info["cross_nodes"] = int(cross.size)

@@ -25,6 +25,7 @@ from graphstrata.engine.heterograph.query.ranking import (
     maximal_keys,
     merge_seeds,
     minmax,
+    mixed_walks,
     sparse_entries,
 )
 from graphstrata.engine.interfaces import LLMRequest, LLMResponse
@@ -358,6 +359,19 @@ def test_packer_limits_and_structured_share():
     q = _packer(60, [50, 20, 30], list("TST"), [-1, 0, -1])
     q.offer(np.array([1, 2]), np.array([1.0, 0.9]))
     assert q.offer(np.array([0]), np.array([0.8])) == 0 and q.used == 50
+
+
+def test_mixed_walks_lists_each_touched_node_once():
+    # The first walk touched 3 (score 0.5) and 5, leaving 5 no mass (a push threshold); the
+    # second touched 5 and 7. Each comes back once, scores (first + 2 * second) / 3.
+    score = np.zeros(9)
+    score[[3, 5]] = [0.5, 0.0]
+    touched, scores = mixed_walks(
+        score, np.asarray([3, 5]), np.asarray([5, 7]), np.asarray([0.3, 0.6]), 2.0
+    )
+    assert touched.tolist() == [3, 5, 7]
+    assert scores == pytest.approx([0.5 / 3, 0.6 / 3, 1.2 / 3])
+    assert score[[3, 5, 7]] == pytest.approx(scores) and score.sum() == pytest.approx(scores.sum())
 
 
 def test_coverage_ranked_maps_units_to_their_chunks_and_reads_the_head_only():
