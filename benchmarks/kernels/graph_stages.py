@@ -10,7 +10,7 @@ tokens with the questions' vectors computed beforehand: ``rounds`` alternating p
 each. Reported: the p50 of each mode's search (``report["search_seconds"]``) per round and
 their ratio, then the mean wall time per ``graph`` query of each stage, timed by wrapping the
 view's methods during the ``graph`` passes (inclusive: ``bridge_entities`` holds ``follow``
-calls, the walks are ``walk``, the packing ``Packer.offer``; ``search`` is the whole).
+calls, the walks are ``walk``, the packing ``pack_ranked``; ``search`` is the whole).
 Prints a Markdown table and the load average; writes nothing.
 """
 
@@ -32,7 +32,7 @@ VIEW_STAGES = (
     "search", "_query_entities", "_exact_seeds", "_vector_lists", "_sparse_lists", "walk",
     "_ranked_text", "bridge_entities", "top_by_kind", "_passages",
 )  # fmt: skip
-MODULE_STAGES = ("make_hits", "merge_seeds", "coverage_ranked")
+MODULE_STAGES = ("make_hits", "merge_seeds", "coverage_ranked", "pack_ranked")
 
 
 def _timer(fn: Callable[..., Any], label: str, spent: dict[str, float], on: list[bool]) -> Any:
@@ -58,7 +58,7 @@ def measure(dataset: str, questions: int, rounds: int) -> dict[str, Any]:
     on = [False]
     saved: list[tuple[Any, str, Any]] = []
     targets = [(search.HeterographView, n) for n in VIEW_STAGES]
-    targets += [(search, n) for n in MODULE_STAGES] + [(search.Packer, "offer")]
+    targets += [(search, n) for n in MODULE_STAGES]
     targets += [(search.SparseIndex, "term_scores")]
     for owner, name in targets:
         saved.append((owner, name, getattr(owner, name)))

@@ -34,6 +34,8 @@ __all__ = [
     "vector_candidates",
 ]
 
+#: Each kind's letter (``NodeKind.letter``) by its number.
+_LETTERS = {int(k): k.letter for k in NodeKind}
 #: How many of a mode's ranked candidates (its list before packing, best first) a query's
 #: report keeps as ``ranked``: the rank metrics of ``graphstrata.evaluation.ranking``
 #: (Recall@k, Hits@k, MRR@10 up to k = 20) read them; 20 ints cost nothing per query.
@@ -79,22 +81,24 @@ def make_hits(
     texts = nodes.texts_at(rows) if texts is None else texts
     docs = nodes.docs_at(rows)
     documents = doc_names.documents(docs)
-    letters = [NodeKind(int(nodes.kind[r])).letter for r in rows]
+    letters = [_LETTERS[k] for k in nodes.kind[rows].tolist()]
     names = [doc_names(d) for d in docs]
     spans = hit_spans(snapshot, ids, letters, docs, names, texts)
+    # Columns read once as Python values: a graph query returns ~30 hits.
+    columns = (
+        np.asarray(ids).tolist(),
+        letters,
+        nodes.layer[rows].tolist(),
+        texts,
+        np.asarray(scores, np.float64).tolist(),
+        nodes.tokens[rows].tolist(),
+        names,
+        documents,
+        spans,
+    )
     return [
-        Hit(
-            id=int(ids[i]),
-            kind=letters[i],
-            layer=int(nodes.layer[r]),
-            text=texts[i],
-            score=float(scores[i]),
-            tokens=int(nodes.tokens[r]),
-            docs=names[i],
-            documents=documents[i],
-            spans=spans[i],
-        )
-        for i, r in enumerate(rows)
+        Hit(id=i, kind=k, layer=la, text=tx, score=sc, tokens=tk, docs=dn, documents=dd, spans=sp)
+        for i, k, la, tx, sc, tk, dn, dd, sp in zip(*columns, strict=True)
     ]
 
 

@@ -337,13 +337,12 @@ class SparseIndex:
         """
         ids = np.asarray(ids, np.int64)
         counts = query_weights(text)
-        terms = list(counts)
-        out = np.zeros((len(terms), ids.size), np.float64)
-        if not terms or ids.size == 0:
+        out = np.zeros((len(counts), ids.size), np.float64)
+        if not counts or ids.size == 0:
             return out
         for kind in self.kinds if kinds is None else [k for k in self.kinds if k in kinds]:
-            out += self.part(kind).term_scores(terms, ids, self.k1, self.b)
-        return out * np.asarray([counts[t] for t in terms], np.float64)[:, None]
+            out += self.part(kind).term_scores(text, ids, self.k1, self.b)
+        return out * np.fromiter(counts.values(), np.float64, len(counts))[:, None]
 
     def feedback_terms(
         self, ids: np.ndarray, texts: Sequence[str], m: int, exclude: Collection[str] = ()

@@ -13,7 +13,7 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,6 +44,25 @@ _local = threading.local()
 #: Terms whose idf a version keeps (``KindIndex._idf``; cleared whole when full): a few MB
 #: per kind, whatever the vocabulary a stream of queries names.
 IDF_MEMO_MAX = 1 << 16
+#: Collections whose reading of a thread's last query is kept (``KindIndex.read``): the kinds
+#: of a version or two, not every version a repeated query meets.
+READ_MEMO_KINDS = 16
+
+
+class QueryTerms(NamedTuple):
+    """A query's terms as one kind's collection reads them (``KindIndex.read``)."""
+
+    #: The query's distinct analyzed terms that a live document here holds, with their
+    #: weights, in order of first occurrence (``analysis.query_weights``).
+    weights: dict[str, float]
+    #: int64: the index of each of those terms among all the query's distinct terms.
+    rows: np.ndarray
+    #: int64: their term ids.
+    tids: np.ndarray
+    #: float64: their idfs here.
+    idfs: np.ndarray
+    #: How many distinct terms the query has in all.
+    n_terms: int
 
 
 def _bm25_idf(df: Any, n: float, log: Callable[[Any], Any]) -> Any:
@@ -331,29 +350,44 @@ class KindIndex:
         at = np.searchsorted(sorted_ids, new_ids, side="right")
         return np.insert(sorted_ids, at, new_ids), np.insert(slots, at, new_slots)
 
-    def query_weights(self, query: SparseQuery) -> dict[str, float]:
-        """The terms of a query that occur in a live document here and their weights, in
-        order of first occurrence (a text's terms weigh their occurrences, as in ``bm25s``;
-        ``analysis.query_weights``)."""
-        ids, size = self.vocab.ids, self.df.size
-        out = {}
-        for term, weight in query_weights(query).items():
-            tid = ids.get(term)
-            if tid is not None and tid < size and self.df[tid] > 0:
-                out[term] = weight
-        return out
+    def read(self, query: SparseQuery) -> QueryTerms:
+        """The terms of ``query`` that a live document here holds, their ids and idfs.
 
-    def _weighted(self, terms: dict[str, float]) -> tuple[list[int], np.ndarray]:
-        """Term ids of ``terms`` (known, live) and their weights (idf times the term's
-        weight), heaviest first (then by id): the one order in which scores are summed."""
-        pairs = []
-        for term, times in terms.items():
-            tid = self.vocab.ids.get(term)
-            idf = None if tid is None else self._idf(tid)
-            if tid is not None and idf is not None:
-                pairs.append((times * idf, tid))
-        pairs.sort(key=lambda p: (-p[0], p[1]))
-        return [t for _, t in pairs], np.asarray([w for w, _ in pairs], np.float64)
+        Kept for this thread's last query (in each collection): a ``graph`` search reads its
+        question for the BM25 list of each kind, then again for its candidates' coverage.
+        """
+        last: tuple[SparseQuery, dict[int, tuple[KindIndex, QueryTerms]]] | None
+        last = getattr(_local, "last_read", None)
+        if last is None or not (last[0] is query or last[0] == query):
+            fresh: dict[int, tuple[KindIndex, QueryTerms]] = {}
+            last = _local.last_read = (query, fresh)
+        held = last[1].get(id(self))
+        if held is not None and held[0] is self:
+            return held[1]
+        if len(last[1]) >= READ_MEMO_KINDS:  # one query over many versions: stay bounded
+            last[1].clear()
+        counts = query_weights(query)
+        ids, df = self.vocab.ids, self.df
+        tids = np.fromiter((ids.get(t, -1) for t in counts), np.int64, len(counts))
+        live = (tids >= 0) & (tids < df.size)
+        live[live] = df[tids[live]] > 0
+        rows = np.flatnonzero(live)
+        tids = tids[rows]
+        idfs = [self._idf(t) for t in tids.tolist()]  # memoized, math.log as every path
+        terms = [t for t, ok in zip(counts, live.tolist(), strict=True) if ok]
+        read = QueryTerms(
+            {t: counts[t] for t in terms}, rows, tids, np.asarray(idfs, np.float64), len(counts)
+        )
+        last[1][id(self)] = (self, read)
+        return read
+
+    @staticmethod
+    def _weighted(read: QueryTerms) -> tuple[np.ndarray, np.ndarray]:
+        """Term ids of a query's terms here and their weights (idf times the term's weight),
+        heaviest first (then by id): the one order in which scores are summed."""
+        weights = np.fromiter(read.weights.values(), np.float64, len(read.weights)) * read.idfs
+        order = np.lexsort((read.tids, -weights))
+        return read.tids[order], weights[order]
 
     def idfs(self, terms: Sequence[str]) -> np.ndarray:
         """float64: BM25's idf of each analyzed term here, NaN where no live document holds
@@ -400,7 +434,7 @@ class KindIndex:
         """The least slot length (dead slots included): every norm is at least its norm."""
         return int(self.slot_len.min()) if self.slot_len.size else 1
 
-    def _bounds(self, tids: Sequence[int], k1: float, b: float) -> np.ndarray:
+    def _bounds(self, tids: np.ndarray, k1: float, b: float) -> np.ndarray:
         """Per term, a bound of ``tf / (tf + norm)`` over its postings: its largest tf over
         the smallest norm of the collection (norm grows with the length)."""
         norm = self._norm(k1, b)
@@ -419,38 +453,29 @@ class KindIndex:
         return Norm.of(self.slot_len, self.total_len / float(self.n_live), k1, b)
 
     def term_scores(
-        self, terms: Sequence[str], ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
+        self, text: SparseQuery, ids: np.ndarray, k1: float = BM25_K1, b: float = BM25_B
     ) -> np.ndarray:
-        """float64 ``[len(terms), len(ids)]``: what each term adds to each id's BM25 score.
+        """float64 ``[t, len(ids)]``: what each distinct term of ``text`` adds to each id's
+        BM25 score, counted once (scale outside for a term's weight, or see
+        ``SparseIndex.term_scores``).
 
-        ``terms`` are distinct; a row is the term counted once (scale outside for repeats,
-        or see ``SparseIndex.term_scores``). An id that is not live here gets zeros. Row
-        sums over a query's distinct terms, times their repeat counts, are
-        :meth:`score_ids` (up to the order of the additions).
+        Rows follow the query's distinct analyzed terms in order of first occurrence; a term
+        no live document here holds, and an id that is not live here, get zeros. Row sums
+        times the terms' weights are :meth:`score_ids` (up to the order of the additions).
         """
+        read = self.read(text)
         found, slots = self._live_slots(ids)
-        out = np.zeros((len(terms), found.size), np.float64)
+        out = np.zeros((read.n_terms, found.size), np.float64)
         cols = np.flatnonzero(found)
-        if cols.size == 0:
+        if cols.size == 0 or read.tids.size == 0:
             return out
         order = np.argsort(slots, kind="stable")
         cand, cols = slots[order], cols[order]
-        rows, tids, idfs = [], [], []
-        for row, term in enumerate(terms):
-            tid = self.vocab.ids.get(term)
-            idf = None if tid is None else self._idf(tid)
-            if tid is not None and idf is not None:
-                rows.append(row)
-                tids.append(tid)
-                idfs.append(idf)
-        if not rows:
-            return out
-        scores = np.zeros((len(rows), cand.size), np.float32)
+        scores = np.zeros((read.tids.size, cand.size), np.float32)
         norm = self._norm(k1, b)
-        tid_array, weights = np.asarray(tids, np.int64), np.asarray(idfs, np.float64)
         for seg in self._postings:
-            add_term_lookups(scores, cand, *seg, tid_array, weights, *norm)
-        out[np.ix_(np.asarray(rows, np.int64), cols)] = scores
+            add_term_lookups(scores, cand, *seg, read.tids, read.idfs, *norm)
+        out[np.ix_(read.rows, cols)] = scores
         return out
 
     def _live_slots(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -475,7 +500,8 @@ class KindIndex:
         """
         found, cand = self._live_slots(ids)
         out = np.zeros(found.size, np.float64)
-        terms = self.query_weights(text)
+        read = self.read(text)
+        terms = read.weights
         if not (cand.size and terms):
             return found, out
         scores = np.zeros(cand.size, np.float32)
@@ -488,21 +514,16 @@ class KindIndex:
             scores[hit] = got_scores[at[hit]]
             todo = ~hit if incomplete else np.zeros(cand.size, bool)  # complete: the rest is 0
         if todo.any():
-            scores[todo] = self._looked_up(terms, cand[todo], k1, b)
+            scores[todo] = self._looked_up(read, cand[todo], k1, b)
         out[found] = scores
         return found, out
 
-    def _looked_up(
-        self, terms: dict[str, float], cand: np.ndarray, k1: float, b: float
-    ) -> np.ndarray:
+    def _looked_up(self, read: QueryTerms, cand: np.ndarray, k1: float, b: float) -> np.ndarray:
         """Scores of the slots ``cand`` by lookups in every query term's postings."""
-        tids, weights = self._weighted(terms)
+        tids, weights = self._weighted(read)
         order = np.argsort(cand, kind="stable")
         scores = np.zeros(cand.size, np.float32)
-        tid_array = np.asarray(tids, np.int64)
-        add_terms_lookups(
-            scores, cand[order], self._postings, tid_array, weights, self._norm(k1, b)
-        )
+        add_terms_lookups(scores, cand[order], self._postings, tids, weights, self._norm(k1, b))
         out = np.empty_like(scores)
         out[order] = scores
         return out
@@ -522,9 +543,12 @@ class KindIndex:
         ``within`` (ascending node ids: a metadata filter) only those may be returned: the
         other slots count as dead in the top-k, the statistics are unchanged.
         """
-        terms = self.query_weights(text) if k > 0 and self.n_live else {}
-        tids, weights = self._weighted(terms)
-        if not tids:
+        if k <= 0 or not self.n_live:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        read = self.read(text)
+        terms = read.weights
+        tids, weights = self._weighted(read)
+        if not tids.size:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         k = int(k)
         bounds = weights * self._bounds(tids, k1, b)
@@ -533,7 +557,7 @@ class KindIndex:
             alive = np.zeros_like(alive)
             alive[self._live_slots(within)[1]] = True
         hit, vals, incomplete = top_candidates(
-            self._postings, np.asarray(tids, np.int64), weights, bounds, self._norm(k1, b), alive, k
+            self._postings, tids, weights, bounds, self._norm(k1, b), alive, k
         )
         # A filtered search leaves other live slots out: it is never complete for score_ids.
         incomplete = incomplete or within is not None

@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from graphstrata.core import sets
+from graphstrata.core.budget import pack_nested
 from graphstrata.core.fusion import coverage_rerank
+from graphstrata.core.ids import contains
 from graphstrata.core.layered import LayeredCSR, row
 from graphstrata.core.ppr import shallow_ppr
 from graphstrata.engine.config import MAX_QUERY_K
@@ -24,16 +26,19 @@ _EMPTY_F = np.zeros(0, np.float64)
 
 __all__ = [
     "TITLE_LINK",
-    "Packer",
     "bridge_seeds",
+    "containers",
     "coverage_ranked",
+    "kind_table",
     "kinds_of_letters",
     "layered_walk",
     "maximal_keys",
     "merge_seeds",
     "minmax",
     "mixed_walks",
+    "pack_ranked",
     "pair_kinds",
+    "reordered",
     "seed_matches",
     "sparse_entries",
     "walk_distribution",
@@ -61,6 +66,14 @@ def kinds_of_letters(letters: str, allowed: tuple[int, ...]) -> tuple[int, ...]:
     if unknown:
         raise ValueError(f"kinds {unknown!r} not among {sorted(by_letter)}")
     return tuple(dict.fromkeys(by_letter[c] for c in letters))
+
+
+def kind_table(kinds: Sequence[int]) -> np.ndarray:
+    """bool ``[256]``, True at ``kinds``: ``table[node_kinds]`` tests a uint8 kind array
+    against a few kinds (a tenth of ``np.isin``'s time on a query's few hundred nodes)."""
+    table = np.zeros(256, np.bool_)
+    table[np.asarray(kinds, np.int64)] = True
+    return table
 
 
 def minmax(scores: np.ndarray) -> np.ndarray:
@@ -168,130 +181,103 @@ def mixed_walks(
     return both, score[both]
 
 
+def containers(cand: np.ndarray, chunks: np.ndarray) -> np.ndarray:
+    """The index in ``cand`` (distinct positions) of each candidate's chunk, -1 where it
+    has none or its chunk is not a candidate; ``chunks``: each candidate's chunk position
+    (``HeterographView.chunk_of``: -1 for a node that is not a unit)."""
+    if cand.size == 0:
+        return _EMPTY_I
+    sorter = np.argsort(cand, kind="stable")
+    at = sorter[np.minimum(np.searchsorted(cand, chunks, sorter=sorter), cand.size - 1)]
+    return np.where((chunks >= 0) & (cand[at] == chunks), at, -1)
+
+
+def reordered(order: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """``inside`` (indices into a list) after the list is reordered by ``order``: the new
+    index of each item's container, -1 kept."""
+    new = np.empty(order.size, np.int64)
+    new[order] = np.arange(order.size, dtype=np.int64)
+    moved = inside[order]
+    return np.where(moved >= 0, new[np.maximum(moved, 0)], -1)
+
+
 def coverage_ranked(
     cand: np.ndarray,
     density: np.ndarray,
     cost: np.ndarray,
-    chunks: np.ndarray,
+    inside: np.ndarray,
     term_scores: Callable[[np.ndarray], np.ndarray],
     decay: float,
     budget: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``cand`` (positions, best first by ``density``) re-ranked by query-term coverage,
-    with the gains (``core.fusion.coverage_rerank``; ``HeterographConfig.term_decay``).
+    """``cand`` (positions, best first by ``density``) re-ranked by query-term coverage:
+    (the new order, as indices into ``cand``, and the gains; ``core.fusion.coverage_rerank``,
+    ``HeterographConfig.term_decay``).
 
-    ``cost``: the tokens the ``Packer`` would give each candidate (0 for a kind it will not
-    take); ``chunks``: the chunk position of each unit (-1 for other kinds), whose text holds
-    the unit's; ``term_scores``: each query term's part of the BM25 score of some positions
-    (``[t, n]``), asked for the candidates that hold the first ``COVERAGE_BUDGETS`` budgets.
+    ``cost``: the tokens packing would give each candidate (0 for a kind it will not take);
+    ``inside``: the index of each unit's chunk in ``cand`` (:func:`containers`), whose text
+    holds the unit's; ``term_scores``: each query term's part of the BM25 score of some
+    positions (``[t, n]``), asked for the candidates that hold the first
+    ``COVERAGE_BUDGETS`` budgets.
     """
     if cand.size == 0:
-        return cand, density
+        return _EMPTY_I, density
     head = int(np.searchsorted(np.cumsum(cost), COVERAGE_BUDGETS * budget)) + 1
     read = term_scores(cand[:head])
     terms = np.zeros((read.shape[0], cand.size), np.float64)
     terms[:, : read.shape[1]] = read
-    sorter = np.argsort(cand, kind="stable")
-    at = sorter[np.minimum(np.searchsorted(cand, chunks, sorter=sorter), cand.size - 1)]
-    inside = np.where((chunks >= 0) & (cand[at] == chunks), at, -1)
-    order, gains = coverage_rerank(density, terms, cost, decay, budget, inside)
-    return cand[order], gains
+    return coverage_rerank(density, terms, cost, decay, budget, inside)
 
 
-class Packer:
-    """Greedy packing of ranked lists into one token budget, chunks and units not doubled.
+def pack_ranked(
+    cand: np.ndarray,
+    inside: np.ndarray,
+    tokens: np.ndarray,
+    kinds: np.ndarray,
+    text_kind: int,
+    structured: tuple[int, ...],
+    budget: int,
+    structured_share: float = 1.0,
+    text_share: float = 0.0,
+) -> np.ndarray:
+    """The candidates packed into ``budget`` tokens, chunks and units not doubled: indices
+    into ``cand`` (positions, best first) in packing order (``core.budget.pack_nested``).
 
-    Lists are offered in turn (:meth:`offer`), each best first and each up to a limit on
-    the tokens used in all. A node that does not fit is skipped (smaller, lower-ranked ones
-    may still fill the rest); a node already packed is skipped. A semantic unit whose chunk
-    is packed is skipped (its text is inside the chunk); a chunk packed after some of its
-    units replaces them (their tokens are given back). The *structured* kinds together
-    take at most ``structured_share`` of the budget.
+    A candidate that does not fit is skipped (smaller, lower-ranked ones may still fill the
+    rest). A semantic unit whose chunk is packed is skipped (its text is inside the chunk);
+    a chunk packed after some of its units replaces them (their tokens are given back). The
+    ``structured`` kinds together take at most ``structured_share`` of the budget. With a
+    ``text_share``, chunks alone are packed first into that share of the budget.
 
     Parameters
     ----------
-    budget:
-        Tokens allowed in all.
+    cand, inside:
+        Candidates (distinct positions) and the index of each unit's chunk among them
+        (:func:`containers`).
     tokens, kinds:
         Per dense position: token count and node kind.
-    chunk_of:
-        The chunk position of each semantic unit of some positions (-1 for every other
-        node).
     text_kind:
         The chunk kind (T).
-    structured:
-        The kinds counted against ``structured_share``.
-    structured_share:
-        Share of ``budget`` the structured kinds may take together, in [0, 1].
     """
+    kind = kinds[cand]
+    is_text = kind == np.uint8(text_kind)
+    text_cap = math.floor(budget * float(text_share))
+    return pack_nested(
+        tokens[cand],
+        is_text,
+        inside,
+        kind_table(structured)[kind],
+        int(budget),
+        math.floor(budget * float(structured_share)),
+        is_text if text_cap > 0 else None,  # the default share is 0: no chunks-only round
+        text_cap,
+    )
 
-    def __init__(
-        self,
-        budget: int,
-        tokens: np.ndarray,
-        kinds: np.ndarray,
-        chunk_of: Callable[[np.ndarray], np.ndarray],
-        text_kind: int,
-        structured: tuple[int, ...],
-        structured_share: float = 1.0,
-    ):
-        self.budget = int(budget)
-        self.tokens = tokens
-        self.kinds = kinds
-        self.chunk_of = chunk_of
-        self.text_kind = int(text_kind)
-        self.structured = frozenset(int(k) for k in structured)
-        self.structured_cap = math.floor(self.budget * float(structured_share))
-        self.used = 0
-        self.structured_used = 0
-        self._order: list[int] = []  # packed positions, in packing order (may hold removed)
-        self._score: dict[int, float] = {}
-        self._units: dict[int, list[int]] = {}  # chunk -> its packed units
 
-    def offer(self, positions: np.ndarray, scores: np.ndarray, limit: int | None = None) -> int:
-        """Pack what fits of ``positions`` (best first) while at most ``limit`` tokens are
-        used in all (default: the budget). Returns how many nodes were packed."""
-        cap = self.budget if limit is None else min(int(limit), self.budget)
-        packed = 0
-        kinds = self.kinds[positions].tolist()
-        tokens = self.tokens[positions].tolist()
-        chunks = self.chunk_of(positions).tolist()
-        for p, kind, t, c, s in zip(
-            positions.tolist(), kinds, tokens, chunks, scores.tolist(), strict=True
-        ):
-            if self.used >= cap:
-                break
-            if p in self._score:
-                continue
-            t = int(t)
-            if kind == self.text_kind:
-                mine = self._units.get(p, [])
-                refund = sum(int(self.tokens[u]) for u in mine)
-                if self.used - refund + t > cap:
-                    continue
-                for u in mine:
-                    del self._score[u]
-                self._units.pop(p, None)
-                self.used += t - refund
-            else:
-                if (c >= 0 and self._score.get(c) is not None) or self.used + t > cap:
-                    continue
-                if kind in self.structured:
-                    if self.structured_used + t > self.structured_cap:
-                        continue
-                    self.structured_used += t
-                self.used += t
-                if c >= 0:
-                    self._units.setdefault(c, []).append(p)
-            self._score[p] = float(s)
-            self._order.append(p)
-            packed += 1
-        return packed
-
-    def packed(self) -> tuple[np.ndarray, np.ndarray]:
-        """(positions, scores) of the packed nodes, in packing order."""
-        order = [p for p in dict.fromkeys(self._order) if p in self._score]
-        return np.asarray(order, np.int64), np.asarray([self._score[p] for p in order])
+def _last_index(values: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """The index of the last occurrence in ``values`` of each of ``found`` (all occur)."""
+    order = np.argsort(values, kind="stable")
+    return order[np.searchsorted(values[order], found, side="right") - 1]
 
 
 def bridge_seeds(
@@ -334,24 +320,21 @@ def bridge_seeds(
     """
     if sources.size == 0:
         return _EMPTY_I, _EMPTY_F
+    strength = np.asarray(strength, np.float64)
     is_chunk = kinds[sources] == np.uint8(text_kind)
     chunk_units, from_chunk = units_of_chunks(sources[is_chunk])
-    strength_of = dict(
-        zip(sources.tolist(), np.asarray(strength, np.float64).tolist(), strict=True)
-    )
     units = np.concatenate([sources[~is_chunk], chunk_units])
-    unit_strength = np.asarray(
-        [strength_of[p] for p in sources[~is_chunk].tolist()]
-        + [strength_of[p] for p in from_chunk.tolist()],
-        np.float64,
+    unit_strength = np.concatenate(
+        [strength[~is_chunk], strength[_last_index(sources, from_chunk)]]
     )
     entities, from_unit = entities_of_units(units)
     if entities.size == 0:
         return _EMPTY_I, _EMPTY_F
-    unit_index = {p: i for i, p in enumerate(units.tolist())}
-    power = unit_strength[[unit_index[p] for p in from_unit.tolist()]]
+    # A unit that is a source and a unit of a chunk source too counts as the latter.
+    power = unit_strength[_last_index(units, from_unit)]
     mentions = units_of(entities)
-    keep = ~np.isin(entities, exclude) & (mentions >= 2) & (mentions <= max_units)
+    excluded = contains(sets.unique(np.asarray(exclude, np.int64)), entities)
+    keep = ~excluded & (mentions >= 2) & (mentions <= max_units)
     entities, power = entities[keep], power[keep]
     if entities.size == 0:
         return _EMPTY_I, _EMPTY_F

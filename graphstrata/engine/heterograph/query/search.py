@@ -54,7 +54,6 @@ the entry points and the edges that carried the walk's mass to the report (``tra
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,16 +73,19 @@ from graphstrata.engine.heterograph.parse import (
     query_name_candidates,
 )
 from graphstrata.engine.heterograph.query.ranking import (
-    Packer,
     bridge_seeds,
+    containers,
     coverage_ranked,
+    kind_table,
     kinds_of_letters,
     layered_walk,
     maximal_keys,
     merge_seeds,
     minmax,
     mixed_walks,
+    pack_ranked,
     pair_kinds,
+    reordered,
     seed_matches,
     sparse_entries,
     walk_distribution,
@@ -111,8 +113,10 @@ from graphstrata.engine.store import Snapshot
 from graphstrata.engine.types import NodeKind
 from graphstrata.engine.vectors import VectorIndex
 
-#: Kinds whose text a graph search may return, as the dtype of ``nodes.kind``.
-RETRIEVABLE = np.asarray(HETERO_RETRIEVABLE, dtype=np.uint8)
+#: The retrievable kinds other than chunks and units (A, H, R): a search returns them as
+#: seeds, cross nodes and what those lead to, and they take at most ``structured_share``.
+STRUCTURED: tuple[int, ...] = tuple(k for k in HETERO_RETRIEVABLE if k not in (T, S))
+STRUCTURED_TABLE = kind_table(STRUCTURED)
 #: Kinds searched with BM25 for sparse entry points (the retrievable ones).
 SPARSE_KINDS: tuple[int, ...] = tuple(int(k) for k in HETERO_RETRIEVABLE)
 _EMPTY_I = np.zeros(0, np.int64)
@@ -575,9 +579,7 @@ class HeterographView(ComponentView):
         other = sets.unique(np.concatenate([picked, linked]))
         other_kinds = self.kinds[other]
         other = other[
-            np.isin(other_kinds, RETRIEVABLE)
-            & (other_kinds != np.uint8(T))
-            & (other_kinds != np.uint8(S))
+            STRUCTURED_TABLE[other_kinds]
             & (score[other] > 0)
             & (True if mask is None else mask[other])
         ]
@@ -603,27 +605,21 @@ class HeterographView(ComponentView):
             raise ValueError(f"unknown rank {rank!r}; expected 'score' or 'entries_first'")
         cand, density = cand[order], density[order]
         budget = int(query.budget_tokens)
-        text_share = float(cfg.text_share)
-        structured_share = float(cfg.structured_share)
-        structured = (int(NodeKind.A), int(NodeKind.H), int(NodeKind.R))
+        inside = containers(cand, self.chunk_of(cand))  # a unit's chunk among the candidates
         if rank == "score" and cfg.term_decay < 1.0:  # query-term coverage
-            takes = (structured_share > 0) | ~np.isin(self.kinds[cand], structured)
-            cand, density = coverage_ranked(
-                cand, density, tokens_of[cand] * takes, self.chunk_of(cand),
+            takes = (cfg.structured_share > 0) | ~STRUCTURED_TABLE[self.kinds[cand]]
+            order, density = coverage_ranked(
+                cand, density, tokens_of[cand] * takes, inside,
                 lambda p: self.sparse.term_scores(terms, self.ids[p], self.sparse_kinds),
                 float(cfg.term_decay), budget,
             )  # fmt: skip
-        packer = Packer(
-            budget, tokens_of, self.kinds, self.chunk_of, T, structured, structured_share
-        )
-        text_cap = math.floor(budget * text_share)
-        if text_cap > 0:  # the default share is 0: that round would pack nothing
-            is_text = self.kinds[cand] == np.uint8(T)
-            packer.offer(cand[is_text], density[is_text], text_cap)
-        packer.offer(cand, density)
-        positions, chosen = packer.packed()
-        order = np.argsort(-chosen, kind="stable")
-        positions, chosen = positions[order], chosen[order]
+            cand, inside = cand[order], reordered(order, inside)
+        packed = pack_ranked(
+            cand, inside, tokens_of, self.kinds, T, STRUCTURED, budget,
+            float(cfg.structured_share), float(cfg.text_share),
+        )  # fmt: skip
+        order = packed[np.argsort(-density[packed], kind="stable")]
+        positions, chosen = cand[order], density[order]
         info["text_nodes"] = int(np.count_nonzero(self.kinds[positions] == np.uint8(T)))
         return positions, chosen, walks
 

@@ -19,13 +19,16 @@ from graphstrata.engine.heterograph.parse import query_name_candidates, title_ke
 from graphstrata.engine.heterograph.query.ranking import (
     COVERAGE_BUDGETS,
     ENTRY_BUDGET,
-    Packer,
+    bridge_seeds,
+    containers,
     coverage_ranked,
     kinds_of_letters,
     maximal_keys,
     merge_seeds,
     minmax,
     mixed_walks,
+    pack_ranked,
+    reordered,
     sparse_entries,
 )
 from graphstrata.engine.interfaces import LLMRequest, LLMResponse
@@ -321,44 +324,41 @@ def test_query_name_candidates_are_capitalized_spans_and_titles_drop_articles():
     assert title_key("Meridian Optics") == "meridian optics"
 
 
-def _packer(budget: int, tokens: list[int], kinds: list[str], chunk_of: list[int], share=1.0):
-    return Packer(
-        budget,
+def _packed(cand, tokens, kinds, chunk_of, budget, share=1.0, text_share=0.0) -> list[int]:
+    cand = np.asarray(cand)
+    chunks = np.asarray(chunk_of)[cand]
+    got = pack_ranked(
+        cand,
+        containers(cand, chunks),
         np.asarray(tokens),
         np.asarray([K[k] for k in kinds], np.uint8),
-        np.asarray(chunk_of).__getitem__,
         K["T"],
         (K["A"], K["H"], K["R"]),
+        budget,
         share,
+        text_share,
     )
+    return cand[got].tolist()
 
 
-def test_packer_never_packs_a_unit_inside_a_packed_chunk():
-    # 0: chunk (50 tokens) with units 1 and 2; 3: a unit of another chunk; 4: an attribute.
+def test_pack_ranked_never_packs_a_unit_inside_a_packed_chunk():
+    # 0: chunk (50 tokens) with units 1 and 2; 3: a unit of another chunk (not a candidate);
+    # 4: an attribute. The chunk replaces unit 1, packed before it; unit 2 is then skipped.
     tokens, kinds, chunk_of = [50, 20, 25, 10, 30], list("TSSSA"), [-1, 0, 0, 9, -1]
-    p = _packer(200, tokens, kinds, chunk_of)
-    p.offer(np.array([1, 3]), np.array([0.9, 0.8]))
-    assert p.used == 30
-    p.offer(np.array([0, 2, 4]), np.array([0.7, 0.6, 0.5]))  # the chunk replaces unit 1
-    positions, scores = p.packed()
-    assert positions.tolist() == [3, 0, 4] and scores.tolist() == [0.8, 0.7, 0.5]
-    assert p.used == 10 + 50 + 30
-    # A unit whose chunk is packed is skipped; a packed node is not packed twice.
-    assert p.offer(np.array([2, 0, 3]), np.array([1.0, 1.0, 1.0])) == 0
+    assert _packed([1, 3, 0, 2, 4], tokens, kinds, chunk_of, 200) == [3, 0, 4]
+    assert containers(np.asarray([1, 3, 0]), np.asarray([0, 9, -1])).tolist() == [2, -1, -1]
+    assert reordered(np.asarray([2, 0, 1]), np.asarray([2, -1, -1])).tolist() == [-1, 0, -1]
 
 
-def test_packer_limits_and_structured_share():
+def test_pack_ranked_text_share_and_structured_share():
     tokens, kinds, chunk_of = [40, 40, 30, 30, 10], list("TTARS"), [-1, -1, -1, -1, -1]
-    p = _packer(100, tokens, kinds, chunk_of, share=0.3)
-    assert p.offer(np.array([0, 1]), np.array([2.0, 1.0]), limit=50) == 1  # chunk 1 > limit
-    p.offer(np.array([2, 3, 4]), np.array([0.9, 0.8, 0.7]))
-    positions, _ = p.packed()
-    # A (30) fits the 30-token structured cap, R (30) no longer does; S is not capped.
-    assert positions.tolist() == [0, 2, 4] and p.structured_used == 30
-    # A chunk that does not fit even after refunding its units is skipped.
-    q = _packer(60, [50, 20, 30], list("TST"), [-1, 0, -1])
-    q.offer(np.array([1, 2]), np.array([1.0, 0.9]))
-    assert q.offer(np.array([0]), np.array([0.8])) == 0 and q.used == 50
+    # Chunks alone first into half the budget (chunk 1 does not fit 50), then everything:
+    # A (30) fits the 30-token structured cap, R (30) no longer does; S is not capped;
+    # chunk 1 no longer fits.
+    got = _packed([0, 2, 3, 4, 1], tokens, kinds, chunk_of, 100, 0.3, 0.5)
+    assert got == [0, 2, 4]
+    # A chunk that does not fit even after its units' tokens are given back is skipped.
+    assert _packed([1, 2, 0], [50, 20, 30], list("TST"), [-1, 0, -1], 60) == [1, 2]
 
 
 def test_mixed_walks_lists_each_touched_node_once():
@@ -374,6 +374,87 @@ def test_mixed_walks_lists_each_touched_node_once():
     assert score[[3, 5, 7]] == pytest.approx(scores) and score.sum() == pytest.approx(scores.sum())
 
 
+def _bridge_oracle(kinds, chunk_units, unit_entities, mentions, sources, strength, exclude, top):
+    """``bridge_seeds`` in plain Python: a unit's strength is its last listing's (sources'
+    units first, then each chunk source's units)."""
+    listed = [(p, w) for p, w in zip(sources, strength) if kinds[p] != K["T"]]
+    listed += [
+        (u, w)
+        for p, w in zip(sources, strength)
+        if kinds[p] == K["T"]
+        for u in chunk_units.get(p, [])
+    ]
+    of_unit = dict(listed)
+    best: dict[int, float] = {}
+    for u, _ in listed:
+        for e in unit_entities.get(u, []):
+            if e not in exclude and 2 <= mentions[e] <= top:
+                best[e] = max(best.get(e, 0.0), of_unit[u])
+    keys = sorted(best)
+    return keys, [best[e] / np.log1p(mentions[e]) for e in keys]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_bridge_seeds_against_a_python_oracle(seed):
+    rng = np.random.default_rng(seed)
+    n = 40
+    kinds = rng.choice([K["T"], K["S"], K["N"]], n).astype(np.uint8)
+    chunks, units, entities = (np.flatnonzero(kinds == K[k]) for k in "TSN")
+    chunk_units = (
+        {
+            int(c): sorted(rng.choice(units, rng.integers(0, 4), replace=False).tolist())
+            for c in chunks
+        }
+        if units.size
+        else {}
+    )
+    unit_entities = (
+        {
+            int(u): sorted(rng.choice(entities, rng.integers(0, 4), replace=False).tolist())
+            for u in units
+        }
+        if entities.size
+        else {}
+    )
+    mentions = rng.integers(0, 6, n)
+
+    def follow(links):
+        def go(p):
+            pairs = [(t, int(o)) for o in p.tolist() for t in links.get(int(o), [])]
+            return np.asarray([t for t, _ in pairs], np.int64), np.asarray(
+                [o for _, o in pairs], np.int64
+            )
+
+        return go
+
+    pool = np.concatenate([chunks, units])
+    sources = rng.permutation(pool)[: rng.integers(0, pool.size + 1)].astype(np.int64)
+    strength = rng.random(sources.size)
+    exclude = rng.choice(np.arange(n), 3).astype(np.int64)  # may repeat
+    got, w = bridge_seeds(
+        kinds,
+        K["T"],
+        follow(chunk_units),
+        follow(unit_entities),
+        lambda p: mentions[p],
+        sources,
+        strength,
+        exclude,
+        4,
+    )
+    keys, want = _bridge_oracle(
+        kinds,
+        chunk_units,
+        unit_entities,
+        mentions,
+        sources.tolist(),
+        strength.tolist(),
+        set(exclude.tolist()),
+        4,
+    )
+    assert got.tolist() == keys and w.tolist() == pytest.approx(want, rel=1e-12)
+
+
 def test_coverage_ranked_maps_units_to_their_chunks_and_reads_the_head_only():
     # Positions 40 (chunk), 7 (its unit), 12 and 30 (chunks), by walk score; term 0 is the
     # one the unit and its chunk share, term 1 is 12's.
@@ -386,17 +467,20 @@ def test_coverage_ranked_maps_units_to_their_chunks_and_reads_the_head_only():
         return np.asarray([parts[int(x)] for x in p], np.float64).T.reshape(2, p.size)
 
     cost, chunks = np.asarray([10, 50, 50, 50]), np.asarray([40, -1, -1, -1])
-    got, gains = coverage_ranked(cand, density, cost, chunks, term_scores, 0.5, 1000)
+    inside = containers(cand, chunks)
+    assert inside.tolist() == [1, -1, -1, -1]
+    order, gains = coverage_ranked(cand, density, cost, inside, term_scores, 0.5, 1000)
+    got = cand[order]
     # The chunk after its unit: term 0 used up once, 0.9 * 0.5; 12 keeps 0.6.
     assert got.tolist() == [7, 12, 40, 30] and gains[:3] == pytest.approx([1.0, 0.6, 0.45])
     assert asked == [[7, 40, 12, 30]]
     # A budget of 20: the head is what holds COVERAGE_BUDGETS * 20 tokens, the rest counts
     # as matching no term (30 then takes the mean freshness, not term 0's).
     asked.clear()
-    coverage_ranked(cand, density, cost, chunks, term_scores, 0.5, 20)
+    coverage_ranked(cand, density, cost, inside, term_scores, 0.5, 20)
     head = int(np.searchsorted(np.cumsum(cost), COVERAGE_BUDGETS * 20)) + 1
     assert asked == [cand[:head].tolist()] and head < cand.size
-    empty = coverage_ranked(cand[:0], density[:0], cost[:0], chunks[:0], term_scores, 0.5, 9)
+    empty = coverage_ranked(cand[:0], density[:0], cost[:0], inside[:0], term_scores, 0.5, 9)
     assert empty[0].size == 0
 
 

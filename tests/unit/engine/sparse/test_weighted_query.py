@@ -156,3 +156,33 @@ def test_the_idf_memo_stays_bounded_and_exact(monkeypatch):
             want = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) if df > 0 else None
             assert part._idf(tid) == want
             assert len(part._idf_memo) <= 3
+
+
+def test_a_querys_reading_is_kept_per_collection_and_bounded(monkeypatch):
+    """``KindIndex.read``: a thread's last query is read once in each collection (a ``graph``
+    search reads it for two kinds' lists, then for the coverage), every reading is that
+    collection's own, a new query starts over, and a query read in many versions keeps at
+    most ``READ_MEMO_KINDS`` readings."""
+    from graphstrata.engine.sparse import postings
+
+    monkeypatch.setattr(postings, "READ_MEMO_KINDS", 2)
+    index = SparseIndex.from_texts(
+        [1, 2, 3, 4], [1, 1, 2, 2], ["lens maker lens", "ferry boat", "ferry lens", "quay"]
+    )
+    lenses, ferries = index.part(1), index.part(2)
+    query = WeightedTerms.of("lens ferry quay maker")
+    first = lenses.read(query)
+    assert lenses.read(WeightedTerms.of("lens ferry quay maker")) is first  # an equal query
+    assert list(first.weights) == ["len", "ferri", "maker"] and first.n_terms == 4
+    assert first.rows.tolist() == [0, 1, 3]
+    other = ferries.read(query)
+    assert list(other.weights) == ["len", "ferri", "quay"] and other.rows.tolist() == [0, 1, 2]
+    assert lenses.read(query) is first and ferries.read(query) is other
+    assert lenses.read("lens") is not first and lenses.read(query) is not first
+    # More collections than the memo holds: it starts over, and every reading stays right.
+    more = [SparseIndex.from_texts([9], [1], ["lens quay"]).part(1) for _ in range(3)]
+    for part in more:
+        assert list(part.read(query).weights) == ["len", "quay"]
+    assert len(postings._local.last_read[1]) <= 2
+    idfs = [lenses._idf(lenses.vocab.ids[t]) for t in first.weights]
+    assert lenses.read(query).idfs.tolist() == idfs
