@@ -29,9 +29,10 @@ drives them; :class:`Scratch` is the accumulator a thread reuses (zeroed after e
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -45,12 +46,27 @@ __all__ = [
     "add_lookups",
     "add_term_lookups",
     "add_terms_lookups",
+    "idf",
     "lengths",
     "scratch",
     "top_candidates",
 ]
 
 _local = threading.local()
+
+
+def idf(df: Any, n: Any, log: Callable[[Any], Any] = math.log) -> Any:
+    """BM25's idf (Lucene's, never negative) of document frequency ``df`` among ``n``
+    documents: the one formula, for a scalar (``math.log``, the default) or an array
+    (``np.log``).
+
+    Examples
+    --------
+    >>> round(idf(1, 3), 6)  # ln(1 + 2.5 / 1.5)
+    0.980829
+    """
+    return log(1.0 + (n - df + 0.5) / (df + 0.5))
+
 
 #: The pruning test partitions the slots found so far; it runs only while the postings left
 #: to scan number at least this many times those slots (else scanning them is cheaper).

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from graphstrata.bindings.llm.statements import WORD as _WORD
 from graphstrata.bindings.llm.statements import cut_pieces, is_statement
+from graphstrata.core.bm25 import idf as bm25_idf
 from graphstrata.engine import EXTRACTIVE_LLM, LLMError, LLMRequest, LLMResponse, count_tokens
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[“‘]?[A-Z0-9])")
@@ -677,9 +678,7 @@ def answer_sentences(
         tf = Counter(terms)
         norm = k1 * (1 - b + b * len(terms) / avg_len)
         score = sum(
-            math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) * tf[t] * (k1 + 1) / (tf[t] + norm)
-            for t in q_terms
-            if tf[t]
+            bm25_idf(df[t], n) * tf[t] * (k1 + 1) / (tf[t] + norm) for t in q_terms if tf[t]
         )
         if score > 0:
             scored.append((score * (1.0 + RANK_PRIOR / (1 + ranks[i])), i))

@@ -9,11 +9,10 @@ the scoring, the per-kind statistics, the tokenization and the incremental updat
 from __future__ import annotations
 
 import functools
-import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,6 +24,7 @@ from graphstrata.core.bm25 import (
     lengths,
     top_candidates,
 )
+from graphstrata.core.bm25 import idf as bm25_idf
 from graphstrata.engine.hashing import stable_hashes
 from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.sparse.analysis import SparseQuery, analyze, query_weights
@@ -63,13 +63,6 @@ class QueryTerms(NamedTuple):
     idfs: np.ndarray
     #: How many distinct terms the query has in all.
     n_terms: int
-
-
-def _bm25_idf(df: Any, n: float, log: Callable[[Any], Any]) -> Any:
-    """BM25's idf (Lucene's, never negative) of document frequency ``df`` among ``n`` live
-    documents: the one formula, for a scalar (``math.log``, the search's per-term path) or an
-    array (``np.log``, ``KindIndex.idfs``)."""
-    return log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
 class _Vocab:
@@ -397,7 +390,7 @@ class KindIndex:
         df = np.zeros(len(terms), np.float64)
         known = (tids >= 0) & (tids < size)
         df[known] = self.df[tids[known]]
-        out = _bm25_idf(df, float(self.n_live), np.log)
+        out = bm25_idf(df, float(self.n_live), np.log)
         out[df <= 0] = np.nan
         return out
 
@@ -414,7 +407,7 @@ class KindIndex:
             return memo[tid]
         idf = None
         if tid < self.df.size and self.df[tid] > 0:
-            idf = float(_bm25_idf(float(self.df[tid]), float(self.n_live), math.log))
+            idf = float(bm25_idf(float(self.df[tid]), float(self.n_live)))
         if len(memo) >= IDF_MEMO_MAX:  # queries naming the whole vocabulary stay bounded
             memo.clear()
         memo[tid] = idf

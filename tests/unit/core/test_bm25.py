@@ -4,6 +4,7 @@ random postings (several lists per term, tombstones, repeated slots, ties) and e
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -348,3 +349,13 @@ def test_the_slack_bounds_float32_sums_of_positive_parts():
         assert float(total) <= exact * bm25._slack(m)
         over += float(total) > exact
     assert over > 0
+
+
+def test_idf_is_lucenes_for_scalars_and_arrays():
+    # ln(1 + (n - df + 0.5) / (df + 0.5)): never negative, even for a term in every document.
+    assert bm25.idf(1, 3) == pytest.approx(0.9808292530117262, rel=1e-15)
+    assert bm25.idf(3, 3) == pytest.approx(math.log(1.0 + 0.5 / 3.5), rel=1e-15)
+    assert bm25.idf(3, 3) > 0
+    df = np.asarray([1.0, 2.0, 3.0])
+    got = bm25.idf(df, 3.0, np.log)
+    assert got.tolist() == pytest.approx([bm25.idf(float(d), 3.0) for d in df], rel=1e-15)
