@@ -500,8 +500,9 @@ class KindIndex:
         scores = np.zeros(cand.size, np.float32)
         todo = np.ones(cand.size, bool)
         last = getattr(_local, "last_search", None)
-        if last is not None and last[0] is self and last[1] == (tuple(terms.items()), k1, b):
-            got, got_scores, incomplete = last[2:]
+        # The search's reading of the same query here is this one (``read`` keeps it).
+        if last is not None and last[0] is self and last[1] is read and last[2] == (k1, b):
+            got, got_scores, incomplete = last[3:]
             at = np.minimum(np.searchsorted(got, cand), max(got.size - 1, 0))
             hit = got[at] == cand if got.size else np.zeros(cand.size, bool)
             scores[hit] = got_scores[at[hit]]
@@ -539,7 +540,6 @@ class KindIndex:
         if k <= 0 or not self.n_live:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         read = self.read(text)
-        terms = read.weights
         tids, weights = self._weighted(read)
         if not tids.size:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
@@ -554,7 +554,7 @@ class KindIndex:
         )
         # A filtered search leaves other live slots out: it is never complete for score_ids.
         incomplete = incomplete or within is not None
-        _local.last_search = (self, (tuple(terms.items()), k1, b), hit, vals, incomplete)
+        _local.last_search = (self, read, (k1, b), hit, vals, incomplete)
         ids = self.slot_ids[hit]
         if ids.size > k:
             # A common word matches most of a collection: sort only the candidates scoring at

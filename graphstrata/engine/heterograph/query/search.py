@@ -39,7 +39,7 @@ advances them per commit). A query then
    kinds, an entity contributing its attributes and a title its element (N and O text is
    never returned), by PPR score / tokens ** ``token_exponent`` (a chunk holds several
    units' worth of facts for several units' worth of tokens);
-8. **pack** (``ranking.Packer``): chunks alone first into ``text_share`` of the budget, then
+8. **pack** (``ranking.pack_ranked``): chunks alone first into ``text_share`` of the budget, then
    everything; a unit whose chunk is packed is skipped and a chunk packed after its units
    replaces them (S text is inside T); attributes, elements and relationships together
    take at most ``structured_share`` of the budget.
@@ -615,7 +615,7 @@ class HeterographView(ComponentView):
             )  # fmt: skip
             cand, inside = cand[order], reordered(order, inside)
         packed = pack_ranked(
-            cand, inside, tokens_of, self.kinds, T, STRUCTURED, budget,
+            cand, inside, tokens_of, self.kinds, T, STRUCTURED_TABLE, budget,
             float(cfg.structured_share), float(cfg.text_share),
         )  # fmt: skip
         order = packed[np.argsort(-density[packed], kind="stable")]

@@ -186,3 +186,30 @@ def test_a_querys_reading_is_kept_per_collection_and_bounded(monkeypatch):
     assert len(postings._local.last_read[1]) <= 2
     idfs = [lenses._idf(lenses.vocab.ids[t]) for t in first.weights]
     assert lenses.read(query).idfs.tolist() == idfs
+
+
+def test_score_ids_reuses_this_threads_last_search_of_the_query(monkeypatch):
+    """``KindIndex.score_ids`` right after a complete ``search`` of the same query here reads
+    the search's scores (no postings lookup); another query, or another collection, looks
+    them up, and both ways give the same scores."""
+    from graphstrata.engine.sparse import postings
+
+    texts = ["lens maker lens", "ferry boat", "ferry lens", "quay"]
+    part = SparseIndex.from_texts([1, 2, 3, 4], [1] * 4, texts).part(1)
+    query = WeightedTerms.of("lens ferry")
+    ids, scores = part.search(query, 10)
+    looked = part.score_ids(query, ids)  # reference, possibly from the search
+    lookups: list[int] = []
+    real = postings.KindIndex._looked_up
+
+    def counted(self, read, cand, k1, b):
+        lookups.append(cand.size)
+        return real(self, read, cand, k1, b)
+
+    monkeypatch.setattr(postings.KindIndex, "_looked_up", counted)
+    part.search(query, 10)
+    found, again = part.score_ids(WeightedTerms.of("lens ferry"), ids)  # an equal query
+    assert lookups == [] and found.all()
+    assert again.tolist() == looked[1].tolist() == pytest.approx(scores.tolist())
+    part.score_ids(WeightedTerms.of("lens quay"), ids)
+    assert lookups == [ids.size]
