@@ -2,7 +2,8 @@
 
 ``DocRecords`` is built per version from its ``docs`` table, lazily and once (``DocNames``
 holds it): a sorted key index, so a hit's documents are a binary search and a read of their
-rows (no per-query pass over the documents), and, on the first filtered query, every
+rows (no per-query pass over the documents), kept once read (``DocRows``: the columns hits
+cite, a version's documents never change), and, on the first filtered query, every
 document's ``{doc_id, title, **metadata}`` record, from which each field a filter names
 gets a columnar form once (values by type, an inverted index for equality). A filter is
 then evaluated over every document with array operations (``allowed_keys``), and the last
@@ -12,6 +13,7 @@ filters' results are kept (``FILTER_MEMO``). (docs/guide/filters.md, decision 00
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import threading
 from collections import OrderedDict
@@ -25,12 +27,28 @@ import pyarrow as pa
 from graphstrata.engine.filters import AllOf, AnyOf, Condition, Filter, as_float, instant
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 
-__all__ = ["ALLOWED_MEMO", "FILTER_MEMO", "DocRecords", "LastFilters"]
+__all__ = [
+    "ALLOWED_MEMO",
+    "CITED_MEMO_CHARS",
+    "FILTER_MEMO",
+    "DocRecords",
+    "DocRow",
+    "DocRows",
+    "LastFilters",
+]
 
 #: Filters whose matching documents a version keeps (a server's clients repeat theirs) ...
 FILTER_MEMO = 64
 #: ... and whose allowed nodes it keeps (arrays of up to every node id: fewer).
 ALLOWED_MEMO = 8
+#: Characters of cited document rows a version keeps (``DocRows``: 8-32 MB of str, and
+#: their layouts parsed, a few times that as Python lists), then it starts over. Reading a
+#: query's cited documents from the Arrow table (a take of their rows per column, and a
+#: parse of each layout) was a quarter of a warm ``naive`` search on MultiHop-RAG (decision
+#: 0023, amendment).
+CITED_MEMO_CHARS = 8_000_000
+#: The ``docs`` columns a hit cites: its document's id, title, metadata and layout.
+CITED_COLUMNS = ("doc_id", "title", "metadata", "layout")
 
 V = TypeVar("V")
 
@@ -65,6 +83,69 @@ class LastFilters(Generic[V]):
 
 
 _EPOCH = dt.datetime(1970, 1, 1)
+
+
+@dataclass(frozen=True)
+class DocRow:
+    """The columns of one document that hits cite (``CITED_COLUMNS``), as stored: metadata
+    and layout are JSON text (None when absent). Metadata is parsed by each reader, so what
+    a query returns is its own; the layout, which only the spans read, once."""
+
+    doc_id: str
+    title: str
+    metadata: str | None
+    layout: str | None
+
+    def chars(self) -> int:
+        """Characters held (what ``CITED_MEMO_CHARS`` bounds)."""
+        return sum(len(v) for v in (self.doc_id, self.title, self.metadata, self.layout) if v)
+
+    @functools.cached_property
+    def parsed_layout(self) -> dict[str, Any] | None:
+        """The layout parsed (``ingest.spans``; None for a row written before layouts).
+        Shared by every query: its readers do not change it."""
+        return json.loads(self.layout) if self.layout else None
+
+
+class DocRows:
+    """One version's cited document rows by key, read from its ``docs`` table once each.
+
+    Kept up to ``max_chars`` characters, then started over (thread-safe: a lookup reads the
+    dict without the lock; filling and clearing take it).
+
+    Parameters
+    ----------
+    docs:
+        The version's documents (``DOC_SCHEMA``).
+    max_chars:
+        Characters kept before starting over.
+    """
+
+    def __init__(self, docs: pa.Table, max_chars: int = CITED_MEMO_CHARS):
+        self._docs = docs.select(list(CITED_COLUMNS))
+        self.max_chars = int(max_chars)
+        self._rows: dict[int, DocRow] = {}
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def read(self, keys: list[int], rows: np.ndarray) -> dict[int, DocRow]:
+        """The rows of ``keys`` (live doc keys) at table ``rows`` (aligned), by key."""
+        held = self._rows
+        out = {k: r for k in keys if (r := held.get(k)) is not None}
+        if len(out) == len(keys):
+            return out
+        missing = [i for i, k in enumerate(keys) if k not in out]
+        table = self._docs.take(arrow_of(rows[missing]))
+        columns = [table.column(c).to_pylist() for c in CITED_COLUMNS]
+        read = {keys[i]: DocRow(*values) for i, *values in zip(missing, *columns, strict=True)}
+        out.update(read)
+        added = sum(r.chars() for r in read.values())
+        with self._lock:
+            if self._chars + added > self.max_chars:
+                self._rows, self._chars = {}, 0
+            self._rows.update(read)
+            self._chars += added
+        return out
 
 
 @dataclass
@@ -108,6 +189,7 @@ class DocRecords:
         self._records: list[dict[str, Any]] | None = None
         self._columns: dict[str, _Column] = {}
         self._memo: LastFilters[np.ndarray] = LastFilters(FILTER_MEMO)
+        self._cited = DocRows(docs)
 
     def __len__(self) -> int:
         return int(self._keys.size)
@@ -121,24 +203,31 @@ class DocRecords:
         found = self._keys[pos] == keys
         return found, self._order[pos[found]]
 
-    def cited(self, keys: list[int]) -> dict[int, dict[str, Any]]:
-        """``{"doc_id", "title", "metadata"}`` by key, of the live documents among ``keys``
-        (their rows only are read)."""
+    def read(self, keys: list[int]) -> dict[int, DocRow]:
+        """The cited columns of the live documents among ``keys``, by key (``DocRows``:
+        each document's row read from the table once per version)."""
         keys_a = np.asarray(keys, np.int64)
         found, rows = self.rows_of(keys_a)
         if rows.size == 0:
             return {}
-        table = self._docs.select(["doc_id", "title", "metadata"]).take(arrow_of(rows))
+        return self._cited.read(keys_a[found].tolist(), rows)
+
+    def cited(self, keys: list[int]) -> dict[int, dict[str, Any]]:
+        """``{"doc_id", "title", "metadata"}`` by key, of the live documents among ``keys``
+        (new dicts on every call: a caller may change what it is given)."""
         return {
-            int(key): {"doc_id": d, "title": t, "metadata": json.loads(m) if m else {}}
-            for key, d, t, m in zip(
-                keys_a[found].tolist(),
-                table.column("doc_id").to_pylist(),
-                table.column("title").to_pylist(),
-                table.column("metadata").to_pylist(),
-                strict=True,
-            )
+            key: {
+                "doc_id": row.doc_id,
+                "title": row.title,
+                "metadata": json.loads(row.metadata) if row.metadata else {},
+            }
+            for key, row in self.read(keys).items()
         }
+
+    def layouts(self, keys: list[int]) -> dict[int, dict[str, Any] | None]:
+        """The parsed ``layout`` of the live documents among ``keys``, by key (None for a row
+        written before layouts; ``ingest.spans``)."""
+        return {key: row.parsed_layout for key, row in self.read(keys).items()}
 
     # ------------------------------------------------------------------ filters
     def records(self) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """Source spans: where each chunk lies in its document, and the file's pages and headings.
 
 A document's ``layout`` (a JSON column of the doc row, ``store/schema.py``) is written once,
-with the document, and read back per hit:
+with the document, and read back when a hit first cites it in a version (``DocRecords``
+keeps it parsed):
 
 * ``first``: the id of its first chunk (a document's chunks get consecutive ids,
   ``Delta.new_node_ids``, so chunk ``i`` is ``first + i``);
@@ -21,15 +22,13 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from graphstrata.engine.documents import SourceMap
 from graphstrata.engine.ingest.chunking import Chunk
-from graphstrata.engine.store import Snapshot
-from graphstrata.engine.store.arrow_numpy import arrow_of
 from graphstrata.engine.types import NodeKind
 
 #: The letter of a chunk hit, the one kind that carries spans (the decision record says why).
@@ -132,7 +131,7 @@ def chunk_spans(
 
 
 def hit_spans(
-    snapshot: Snapshot,
+    layouts_of: Callable[[list[int]], Mapping[int, dict[str, Any] | None]],
     ids: Sequence[int] | np.ndarray,
     letters: Sequence[str],
     doc_keys: Sequence[Sequence[int]],
@@ -144,8 +143,9 @@ def hit_spans(
 
     Parameters
     ----------
-    snapshot:
-        The version the hits come from.
+    layouts_of:
+        The parsed layouts of the version's live documents among some doc keys, by key
+        (``DocRecords.layouts``).
     ids, letters, doc_keys, doc_ids, texts:
         Per hit: node id, kind letter, doc keys, their doc_ids, text.
 
@@ -158,7 +158,7 @@ def hit_spans(
         int(keys[0]) for keys, letter in zip(doc_keys, letters, strict=True) if letter == _CHUNK
     }
     chunk_keys.discard(-1)
-    layouts = _layouts(snapshot, sorted(chunk_keys)) if chunk_keys else {}
+    layouts = layouts_of(sorted(chunk_keys)) if chunk_keys else {}
     out: list[list[dict[str, Any]]] = []
     for node_id, letter, keys, names, text in zip(
         ids, letters, doc_keys, doc_ids, texts, strict=True
@@ -168,12 +168,3 @@ def hit_spans(
             continue
         out.append(chunk_spans(names[0], layouts.get(int(keys[0])), int(node_id), text))
     return out
-
-
-def _layouts(snapshot: Snapshot, keys: list[int]) -> dict[int, dict[str, Any] | None]:
-    """The parsed layouts of live documents by key (read for these rows only)."""
-    rows = snapshot.doc_rows(np.asarray(keys, np.int64))
-    found = rows >= 0
-    column = snapshot.docs.column("layout").take(arrow_of(rows[found])).to_pylist()
-    kept = np.asarray(keys, np.int64)[found].tolist()
-    return {k: json.loads(v) if v else None for k, v in zip(kept, column, strict=True)}

@@ -83,7 +83,7 @@ def make_hits(
     documents = doc_names.documents(docs)
     letters = [_LETTERS[k] for k in nodes.kind[rows].tolist()]
     names = [doc_names(d) for d in docs]
-    spans = hit_spans(snapshot, ids, letters, docs, names, texts)
+    spans = hit_spans(doc_names.records.layouts, ids, letters, docs, names, texts)
     # Columns read once as Python values: a graph query returns ~30 hits.
     columns = (
         np.asarray(ids).tolist(),

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from graphstrata.engine.doc_records import DocRecords
+from graphstrata.engine.doc_records import DocRecords, DocRows
 from graphstrata.engine.filters import MAX_CONDITIONS, MAX_DEPTH, matches, parse_filter
 from graphstrata.engine.params import QueryError
 from graphstrata.engine.store.schema import DOC_SCHEMA
@@ -218,3 +218,40 @@ def test_cited_reads_the_documents_of_keys():
     assert set(found) == {100, 103}
     assert found[103] == {"doc_id": "d2", "title": "Other", "metadata": {}}
     assert found[100]["metadata"]["tags"] == ["optics", "radio"]
+
+
+def test_cited_rows_are_read_once_per_version_and_each_call_gets_its_own():
+    table = records([DOC, {"doc_id": "d2", "title": "Other"}])
+    first = table.cited([100])
+    first[100]["metadata"]["tags"].append("changed")  # a caller's change stays its own
+    again = table.cited([100, 103])
+    assert again[100]["metadata"]["tags"] == ["optics", "radio"]
+    # once read, a document's row comes from the memo: the table is not read again
+    table._cited._docs = table._cited._docs.slice(0, 0)
+    assert table.cited([103, 100]) == again
+    assert table.layouts([100]) == {100: None}  # a row without a layout
+
+
+def test_layouts_are_parsed_once_per_version():
+    table = records([DOC])
+    layout = {"first": 7, "chunks": [0, 5, 5, 9]}
+    docs = table._docs.set_column(
+        table._docs.schema.get_field_index("layout"),
+        "layout",
+        pa.array([json.dumps(layout)], pa.string()),
+    )
+    table = DocRecords(docs)
+    first = table.layouts([100, 999])
+    assert first == {100: layout}
+    assert table.layouts([100])[100] is first[100]  # parsed once, shared by the span readers
+
+
+def test_cited_rows_start_over_past_their_character_bound():
+    table = records([{"doc_id": f"d{i}", "title": "t" * 10} for i in range(6)])
+    rows = DocRows(table._docs, max_chars=30)  # a row holds 12 characters
+    keys = [100 + 3 * i for i in range(6)]
+    for key in keys:
+        _, at = table.rows_of(np.asarray([key]))
+        assert rows.read([key], at)[key].doc_id == f"d{(key - 100) // 3}"
+        assert rows._chars <= 30 and len(rows._rows) <= 2
+    assert rows.read(keys[:2], table.rows_of(np.asarray(keys[:2]))[1])[keys[1]].title == "t" * 10

@@ -61,6 +61,7 @@ import numpy as np
 
 from graphstrata.core import sets
 from graphstrata.core.graph import merge_edges
+from graphstrata.core.ids import contains
 from graphstrata.core.layered import LayeredCSR
 from graphstrata.core.topk import top_k_by_kind
 from graphstrata.engine.component import ComponentView, Hit, Query
@@ -586,17 +587,19 @@ class HeterographView(ComponentView):
         other_density = score[other] / self.token_power(gamma)[other]
         # What the question names leads: the attributes of its matched entities and the
         # elements of its matched titles (NodeRAG returns them with their entity / title).
-        named = linked[np.isin(np.concatenate([from_n, from_o]), exact)]
+        link_from = np.concatenate([from_n, from_o])
+        named = linked[contains(sets.unique(exact), link_from)]
         if named.size and other.size:
             top = max(float(other_density.max()), float(text_density.max(initial=0.0)))
-            lead = np.isin(other, named)
+            lead = contains(sets.unique(named), other)
             other_density = np.where(lead, np.maximum(other_density, top), other_density)
         cand = np.concatenate([text, other])
         density = np.concatenate([text_density, other_density])
         info["retrievable_candidates"] = int(cand.size)
         if rank == "entries_first":  # entry points (and what they map to), then the rest
-            entry = np.isin(cand, seeds) | np.isin(
-                cand, linked[np.isin(np.concatenate([from_n, from_o]), seeds)]
+            seeded = sets.unique(seeds)
+            entry = contains(seeded, cand) | contains(
+                sets.unique(linked[contains(seeded, link_from)]), cand
             )
             order = np.lexsort((-density, ~entry))
         elif rank == "score":
