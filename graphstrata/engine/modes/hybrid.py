@@ -151,14 +151,16 @@ def _candidates(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``fused_candidates`` before the ranked list is recorded."""
     k = int(query.top_k)
+    # The question analyzed once: both rounds' lists and scores, and the feedback terms.
+    text = WeightedTerms.of(query.text)
     empty = np.zeros(0, np.int64), np.zeros(0, np.float64)
     dense = sparse_list = empty
     if fusion.method not in ("sparse", "dense"):
-        dense, sparse_list = _both_lists(vectors, sparse, query, kinds, k)
+        dense, sparse_list = _both_lists(vectors, sparse, query, text, kinds, k)
     elif fusion.method == "dense":
         dense = vector_candidates(vectors, query.vector, kinds, k)
     else:
-        sparse_list = sparse.search(query.text, kinds, k)
+        sparse_list = sparse.search(text, kinds, k)
     if report is not None:
         report["dense"] = report.get("dense", 0) + int(dense[0].size)
         report["sparse"] = report.get("sparse", 0) + int(sparse_list[0].size)
@@ -168,14 +170,12 @@ def _candidates(
         return np.asarray(dense[0], np.int64), np.asarray(dense[1], np.float64)
     if fusion.method == "sparse":
         return np.asarray(sparse_list[0], np.int64), np.asarray(sparse_list[1], np.float64)
-    ids, scores = _fused(
-        snapshot, sparse, query.text, query.vector, dense, sparse_list, fusion, report
-    )
+    ids, scores = _fused(snapshot, sparse, text, query.vector, dense, sparse_list, fusion, report)
     top = ids[: fusion.feedback_docs]
     if top.size == 0:
         return ids, scores
     vector = query.vector
-    bm25_query: SparseQuery = query.text
+    bm25_query: SparseQuery = text
     dense_round: _Listed = dense
     sparse_round: _Listed = sparse_list
     if fusion.feedback_weight > 0.0:
@@ -184,7 +184,7 @@ def _candidates(
         dense_round = (sets.union(dense[0], again).astype(np.int64), None)  # scored by _fused
     extra: list[str] = []
     if fusion.feedback_terms > 0:
-        asked = query_weights(query.text)  # read once: left out of the terms, then kept
+        asked = query_weights(text)  # left out of the terms, then kept
         texts = snapshot.nodes.text_of(top)
         extra = sparse.feedback_terms(top, texts, fusion.feedback_terms, asked)
     if extra:
@@ -218,9 +218,15 @@ _Listed = tuple[np.ndarray, np.ndarray | None]
 
 
 def _both_lists(
-    vectors: VectorIndex, sparse: SparseIndex, query: Query, kinds: Sequence[int], k: int
+    vectors: VectorIndex,
+    sparse: SparseIndex,
+    query: Query,
+    text: SparseQuery,
+    kinds: Sequence[int],
+    k: int,
 ) -> tuple[_Ranked, _Ranked]:
-    """The dense and the BM25 top-``k`` lists of ``kinds``, side by side when large.
+    """The dense (``query``'s vector) and the BM25 (``text``, its question analyzed) top-``k``
+    lists of ``kinds``, side by side when large.
 
     The worker searches the dense lists, then the BM25 lists of every kind but the one
     with the most documents, which the calling thread searches meanwhile. On the 1M-chunk
@@ -235,15 +241,13 @@ def _both_lists(
     itself, so a query never waits in the pool's queue.
     """
     if vectors.count(kinds) < PARALLEL_LISTS_MIN:
-        return vector_candidates(vectors, query.vector, kinds, k), sparse.search(
-            query.text, kinds, k
-        )
+        return vector_candidates(vectors, query.vector, kinds, k), sparse.search(text, kinds, k)
     mine = max(kinds, key=lambda kind: sparse.part(kind).n_live)
     others = [kind for kind in kinds if kind != mine]
-    future = _pool().submit(_worker_lists, vectors, sparse, query, kinds, others, k)
-    found = sparse.search_kind(query.text, mine, k)
+    future = _pool().submit(_worker_lists, vectors, sparse, query, text, kinds, others, k)
+    found = sparse.search_kind(text, mine, k)
     if future.cancel():  # not started: every worker was busy
-        dense, theirs = _worker_lists(vectors, sparse, query, kinds, others, k)
+        dense, theirs = _worker_lists(vectors, sparse, query, text, kinds, others, k)
     else:
         dense, theirs = future.result()
     return dense, sparse.merged([found, *theirs], k)
@@ -253,6 +257,7 @@ def _worker_lists(
     vectors: VectorIndex,
     sparse: SparseIndex,
     query: Query,
+    text: SparseQuery,
     kinds: Sequence[int],
     sparse_kinds: Sequence[int],
     k: int,
@@ -260,7 +265,7 @@ def _worker_lists(
     """The worker's part of ``_both_lists``: the dense list of ``kinds``, then the BM25 list
     of each of ``sparse_kinds``."""
     dense = vector_candidates(vectors, query.vector, kinds, k)
-    return dense, [sparse.search_kind(query.text, kind, k) for kind in sparse_kinds]
+    return dense, [sparse.search_kind(text, kind, k) for kind in sparse_kinds]
 
 
 def _pool() -> ThreadPoolExecutor:
