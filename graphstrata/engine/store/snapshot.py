@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,30 +51,6 @@ class Snapshot:
     def config(self) -> dict[str, Any]:
         """The ``IndexConfig`` recorded with this version, as a dict."""
         return self.manifest["config"]
-
-    @cached_property
-    def _doc_key_order(self) -> tuple[np.ndarray, np.ndarray | None]:
-        keys = numpy_of(self.docs.column("key")) if self.docs.num_rows else np.zeros(0, np.int64)
-        # Keys are allocated ascending and rows are appended and filtered in order, so the
-        # column is normally sorted already: no sort, rows are positions.
-        if keys.size < 2 or bool(np.all(keys[1:] > keys[:-1])):
-            return keys, None
-        order = np.argsort(keys, kind="stable")
-        return keys[order], order
-
-    def doc_rows(self, keys: np.ndarray) -> np.ndarray:
-        """The rows of ``docs`` holding doc ``keys``, -1 for a key that is not live.
-
-        The sorted key column is made once per snapshot (a snapshot never changes), so a
-        query's look-up of its hits' documents is a binary search, not a pass over them.
-        """
-        sorted_keys, order = self._doc_key_order
-        keys = np.asarray(keys, np.int64)
-        if sorted_keys.size == 0:
-            return np.full(keys.size, -1, np.int64)
-        pos = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
-        rows = pos if order is None else order[pos]
-        return np.where(sorted_keys[pos] == keys, rows, -1).astype(np.int64)
 
     def state(self, component: str, name: str) -> np.ndarray | None:
         """A component's state array (``Delta.put_state``), or None if never stored."""

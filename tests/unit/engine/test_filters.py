@@ -232,6 +232,16 @@ def test_cited_rows_are_read_once_per_version_and_each_call_gets_its_own():
     assert table.layouts([100]) == {100: None}  # a row without a layout
 
 
+def test_rows_of_finds_keys_in_sorted_and_unsorted_tables():
+    table = records([{"doc_id": f"d{i}", "title": ""} for i in range(3)])  # keys 100, 103, 106
+    for order in ([0, 1, 2], [2, 0, 1]):
+        docs = table._docs.take(pa.array(order))
+        keys = docs.column("key").to_pylist()
+        found, rows = DocRecords(docs).rows_of(np.array([103, 101, 106, 100, 200]))
+        assert found.tolist() == [True, False, True, True, False]
+        assert rows.tolist() == [keys.index(103), keys.index(106), keys.index(100)]
+
+
 def test_layouts_are_parsed_once_per_version():
     table = records([DOC])
     layout = {"first": 7, "chunks": [0, 5, 5, 9]}

@@ -59,15 +59,3 @@ def test_source_info_of_a_file_and_of_text():
     }
     assert source_info(layout_json([], 0, None)) is None
     assert source_info(None) is None
-
-
-def test_doc_rows_finds_keys_in_sorted_and_unsorted_tables(tmp_path):
-    import numpy as np
-    import pyarrow as pa
-
-    from graphstrata.engine.store import Snapshot
-
-    for keys in ([3, 5, 9], [9, 3, 5]):
-        snap = Snapshot(tmp_path, {}, None, None, pa.table({"key": keys}), None, np.zeros(0))
-        rows = snap.doc_rows(np.array([5, 4, 9, 3, 10]))
-        assert rows.tolist() == [keys.index(5), -1, keys.index(9), keys.index(3), -1]
