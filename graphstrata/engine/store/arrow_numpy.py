@@ -121,8 +121,8 @@ class ColumnRows:
 
     A query reads the texts and doc lists of a few dozen rows: a null-free string or
     integer-list chunk is read from its buffers (its offsets viewed once), where pyarrow
-    makes a scalar per row (~2.8 us a value under the line profiler, a quarter of
-    ``make_hits``; decision 0023, amendment); other chunks go through pyarrow.
+    makes a scalar per row (~2.8 us a value under the line profiler, a one-off script, not
+    kept; decision 0023, amendment); other chunks go through pyarrow.
 
     Parameters
     ----------
