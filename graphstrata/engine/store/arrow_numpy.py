@@ -7,21 +7,15 @@ use in a process whenever pandas is installed, as it is here through the ``ray``
 and a fresh process opened a small index in 1.08 s without it against 1.42 s with it
 (docs/architecture.md, "Store"). These functions read and wrap the value buffers of
 null-free fixed-width columns directly (zero copy, like ``to_numpy`` of such a column) and
-hand anything else to pyarrow. ``ColumnRows`` reads single rows of a string or integer-list
-column from its buffers in the same way.
+hand anything else to pyarrow.
 """
 
 from __future__ import annotations
 
-import bisect
-import itertools
-from collections.abc import Callable, Iterable
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["ColumnRows", "arrow_of", "numpy_of"]
+__all__ = ["arrow_of", "numpy_of"]
 
 
 def _plain(array: pa.Array) -> bool:
@@ -86,71 +80,3 @@ def arrow_of(array: np.ndarray) -> pa.Array:
 
 def _dtype(t: pa.DataType) -> np.dtype:
     return np.dtype(t.to_pandas_dtype())
-
-
-def _row_reader(chunk: pa.Array) -> Callable[[int], Any]:
-    """``i -> chunk[i].as_py()`` of one chunk, from its buffers when it is a null-free string
-    or integer-list array (offsets viewed once, then a slice per row), else by pyarrow."""
-    t = chunk.type
-    n = len(chunk)
-    if chunk.null_count == 0 and n and (pa.types.is_string(t) or pa.types.is_large_string(t)):
-        width = np.int64 if pa.types.is_large_string(t) else np.int32
-        buffers = chunk.buffers()
-        starts = np.frombuffer(buffers[1], width, n + 1, chunk.offset * np.dtype(width).itemsize)
-        offsets = starts.tolist()
-        data = memoryview(buffers[2]) if buffers[2] is not None else memoryview(b"")
-        return lambda i: str(data[offsets[i] : offsets[i + 1]], "utf-8")
-    if (
-        chunk.null_count == 0
-        and n
-        and (pa.types.is_list(t) or pa.types.is_large_list(t))
-        and pa.types.is_integer(t.value_type)
-        and chunk.values.null_count == 0
-    ):
-        width = np.int64 if pa.types.is_large_list(t) else np.int32
-        buffers = chunk.buffers()
-        starts = np.frombuffer(buffers[1], width, n + 1, chunk.offset * np.dtype(width).itemsize)
-        offsets = starts.tolist()
-        values = numpy_of(chunk.values)  # the whole child: list offsets index it as stored
-        return lambda i: values[offsets[i] : offsets[i + 1]].tolist()
-    return lambda i: chunk[i].as_py()
-
-
-class ColumnRows:
-    """Python values of single rows of one Arrow column, as ``column[i].as_py()``.
-
-    A query reads the texts and doc lists of a few dozen rows: a null-free string or
-    integer-list chunk is read from its buffers (its offsets viewed once), where pyarrow
-    makes a scalar per row (~2.8 us a value under the line profiler, a one-off script, not
-    kept; decision 0023, amendment); other chunks go through pyarrow.
-
-    Parameters
-    ----------
-    column:
-        The column (its chunks are read as they are, none copied).
-    """
-
-    def __init__(self, column: pa.ChunkedArray):
-        self._chunks = column.chunks
-        self._starts = list(itertools.accumulate((len(c) for c in self._chunks), initial=0))
-        self._readers = [_row_reader(c) for c in self._chunks]
-
-    def __len__(self) -> int:
-        return self._starts[-1]
-
-    def values(self, rows: Iterable[int]) -> list[Any]:
-        """The values at ``rows`` (positions in the column), in order.
-
-        Raises
-        ------
-        IndexError
-            For a position outside the column.
-        """
-        starts, readers, size = self._starts, self._readers, self._starts[-1]
-        out = []
-        for at in rows:
-            if not 0 <= at < size:
-                raise IndexError(f"row {at} out of range for {size} rows")
-            c = bisect.bisect_right(starts, at) - 1
-            out.append(readers[c](at - starts[c]))
-        return out

@@ -7,6 +7,8 @@ its node (docs/architecture.md, "Data model").
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +21,7 @@ from graphstrata.core import sets
 from graphstrata.core.ids import contains, find_positions
 from graphstrata.core.splice import splice_positions, spliced
 from graphstrata.engine.policies import MaintenanceConfig
-from graphstrata.engine.store.arrow_numpy import ColumnRows, arrow_of, numpy_of
+from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 
 
 def empty_table(schema: pa.Schema) -> pa.Table:
@@ -275,8 +277,8 @@ class NodeTable:
         # Per set of kinds: versions since it was last asked for (``merged`` drops the sets
         # not asked for in ``table_kind_set_versions``).
         self._kind_age: dict[tuple[int, ...], int] = {}
-        # Per column: the rows it was read from, and its reader of single rows.
-        self._chunks: dict[str, tuple[pa.Table, ColumnRows]] = {}
+        # Per column: the rows it was split from, their chunks and where each starts.
+        self._chunks: dict[str, tuple[pa.Table, list[pa.Array], list[int]]] = {}
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -368,14 +370,19 @@ class NodeTable:
         held, order = self._held
         cached = self._chunks.get(name)
         if cached is None or cached[0] is not held:
-            cached = (held, ColumnRows(held.column(name)))
+            chunks = held.column(name).chunks
+            starts = list(itertools.accumulate((len(c) for c in chunks), initial=0))
+            cached = (held, chunks, starts)
             self._chunks[name] = cached
-        reader = cached[1]
-        if order is not None:
-            if rows.size and not (int(rows.min()) >= 0 and int(rows.max()) < order.size):
-                raise IndexError(f"rows out of range for {order.size} rows")
-            rows = order[rows]
-        return reader.values(rows.tolist())
+        _, chunks, starts = cached
+        out = []
+        for row in rows.tolist():
+            at = row if order is None else int(order[row])
+            if not 0 <= at < starts[-1]:
+                raise IndexError(f"row {row} out of range for {starts[-1]} rows")
+            c = bisect.bisect_right(starts, at) - 1
+            out.append(chunks[c][at - starts[c]].as_py())
+        return out
 
     def doc_lists_at(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(doc key, index into rows)`` of every doc key of the rows ``rows``

@@ -1,6 +1,5 @@
-"""``engine.store.arrow_numpy`` against pyarrow's own conversions (the oracle: ``to_numpy``,
-``pa.array``, ``as_py``), and a fresh process that opens an index and queries every mode
-without importing pandas."""
+"""``engine.store.arrow_numpy`` against pyarrow's own conversions (the oracle), and a fresh
+process that opens an index and queries every mode without importing pandas."""
 
 from __future__ import annotations
 
@@ -12,63 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from graphstrata.engine.store.arrow_numpy import ColumnRows, arrow_of, numpy_of
-
-TEXTS = ["", "a", "Meridian Optics", "é—中文 🙂", "line\nbreak", "x" * 300]
-
-
-def _random_column(rng: np.random.Generator, kind: str) -> pa.ChunkedArray:
-    """A column of random chunks, some of them slices (an offset into their buffers), some
-    empty; ``kind``: large_string, string, list (int64), large_list, or nullable (strings
-    with nulls: pyarrow reads them)."""
-    chunks = []
-    for _ in range(int(rng.integers(0, 5))):
-        n = int(rng.integers(0, 12))
-        if kind in ("string", "large_string", "nullable"):
-            values = [TEXTS[int(i)] for i in rng.integers(0, len(TEXTS), n)]
-            if kind == "nullable":
-                values = [None if rng.random() < 0.3 else v for v in values]
-            typ = pa.string() if kind == "string" else pa.large_string()
-        else:
-            bound = 2**40 if kind == "list" else 2**31
-            lengths = rng.integers(0, 4, n).tolist()
-            values = [rng.integers(-bound, bound, k).tolist() for k in lengths]
-            typ = pa.list_(pa.int64()) if kind == "list" else pa.large_list(pa.int32())
-        array = pa.array(values, typ)
-        if n > 2 and rng.random() < 0.5:
-            lo = int(rng.integers(0, n - 1))
-            array = array.slice(lo, int(rng.integers(0, n - lo)))
-        chunks.append(array)
-    typ = {
-        "string": pa.string(),
-        "list": pa.list_(pa.int64()),
-        "large_list": pa.large_list(pa.int32()),
-    }
-    return pa.chunked_array(chunks, typ.get(kind, pa.large_string()))
-
-
-@pytest.mark.parametrize("kind", ["large_string", "string", "list", "large_list", "nullable"])
-@pytest.mark.parametrize("seed", range(25))
-def test_column_rows_read_single_rows_like_as_py(kind, seed):
-    rng = np.random.default_rng(seed)
-    column = _random_column(rng, kind)
-    expected = column.to_pylist()
-    rows = ColumnRows(column)
-    assert len(rows) == len(expected)
-    picks = rng.integers(0, len(expected), 20).tolist() if expected else []
-    assert rows.values(picks) == [expected[i] for i in picks]
-    assert rows.values(range(len(expected))) == expected
-    assert rows.values([]) == []
-    for bad in (-1, len(expected)):
-        with pytest.raises(IndexError, match="out of range"):
-            rows.values([bad])
-
-
-def test_column_rows_of_a_string_chunk_without_a_data_buffer():
-    # all-empty strings: pyarrow may leave the data buffer empty
-    column = pa.chunked_array([pa.array(["", ""], pa.large_string()).slice(1)])
-    assert ColumnRows(column).values([0]) == [""]
-
+from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
 
 DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 DTYPES += [np.float16, np.float32, np.float64]
