@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
+
+import numpy as np
 
 
 class NodeKind(IntEnum):
@@ -74,3 +77,12 @@ class EdgeKind(IntEnum):
     def words(self) -> str:
         """The kind in words, for reports (``"chunk-unit"``, ``"semantic"``, ...)."""
         return self.name.lower().replace("_", "-")
+
+
+def kind_table(kinds: Iterable[int]) -> np.ndarray:
+    """bool ``[256]``, True at ``kinds``: ``table[node_kinds]`` tests a uint8 kind array
+    against a few kinds (1.6 against ``np.isin``'s 15.7 us on 500 kinds, a one-off timing,
+    not kept), ``table.sum()`` of counts per kind those kinds' total."""
+    table = np.zeros(256, np.bool_)
+    table[np.asarray(list(kinds), np.int64)] = True
+    return table

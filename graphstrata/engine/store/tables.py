@@ -22,6 +22,7 @@ from graphstrata.core.ids import contains, find_positions
 from graphstrata.core.splice import splice_positions, spliced
 from graphstrata.engine.policies import MaintenanceConfig
 from graphstrata.engine.store.arrow_numpy import arrow_of, numpy_of
+from graphstrata.engine.types import kind_table
 
 
 def empty_table(schema: pa.Schema) -> pa.Table:
@@ -596,8 +597,7 @@ class VectorTable:
         (unique): one count over the uint8 kinds and a lookup of ``without``, where a write
         selected the ids of the kinds (a mask per kind, a concatenation and np.isin over
         514k ids at 100k chunks) only to count them (issue 17)."""
-        wanted = np.zeros(256, bool)
-        wanted[np.asarray(list(kinds), np.int64)] = True
+        wanted = kind_table(kinds)
         if self._kind_counts is None:
             self._kind_counts = np.bincount(self._kinds, minlength=256)
         total = int(self._kind_counts[wanted].sum())

@@ -29,7 +29,6 @@ __all__ = [
     "bridge_seeds",
     "containers",
     "coverage_ranked",
-    "kind_table",
     "kinds_of_letters",
     "layered_walk",
     "maximal_keys",
@@ -66,15 +65,6 @@ def kinds_of_letters(letters: str, allowed: tuple[int, ...]) -> tuple[int, ...]:
     if unknown:
         raise ValueError(f"kinds {unknown!r} not among {sorted(by_letter)}")
     return tuple(dict.fromkeys(by_letter[c] for c in letters))
-
-
-def kind_table(kinds: Sequence[int]) -> np.ndarray:
-    """bool ``[256]``, True at ``kinds``: ``table[node_kinds]`` tests a uint8 kind array
-    against a few kinds (1.6 against ``np.isin``'s 15.7 us on 500 kinds, a one-off timing,
-    not kept)."""
-    table = np.zeros(256, np.bool_)
-    table[np.asarray(kinds, np.int64)] = True
-    return table
 
 
 def minmax(scores: np.ndarray) -> np.ndarray:
@@ -260,7 +250,7 @@ def pack_ranked(
     text_kind:
         The chunk kind (T).
     structured:
-        The kinds that share ``structured_share``, as a :func:`kind_table`.
+        The kinds that share ``structured_share``, as ``engine.types.kind_table`` gives them.
     """
     kind = kinds[cand]
     is_text = kind == np.uint8(text_kind)

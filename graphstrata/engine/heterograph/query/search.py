@@ -77,7 +77,6 @@ from graphstrata.engine.heterograph.query.ranking import (
     bridge_seeds,
     containers,
     coverage_ranked,
-    kind_table,
     kinds_of_letters,
     layered_walk,
     maximal_keys,
@@ -111,7 +110,7 @@ from graphstrata.engine.prompts import query_entities_request
 from graphstrata.engine.sparse.analysis import SparseQuery, WeightedTerms
 from graphstrata.engine.sparse.index import SparseIndex
 from graphstrata.engine.store import Snapshot
-from graphstrata.engine.types import NodeKind
+from graphstrata.engine.types import NodeKind, kind_table
 from graphstrata.engine.vectors import VectorIndex
 
 #: The retrievable kinds other than chunks and units (A, H, R): a search returns them as

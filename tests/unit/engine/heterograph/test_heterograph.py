@@ -22,7 +22,6 @@ from graphstrata.engine.heterograph.query.ranking import (
     bridge_seeds,
     containers,
     coverage_ranked,
-    kind_table,
     kinds_of_letters,
     maximal_keys,
     merge_seeds,
@@ -33,7 +32,7 @@ from graphstrata.engine.heterograph.query.ranking import (
     sparse_entries,
 )
 from graphstrata.engine.interfaces import LLMRequest, LLMResponse
-from graphstrata.engine.types import EdgeKind, NodeKind
+from graphstrata.engine.types import EdgeKind, NodeKind, kind_table
 
 K = {k.name: int(k) for k in NodeKind}
 #: Allowed (src kind, dst kind) of each edge kind, as the component writes them.
