@@ -9,6 +9,7 @@ this module stays cheap for ``graphstrata --help``).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Mapping
@@ -39,6 +40,28 @@ def stage_words(stage: str) -> str:
     if match and match.group(1) in NodeKind.__members__:
         stage = stage[: match.start()] + " " + plural(NodeKind[match.group(1)].words)
     return stage.replace("_", " ")
+
+
+def time_words(epoch: Any) -> str:
+    """Seconds since the epoch as ``2026-12-06 10:31:12 UTC``; ``unknown`` for ``None`` or a
+    value that is not a time (an unreadable manifest's)."""
+    if isinstance(epoch, bool) or not isinstance(epoch, int | float):
+        return "unknown"
+    try:
+        return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return "unknown"
+
+
+def versions_words(versions: Any) -> str:
+    """``Index.stats()["versions"]`` as ``1 (2026-12-06 10:31:12 UTC), 0 (...)``."""
+    if not isinstance(versions, list) or not versions:
+        return "none"
+    return ", ".join(
+        f"{v.get('version')} ({time_words(v.get('committed_at'))})"
+        for v in versions
+        if isinstance(v, Mapping)
+    )
 
 
 def size_words(n: int) -> str:
@@ -206,6 +229,10 @@ def print_stats(stats: dict[str, Any], as_json: bool) -> None:
             rows.append(("edge_kinds", edge_counts(value)))
         elif key == "size_bytes":
             rows.append(("size", size_words(int(value))))
+        elif key == "committed_at":  # seconds since the epoch in the JSON; a date here
+            rows.append((key, time_words(value)))
+        elif key == "versions":
+            rows.append((key, versions_words(value)))
         elif key == "last_write_yield":
             lines = yield_lines(value) or ["none"]
             rows.extend((key if i == 0 else "", line) for i, line in enumerate(lines))

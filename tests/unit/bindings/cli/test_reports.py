@@ -41,6 +41,24 @@ def test_stats_name_kinds_in_words(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)["edges_by_kind"] == {"1": 52, "7": 1344}
 
 
+def test_stats_give_commit_times_as_dates_and_json_keeps_seconds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    at = 1_796_515_200.25  # 2026-12-06 00:00:00.25 UTC
+    versions = [{"version": 2, "committed_at": at + 60}, {"version": 1, "committed_at": None}]
+    stats = {"version": 2, "committed_at": at + 60, "versions": versions}
+    print_stats(stats, as_json=False)
+    assert capsys.readouterr().out.splitlines() == [
+        "version       2",
+        "committed at  2026-12-06 00:01:00 UTC",
+        "versions      2 (2026-12-06 00:01:00 UTC), 1 (unknown)",
+    ]
+    print_stats(stats, as_json=True)
+    assert json.loads(capsys.readouterr().out)["committed_at"] == at + 60
+    print_stats({"committed_at": None, "versions": []}, as_json=False)
+    assert capsys.readouterr().out.split() == ["committed", "at", "unknown", "versions", "none"]
+
+
 def test_report_lines_are_aligned_words(capsys: pytest.CaptureFixture[str]) -> None:
     report = {
         "operation": "insert",
