@@ -55,13 +55,13 @@ def time_words(epoch: Any) -> str:
 
 def versions_words(versions: Any) -> str:
     """``Index.stats()["versions"]`` as ``1 (2026-12-06 10:31:12 UTC), 0 (...)``."""
-    if not isinstance(versions, list) or not versions:
-        return "none"
-    return ", ".join(
+    rows = versions if isinstance(versions, list) else []
+    words = [
         f"{v.get('version')} ({time_words(v.get('committed_at'))})"
-        for v in versions
+        for v in rows
         if isinstance(v, Mapping)
-    )
+    ]
+    return ", ".join(words) or "none"
 
 
 def size_words(n: int) -> str:
