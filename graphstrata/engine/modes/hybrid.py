@@ -151,23 +151,19 @@ def _candidates(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``fused_candidates`` before the ranked list is recorded."""
     k = int(query.top_k)
+    empty = np.zeros(0, np.int64), np.zeros(0, np.float64)
+    if fusion.method == "dense":
+        dense = vector_candidates(vectors, query.vector, kinds, k)
+        _tally(report, dense, empty)
+        return np.asarray(dense[0], np.int64), np.asarray(dense[1], np.float64)
     # The question analyzed once: both rounds' lists and scores, and the feedback terms.
     text = WeightedTerms.of(query.text)
-    empty = np.zeros(0, np.int64), np.zeros(0, np.float64)
     dense = sparse_list = empty
-    if fusion.method not in ("sparse", "dense"):
-        dense, sparse_list = _both_lists(vectors, sparse, query, text, kinds, k)
-    elif fusion.method == "dense":
-        dense = vector_candidates(vectors, query.vector, kinds, k)
-    else:
+    if fusion.method == "sparse":
         sparse_list = sparse.search(text, kinds, k)
-    if report is not None:
-        report["dense"] = report.get("dense", 0) + int(dense[0].size)
-        report["sparse"] = report.get("sparse", 0) + int(sparse_list[0].size)
-        both = sets.intersection(dense[0], sparse_list[0]).size
-        report["both"] = report.get("both", 0) + int(both)
-    if fusion.method == "dense":
-        return np.asarray(dense[0], np.int64), np.asarray(dense[1], np.float64)
+    else:
+        dense, sparse_list = _both_lists(vectors, sparse, query, text, kinds, k)
+    _tally(report, dense, sparse_list)
     if fusion.method == "sparse":
         return np.asarray(sparse_list[0], np.int64), np.asarray(sparse_list[1], np.float64)
     ids, scores = _fused(snapshot, sparse, text, query.vector, dense, sparse_list, fusion, report)
@@ -215,6 +211,16 @@ _pool_lock = threading.Lock()
 _Ranked = tuple[np.ndarray, np.ndarray]
 #: A list to fuse: ids and their scores, or None where ``_fused`` scores them.
 _Listed = tuple[np.ndarray, np.ndarray | None]
+
+
+def _tally(report: dict[str, Any] | None, dense: _Ranked, sparse_list: _Ranked) -> None:
+    """Add the two first-round lists' sizes and overlap to ``report`` (when given)."""
+    if report is None:
+        return
+    report["dense"] = report.get("dense", 0) + int(dense[0].size)
+    report["sparse"] = report.get("sparse", 0) + int(sparse_list[0].size)
+    both = sets.intersection(dense[0], sparse_list[0]).size
+    report["both"] = report.get("both", 0) + int(both)
 
 
 def _both_lists(
