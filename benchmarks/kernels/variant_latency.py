@@ -8,7 +8,10 @@ interleaved rounds on the same index.
 without its sparse feedback terms, decision 0037) or ``graph-entries`` (``graph`` with its BM25
 entry points scaled with the budget, the default, and with 20 at the 2,000 tokens timed here,
 as before; decision 0038) or ``graph-push`` (``graph``'s walk exact, ``ppr_epsilon`` 0, with a
-lighter push threshold, 2e-6, and with the default; decision 0039). On each shared set's index of ``benchmarks.quality.retrieval``
+lighter push threshold, 2e-6, and with the default; decision 0039) or ``graph-lean``
+(``graph`` with its stages taken away one after another, ``retrieval.GRAPH_LEAN``: the BM25
+entry points, the second hop, the query-term coverage, the name n-grams and one walk step;
+decision 0040). On each shared set's index of ``benchmarks.quality.retrieval``
 (built or reused under ``build/bench-indexes/``), one question at a time at 2,000 tokens with
 the questions' vectors computed beforehand: ``rounds`` alternating passes of every variant over
 the first ``questions`` questions, after one untimed pass of each. Reported: each variant's p50
@@ -24,6 +27,7 @@ import numpy as np
 
 from benchmarks.common import load_text, machine, markdown_table
 from benchmarks.kernels.warm import index_and_questions, parse_args
+from benchmarks.quality import retrieval as R
 
 #: name -> (the index's components, the variants timed: (label, mode, query parameters)).
 COMPARISONS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str, dict[str, Any]], ...]]] = {
@@ -50,6 +54,14 @@ COMPARISONS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str, dict[str, An
             ("graph, ppr_epsilon 0", "graph", {"ppr_epsilon": 0.0}),
             ("graph, ppr_epsilon 2e-6", "graph", {"ppr_epsilon": 2e-6}),
             ("graph, defaults", "graph", {}),
+        ),
+    ),
+    "graph-lean": (
+        ("heterograph",),
+        (
+            ("naive", "naive", {}),
+            ("graph, defaults", "graph", {}),
+            *((label, "graph", params) for label, params in R.GRAPH_LEAN),
         ),
     ),
 }

@@ -591,6 +591,24 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("defaults, term_decay 0.7", {"term_decay": 0.7}),
 )
 SWEEP_MODES = ("hybrid", "collapsed")
+#: ``graph`` with its stages taken away one after another, each label saying what the variant
+#: before it kept (decision 0040: what the latency bound of issue 48 would cost; timed by
+#: ``python -m benchmarks.kernels.variant_latency graph-lean``).
+GRAPH_LEAN: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("no BM25 entries", {"sparse_top_k": 0}),
+    ("and no second hop", {"sparse_top_k": 0, "bridge_weight": 0.0}),
+    ("and no coverage", {"sparse_top_k": 0, "bridge_weight": 0.0, "term_decay": 1.0}),
+    (
+        "and no n-grams, 1 step",
+        {
+            "sparse_top_k": 0,
+            "bridge_weight": 0.0,
+            "term_decay": 1.0,
+            "match_query_ngrams": False,
+            "ppr_iters": 1,
+        },
+    ),
+)
 #: Variants of ``graph`` (query parameters, ``HeterographConfig``): which kinds the walk's
 #: budget goes to, how many BM25 entry points it takes (``sparse_top_k``, at 2,000 tokens and
 #: scaled with the budget) and the query-term coverage of its ranking (``term_decay``) at each
@@ -627,6 +645,7 @@ GRAPH_SWEEP: tuple[tuple[str, dict[str, Any], int], ...] = (
         for eps in (0.0, 2e-6)
         for budget in BUDGETS
     ),
+    *((f"graph: lean, {name}", params, HEADLINE_BUDGET) for name, params in GRAPH_LEAN),
 )
 
 
