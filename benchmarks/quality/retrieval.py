@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import itertools
 import json
 import shutil
 import sys
@@ -591,23 +592,23 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("defaults, term_decay 0.7", {"term_decay": 0.7}),
 )
 SWEEP_MODES = ("hybrid", "collapsed")
-#: ``graph`` with its stages taken away one after another, each label saying what the variant
-#: before it kept (decision 0040: what the latency bound of issue 48 would cost; timed by
-#: ``python -m benchmarks.kernels.variant_latency graph-lean``).
-GRAPH_LEAN: tuple[tuple[str, dict[str, Any]], ...] = (
+#: The stages ``GRAPH_LEAN`` takes away, in turn, and the parameters that take each away.
+_LEAN_STEPS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("no BM25 entries", {"sparse_top_k": 0}),
-    ("and no second hop", {"sparse_top_k": 0, "bridge_weight": 0.0}),
-    ("and no coverage", {"sparse_top_k": 0, "bridge_weight": 0.0, "term_decay": 1.0}),
-    (
-        "and no n-grams, 1 step",
-        {
-            "sparse_top_k": 0,
-            "bridge_weight": 0.0,
-            "term_decay": 1.0,
-            "match_query_ngrams": False,
-            "ppr_iters": 1,
-        },
-    ),
+    ("and no second hop", {"bridge_weight": 0.0}),
+    ("and no coverage", {"term_decay": 1.0}),
+    ("and no n-grams, 1 step", {"match_query_ngrams": False, "ppr_iters": 1}),
+)
+#: ``graph`` with its stages taken away one after another: each variant takes away what its
+#: label names and everything the variants before it took away (decision 0040: what the
+#: latency bound of issue 48 would cost; timed by ``python -m benchmarks.kernels.variant_latency
+#: graph-lean``).
+GRAPH_LEAN: tuple[tuple[str, dict[str, Any]], ...] = tuple(
+    zip(
+        [label for label, _ in _LEAN_STEPS],
+        itertools.accumulate((step for _, step in _LEAN_STEPS), lambda a, b: {**a, **b}),
+        strict=True,
+    )
 )
 #: Variants of ``graph`` (query parameters, ``HeterographConfig``): which kinds the walk's
 #: budget goes to, how many BM25 entry points it takes (``sparse_top_k``, at 2,000 tokens and
