@@ -10,7 +10,7 @@ entry points scaled with the budget, the default, and with 20 at the 2,000 token
 as before; decision 0038) or ``graph-push`` (``graph``'s walk exact, ``ppr_epsilon`` 0, with a
 lighter push threshold, 2e-6, and with the default; decision 0039) or ``graph-lean``
 (``graph`` with its stages taken away one after another, ``retrieval.GRAPH_LEAN``: the BM25
-entry points, the second hop, the query-term coverage, the name n-grams and one walk step;
+entry points, the second hop, the query-term coverage and one walk step;
 decision 0040). On each shared set's index of ``benchmarks.quality.retrieval``
 (built or reused under ``build/bench-indexes/``), one question at a time at 2,000 tokens with
 the questions' vectors computed beforehand: ``rounds`` alternating passes of every variant over

@@ -590,6 +590,18 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("defaults, adaptive_depth 10", {"adaptive_depth": 10}),
     ("defaults, term_decay 0.8", {"term_decay": 0.8}),
     ("defaults, term_decay 0.7", {"term_decay": 0.7}),
+    # the rest of FusionConfig's defaults, each measured on all three sets (issue 48)
+    *(
+        (f"rrf k={k} w=0.5", {"method": "rrf", "rrf_k": k, "dense_weight": 0.5, "adaptive": "off"})
+        for k in (10, 100)
+    ),
+    ("defaults, complete_scores off", {"complete_scores": False}),
+    ("defaults, max_overlap 0.5", {"max_overlap": 0.5}),
+    ("defaults, max_overlap 1.01 (no deduplication)", {"max_overlap": 1.01}),
+    (
+        "defaults, feedback_in_hierarchy (collapsed: the feedback round on)",
+        {"feedback_in_hierarchy": True},
+    ),
 )
 SWEEP_MODES = ("hybrid", "collapsed")
 #: The stages ``GRAPH_LEAN`` takes away, in turn, and the parameters that take each away.
@@ -597,7 +609,7 @@ _LEAN_STEPS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("no BM25 entries", {"sparse_top_k": 0}),
     ("and no second hop", {"bridge_weight": 0.0}),
     ("and no coverage", {"term_decay": 1.0}),
-    ("and no n-grams, 1 step", {"match_query_ngrams": False, "ppr_iters": 1}),
+    ("and 1 walk step", {"ppr_iters": 1}),
 )
 #: ``graph`` with its stages taken away one after another: each variant takes away what its
 #: label names and everything the variants before it took away (decision 0040: what the
@@ -647,6 +659,24 @@ GRAPH_SWEEP: tuple[tuple[str, dict[str, Any], int], ...] = (
         for budget in BUDGETS
     ),
     *((f"graph: lean, {name}", params, HEADLINE_BUDGET) for name, params in GRAPH_LEAN),
+    # the rest of HeterographConfig's query defaults, one at a time, on all three sets
+    *(
+        (f"graph: {name} {value}", {name: value}, HEADLINE_BUDGET)
+        for name, values in (
+            ("exact_match_weight", (0.25, 1.0)),
+            ("vector_match_weight", (0.5, 2.0)),
+            ("sparse_match_weight", (1.0, 3.0)),
+            ("entry_top_k", (5,)),
+            ("ppr_alpha", (0.3, 0.7)),
+            ("ppr_iters", (1, 3)),
+            ("text_share", (0.25,)),
+            ("token_exponent", (1.0,)),
+            ("bridge_weight", (0.0, 0.6)),
+            ("bridge_max_units", (64,)),
+            ("match_query_ngrams", (True,)),
+        )
+        for value in values
+    ),
 )
 
 

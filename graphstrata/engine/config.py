@@ -131,15 +131,18 @@ class HierarchyConfig:
 class HeterographConfig:
     """NodeRAG heterograph (paper §2, Appendix C; build defaults from its public code).
 
-    The ``graph`` search defaults (from ``entry_top_k`` on) were chosen with
+    The ``graph`` search defaults (from ``entry_top_k`` on) were first chosen with
     ``benchmarks/quality/graph_tuning.py`` on HotpotQA (994 passages, 100 questions) and a
-    150-document MultiHop-RAG subset (274 questions), then checked on all of MultiHop-RAG
-    (609 documents, 500 questions), CPU defaults, 2,000-token budget; the numbers are in
-    ``benchmarks/results/graph_tuning-*.md`` ("fact R" = gold facts verbatim in a retrieved
-    node, "HP" / "MH150" / "MH" the three sets). Each field declared with ``query=True`` is
-    also a ``graph`` query parameter (``GraphParams``); the ones the view builds its walk from
-    (``semantic_edge_weight``, ``title_edge_weight``, ``sparse_kinds``) and
-    ``max_candidates`` are not.
+    150-document MultiHop-RAG subset (274 questions), CPU defaults, 2,000-token budget
+    (``benchmarks/results/graph_tuning-*.md``; "fact R" = gold facts verbatim in a retrieved
+    node, "HP" / "MH150" / "MH" those sets). Each query default is now measured on all three
+    shared sets, one changed at a time, by the graph sweep of
+    ``benchmarks/results/retrieval.md`` (2,000 tokens; the triples below are MultiHop-RAG /
+    HotpotQA fact R and novels evidence R, the defaults giving 0.591 / 0.983 / 0.891): no
+    single change is above the defaults on all three. Each field declared with
+    ``query=True`` is also a ``graph`` query parameter (``GraphParams``); the ones the view
+    builds its walk from (``semantic_edge_weight``, ``title_edge_weight``,
+    ``sparse_kinds``) and ``max_candidates`` are not, and keep their HP / MH150 measurements.
     """
 
     enabled: bool = True
@@ -193,8 +196,8 @@ class HeterographConfig:
     attribute_tokens: int = setting(200, ge=1)
     element_tokens: int = setting(400, ge=1)
     decompose_tokens: int = setting(1024, ge=1)
-    #: Vector entry points over S/A/H (NodeRAG: 10) and as many over T; 20 moved fact R by
-    #: -0.5 (HP), +1.7 (MH150) points: kept at NodeRAG's value.
+    #: Vector entry points over S/A/H (NodeRAG: 10) and as many over T; 5 and 20 gave
+    #: 0.582 / 0.980 / 0.891 and 0.581 / 0.987 / 0.891: kept at NodeRAG's value.
     entry_top_k: int = setting(
         10,
         ge=0,
@@ -208,8 +211,9 @@ class HeterographConfig:
     relation_top_k: int = setting(
         30, ge=0, le=MAX_QUERY_K, query=True, doc="Relationship cross nodes kept."
     )
-    #: Restart probability and steps of the shallow PPR (NodeRAG: 0.5, 2; 0.3/0.7 and 1/3
-    #: steps moved fact R by at most 1.3 points on HP and MH150).
+    #: Restart probability and steps of the shallow PPR (NodeRAG: 0.5, 2): alpha 0.3 and 0.7
+    #: gave 0.581 / 0.983 / 0.888 and 0.583 / 0.983 / 0.888, 1 and 3 steps 0.584 / 0.980 /
+    #: 0.888 and 0.592 / 0.983 / 0.890.
     ppr_alpha: float = setting(
         0.5,
         ge=0.0,
@@ -234,9 +238,11 @@ class HeterographConfig:
         "mass >= ppr_epsilon * its row weight, else the mass stops there; 0 walks exactly.",
     )
     #: Shares of the restart mass of the exact-match, vector and BM25 entry points. Exact
-    #: 0.5 / vector 1 / BM25 2 measured best of the grid on MH150 (+1.8 to +2.1 points of
-    #: fact R over 1/1/1) and equal on HP; without BM25 entry points fact R falls 0.981
-    #: (HP) and 0.435 (MH150), without vector entry points 0.981 / 0.508.
+    #: 0.5 / vector 1 / BM25 2 measured best of a grid on MH150 (+1.8 to +2.1 points of fact R
+    #: over 1/1/1) and equal on HP. Each moved alone: exact 0.25 / 1 gave 0.586 / 0.983 /
+    #: 0.888 and 0.581 / 0.983 / 0.890, vector 0.5 / 2 0.578 / 0.975 / 0.891 and 0.578 /
+    #: 0.983 / 0.885, BM25 1 / 3 0.575 / 0.990 / 0.883 and 0.581 / 0.975 / 0.887; without BM25
+    #: entry points (``sparse_top_k`` 0) 0.464 / 0.972 / 0.836 (decision 0040).
     exact_match_weight: float = setting(
         0.5,
         ge=0.0,
@@ -272,7 +278,8 @@ class HeterographConfig:
     #: points of fact R on MH150 (their short texts match query words by accident).
     sparse_kinds: str = "TS"
     #: Share of the budget packed with chunks alone before anything else: 0 (rank all kinds
-    #: on one scale); 0.25 cost 0.7 points on MH150 and nothing on HP.
+    #: on one scale); 0.25 / 0.5 / 0.8 gave 0.584 / 0.983 / 0.891, 0.587 / 0.983 / 0.891 and
+    #: 0.558 / 0.983 / 0.879.
     text_share: float = setting(
         0.0,
         ge=0.0,
@@ -282,8 +289,8 @@ class HeterographConfig:
     )
     #: Rank by PPR score / tokens ** 0.75: a chunk holds several units' worth of facts for
     #: several units' worth of tokens. Ranking by PPR score alone gave HP 0.988 but MH150
-    #: 0.44-0.49 (chunks crowd out units); 0.5 and 1.0 were within a point of 0.75 on HP,
-    #: MH150 and MH.
+    #: 0.44-0.49 (chunks crowd out units); 0.5 and 1 gave 0.582 / 0.987 / 0.887 and 0.583 /
+    #: 0.983 / 0.888.
     token_exponent: float = setting(
         0.75,
         ge=0.0,
@@ -295,8 +302,8 @@ class HeterographConfig:
     #: Chunks and units kept for ranking (by density, after the walk).
     max_candidates: int = 400
     #: Most of the budget attributes, elements and relationships take together. They rarely
-    #: hold evidence (4-6 % of relationship tokens packed, 26-32 % of chunk tokens); 0 gave
-    #: graph 0.879 / 0.988 against 0.876 / 0.985 at 0.05 (novels / HotpotQA; decision 0034).
+    #: hold evidence (4-6 % of relationship tokens packed, 26-32 % of chunk tokens); 0.05 and
+    #: 0.1 gave 0.580 / 0.983 / 0.885 and 0.581 / 0.983 / 0.886 (decision 0034).
     structured_share: float = setting(
         0.0,
         ge=0.0,
@@ -322,9 +329,10 @@ class HeterographConfig:
     )
     #: The second hop: share of the restart mass given, in a second walk, to the entities
     #: of the first walk's 5 best chunks and units (the bridge of a multi-hop question).
-    #: 0.3 took HP from 0.972 to 0.988 fact R and 0.975 to 0.990 doc R, and cost MH150 0.7
-    #: and MH 0.9 points (their questions name every article they need); 0.6 gained HP 0.7
-    #: more and cost MH150 another 0.8.
+    #: 0.3 took HP from 0.972 to 0.988 fact R and 0.975 to 0.990 doc R (graph_tuning). On the
+    #: three sets 0 and 0.6 gave 0.595 / 0.980 / 0.892 and 0.578 / 0.983 / 0.888: the second
+    #: hop costs MultiHop-RAG 0.4 point (its questions name every article they need) and the
+    #: novels 0.1, and is kept for bridge questions (HotpotQA doc R 0.995 against 0.985).
     bridge_weight: float = setting(
         0.3,
         ge=0.0,
@@ -340,8 +348,8 @@ class HeterographConfig:
         query=True,
         doc="How many of the first walk's best chunks and units name the bridge entities.",
     )
-    #: A bridge entity is mentioned by at most this many units (16-128 changed fact R by
-    #: less than a point: no cap).
+    #: A bridge entity is mentioned by at most this many units (64 gave 0.588 / 0.983 / 0.891:
+    #: no cap).
     bridge_max_units: int = setting(
         1_000_000,
         ge=0,
@@ -357,9 +365,9 @@ class HeterographConfig:
     #: and 3 within a point; the titles still seed exact matches).
     title_edge_weight: float = 1.0
     #: Also match the question's capitalized word n-grams against known names (entities,
-    #: element titles, document titles). Off: on (row ``ngrams``) was within 0.3 point of off
-    #: on HP, MH150 and MH (benchmarks/results/graph_tuning-*.md) and costs a name lookup per
-    #: n-gram; a query can turn it on for names the entity rules split ("Haymo of Faversham").
+    #: element titles, document titles). Off: on gave 0.589 / 0.983 / 0.892, within 0.2
+    #: point of off on every set, and costs a name lookup per n-gram; a query can turn it on
+    #: for names the entity rules split ("Haymo of Faversham").
     match_query_ngrams: bool = setting(
         False,
         query=True,
@@ -427,16 +435,18 @@ class FusionConfig:
 
     Used by ``hybrid`` and the hierarchy modes (``collapsed``, ``detailed``,
     ``summarized``); kernels in ``core/fusion.py``. The dense weight (``dense_weight``,
-    ``adaptive*``) is chosen on all three shared sets (decision 0033), the rest on
-    MultiHop-RAG and HotpotQA (decision 0009); benchmarks/results/retrieval.md.
+    ``adaptive*``) was chosen on all three shared sets (decision 0033), the rest first on
+    MultiHop-RAG and HotpotQA (decision 0009); each default is now measured on all three by
+    the fusion sweep of ``benchmarks/results/retrieval.md``, one changed at a time, at 2,000
+    tokens. The triples below are MultiHop-RAG / HotpotQA fact R and novels evidence R of
+    ``hybrid`` (``collapsed`` where named); the defaults give 0.526 / 0.960 / 0.880
+    (``collapsed`` 0.524 / 0.953 / 0.873).
     """
 
     #: ``"score"``: convex combination of min-max normalized scores (Bruch et al. 2023),
     #: ``"rrf"``: reciprocal-rank fusion (Cormack et al. 2009), ``"dense"`` / ``"sparse"``: one
-    #: list alone. Measured with every other default: score 0.520 / 0.965 (MultiHop /
-    #: HotpotQA) vs the best RRF 0.491 / 0.943 (k=60, w=0.2) and RRF k=60 with equal weights
-    #: 0.459 / 0.923. Before term coverage and feedback: score 0.497 / 0.948, RRF 0.492 /
-    #: 0.943 at best.
+    #: list alone. RRF with equal weights gave 0.447 / 0.933 / 0.852 (k=60), dense alone
+    #: 0.354 / 0.868 / 0.796 and BM25 alone 0.481 / 0.938 / 0.863.
     method: str = setting(
         "score",
         choices=FUSION_METHODS,
@@ -445,7 +455,8 @@ class FusionConfig:
         "``sparse`` (one list alone).",
     )
     #: RRF's rank offset k: a list contributes ``weight / (rrf_k + rank)``, rank from 1.
-    #: Cormack et al.'s 60; k = 10, 30, 100 measured within 0.6 points of it.
+    #: Cormack et al.'s 60, the value users of RRF elsewhere expect; k = 10 and 100 gave
+    #: 0.473 / 0.933 / 0.861 and 0.443 / 0.928 / 0.851 (RRF is not the default method).
     rrf_k: int = setting(60, ge=0, query=True, doc="RRF's rank offset (>= 0).")
     #: Dense weight before the per-query move (``adaptive``); BM25 gets the rest. BM25 is the
     #: stronger on all three shared sets, so a fixed weight tuned there favours it (0.2),
@@ -478,18 +489,16 @@ class FusionConfig:
     )
     #: Score every candidate of either list on both sides (its cosine and its BM25 score)
     #: before fusing, instead of counting it absent from the list that did not return it.
-    #: Measured (w=0.5): score 0.504 / 0.943 with, 0.489 / 0.943 without (before term
-    #: coverage and feedback: 0.494 / 0.938 and 0.480 / 0.928).
+    #: Off gave 0.485 / 0.943 / 0.864 (``collapsed`` 0.476 / 0.932 / 0.866).
     complete_scores: bool = setting(
         True, query=True, doc="Score every candidate on both sides before fusing."
     )
     #: A candidate is dropped as a duplicate when at least this share of its word shingles
     #: already occurs in the texts packed before it (> 1 disables deduplication). At 0.8 it
     #: drops near-copies only (a summary made of packed sentences, a repeated text): 0.02
-    #: (hybrid) to 0.30 (detailed) candidates per question; measured 0.520 / 0.965, the
-    #: same as without deduplication or at 0.95, while 0.5 (0.520 / 0.950) also drops
-    #: partial repeats that still held evidence; collapsed: 0.519 / 0.947 at 0.8 and
-    #: without, 0.523 / 0.937 at 0.5 (retrieval.md sweep).
+    #: (hybrid) to 0.31 (detailed) candidates per question. 0.5 gave 0.527 / 0.955 / 0.880
+    #: (``collapsed`` 0.526 / 0.955 / 0.873) and no deduplication 0.526 / 0.960 / 0.880
+    #: (0.523 / 0.953 / 0.873).
     max_overlap: float = setting(
         0.8,
         gt=0.0,
@@ -501,7 +510,9 @@ class FusionConfig:
     shingle_words: int = setting(5, ge=1)
     #: Query-term coverage (``core.fusion.coverage_order``, score fusion of complete lists
     #: only): each candidate ranked above that matches a query term multiplies that term's
-    #: BM25 weight by this much for the rest (1 disables). Measured: decision 0009.
+    #: BM25 weight by this much for the rest (1 disables). 1, 0.8 and 0.7 gave 0.499 / 0.953
+    #: / 0.866, 0.533 / 0.960 / 0.880 and 0.542 / 0.947 / 0.882, but ``collapsed`` falls to
+    #: 0.930 and 0.927 on HotpotQA at 0.8 and 0.7 (0.953 at 0.9; decision 0009).
     term_decay: float = setting(
         0.9,
         gt=0.0,
@@ -512,7 +523,9 @@ class FusionConfig:
     #: Dense pseudo-relevance feedback (Rocchio; ``core.fusion.feedback_vector``) of the
     #: fused methods: the vectors of the best ``feedback_docs`` fused candidates move the
     #: query vector (weight ``feedback_weight``) for a second dense top-k, and the union of
-    #: both dense lists is fused with the BM25 list again (0 disables). Measured: decision 0009.
+    #: both dense lists is fused with the BM25 list again (0 disables). None gave 0.524 /
+    #: 0.945 / 0.876, 2 documents 0.522 / 0.955 / 0.877, ``feedback_weight`` 0.5 0.524 /
+    #: 0.953 / 0.878 (decision 0009).
     feedback_docs: int = setting(
         1,
         ge=0,
@@ -552,10 +565,10 @@ class FusionConfig:
     )
     #: Whether ``collapsed``, ``detailed`` and ``summarized`` take the feedback round too
     #: (``hybrid`` always does when ``feedback_docs`` > 0; a query's ``feedback_docs``
-    #: parameter applies to every fused mode: it turns the round on for that query). Off: on collapsed it measured 0.514 / 0.955
-    #: with against 0.519 / 0.947 without (no gain on balance), and it doubles the dense
-    #: searches of modes that search two kinds (collapsed 9.9 -> 19.9 ms at 100k synthetic
-    #: chunks, a one-off script, not kept, load 2.6).
+    #: parameter applies to every fused mode: it turns the round on for that query). Off: on
+    #: ``collapsed`` it gave 0.520 / 0.955 / 0.874 against 0.524 / 0.953 / 0.873 (no gain on
+    #: balance), and it doubles the dense searches of modes that search two kinds (collapsed
+    #: 9.9 -> 19.9 ms at 100k synthetic chunks, a one-off script, not kept, load 2.6).
     feedback_in_hierarchy: bool = False
 
     def validate(self) -> None:
