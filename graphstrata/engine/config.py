@@ -455,8 +455,9 @@ class FusionConfig:
         "``sparse`` (one list alone).",
     )
     #: RRF's rank offset k: a list contributes ``weight / (rrf_k + rank)``, rank from 1.
-    #: Cormack et al.'s 60, the value users of RRF elsewhere expect; k = 10 and 100 gave
-    #: 0.473 / 0.933 / 0.861 and 0.443 / 0.928 / 0.851 (RRF is not the default method).
+    #: Cormack et al.'s 60, also the default of LanceDB's RRF reranker and LangChain4j's
+    #: ReciprocalRankFuser; k = 10 and 100 gave 0.473 / 0.933 / 0.861 and 0.443 / 0.928 /
+    #: 0.851 (RRF is not the default method).
     rrf_k: int = setting(60, ge=0, query=True, doc="RRF's rank offset (>= 0).")
     #: Dense weight before the per-query move (``adaptive``); BM25 gets the rest. BM25 is the
     #: stronger on all three shared sets, so a fixed weight tuned there favours it (0.2),
